@@ -1,0 +1,210 @@
+"""Plain frozen data shared by the core, the CLI and the TUI.
+
+Contract: nothing here imports textual, rich or tensorflow; every number a screen or a report
+shows comes from one of these objects, so the TUI and `tuiprof summary` cannot disagree.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+# TensorBoard's overview-page step-time categories, in its order, under our JSON names.
+CATEGORIES: tuple[str, ...] = (
+    "device_compute",
+    "device_to_device",
+    "device_collectives",
+    "host_compute",
+    "kernel_launch",
+    "input",
+    "output",
+    "compilation",
+    "other",
+)
+
+CATEGORY_LABELS: dict[str, str] = {
+    "device_compute": "Device compute",
+    "device_to_device": "Device to device",
+    "device_collectives": "Device collectives",
+    "host_compute": "Host compute",
+    "kernel_launch": "Kernel launch",
+    "input": "Input",
+    "output": "Output",
+    "compilation": "Compilation",
+    "other": "All others",
+}
+
+# How the steps of a session were found; "official" means TensorBoard's converter found them.
+STEP_SOURCE_OFFICIAL = "official"
+
+
+@dataclass(frozen=True)
+class StepBreakdown:
+    """One training step: its time and how TensorBoard's categories split it (milliseconds)."""
+
+    step: int
+    step_time_ms: float
+    breakdown_ms: dict[str, float]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "step": self.step,
+            "step_time_ms": self.step_time_ms,
+            "breakdown_ms": {c: self.breakdown_ms.get(c, 0.0) for c in CATEGORIES},
+        }
+
+
+@dataclass(frozen=True)
+class StepAverage:
+    """Average and standard deviation over steps; std is None where there is one step."""
+
+    step_time_ms: float
+    breakdown_ms: dict[str, float]
+    step_time_std_ms: float | None = None
+    breakdown_std_ms: dict[str, float | None] = field(default_factory=dict)
+    min_step_time_ms: float | None = None
+    max_step_time_ms: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "step_time_ms": self.step_time_ms,
+            "step_time_std_ms": self.step_time_std_ms,
+            "min_step_time_ms": self.min_step_time_ms,
+            "max_step_time_ms": self.max_step_time_ms,
+            "breakdown_ms": {c: self.breakdown_ms.get(c, 0.0) for c in CATEGORIES},
+            "breakdown_std_ms": {c: self.breakdown_std_ms.get(c) for c in CATEGORIES},
+        }
+
+
+@dataclass(frozen=True)
+class Precision:
+    """Share of device compute time spent in 16-bit vs 32-bit ops (percent)."""
+
+    compute_16bit_percent: float
+    compute_32bit_percent: float
+
+    def to_dict(self) -> dict[str, float]:
+        return {
+            "compute_16bit_percent": self.compute_16bit_percent,
+            "compute_32bit_percent": self.compute_32bit_percent,
+        }
+
+
+@dataclass(frozen=True)
+class OpStat:
+    """A framework op (TensorFlow op) by self time, on the host or a device."""
+
+    name: str
+    op_type: str
+    where: str  # "Host" or "Device"
+    occurrences: int
+    total_self_time_us: float
+    self_time_percent: float  # of its side's (host or device) total self time
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "type": self.op_type,
+            "where": self.where,
+            "occurrences": self.occurrences,
+            "total_self_time_us": self.total_self_time_us,
+            "self_time_percent": self.self_time_percent,
+        }
+
+
+@dataclass(frozen=True)
+class KernelStat:
+    """A GPU kernel with its TensorCore eligibility (of the op) and use (of the kernel)."""
+
+    name: str
+    op_name: str
+    occurrences: int
+    total_duration_us: float
+    tensor_core_eligible: bool
+    uses_tensor_core: bool
+    occupancy_percent: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "op_name": self.op_name,
+            "occurrences": self.occurrences,
+            "total_duration_us": self.total_duration_us,
+            "tensor_core_eligible": self.tensor_core_eligible,
+            "uses_tensor_core": self.uses_tensor_core,
+            "occupancy_percent": self.occupancy_percent,
+        }
+
+
+@dataclass(frozen=True)
+class TensorCoreUse:
+    """Kernel time on TensorCores, of all kernel time and of TensorCore-eligible ops' time."""
+
+    percent_of_kernel_time: float
+    percent_of_eligible_time: float | None
+
+    def to_dict(self) -> dict[str, float | None]:
+        return {
+            "percent_of_kernel_time": self.percent_of_kernel_time,
+            "percent_of_eligible_time": self.percent_of_eligible_time,
+        }
+
+
+@dataclass(frozen=True)
+class Environment:
+    """Where the profile was taken."""
+
+    device_type: str  # "GPU", "CPU", "TPU", ...
+    device_count: int
+    hosts: tuple[str, ...]
+    device_names: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "device_type": self.device_type,
+            "device_count": self.device_count,
+            "hosts": list(self.hosts),
+            "device_names": list(self.device_names),
+        }
+
+
+@dataclass(frozen=True)
+class ProfileSummary:
+    """Everything tuiprof knows about one profile session (all its hosts)."""
+
+    path: str
+    hosts: tuple[str, ...]
+    step_source: str
+    step_source_detail: str
+    steps: tuple[StepBreakdown, ...]
+    average: StepAverage | None
+    precision: Precision | None
+    tensor_core: TensorCoreUse | None
+    top_ops: tuple[OpStat, ...]
+    kernels: tuple[KernelStat, ...]
+    environment: Environment
+    bottleneck: str
+    recommendations: tuple[str, ...]
+    warnings: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "hosts": list(self.hosts),
+            "step_source": self.step_source,
+            "step_source_detail": self.step_source_detail,
+            "steps": [s.to_dict() for s in self.steps],
+            "average": self.average.to_dict() if self.average else None,
+            "precision": self.precision.to_dict() if self.precision else None,
+            "tensor_core": self.tensor_core.to_dict() if self.tensor_core else None,
+            "top_ops": [o.to_dict() for o in self.top_ops],
+            "kernels": [k.to_dict() for k in self.kernels],
+            "environment": self.environment.to_dict(),
+            "bottleneck": self.bottleneck,
+            "recommendations": list(self.recommendations),
+            "warnings": list(self.warnings),
+        }
+
+
+class ProfileError(Exception):
+    """A profile that cannot be read; the message is one line meant for the user."""
