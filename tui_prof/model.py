@@ -208,3 +208,51 @@ class ProfileSummary:
 
 class ProfileError(Exception):
     """A profile that cannot be read; the message is one line meant for the user."""
+
+
+# Run statuses, as the results store records them.
+RUN_PENDING = "pending"
+RUN_RUNNING = "running"
+RUN_FINISHED = "finished"
+RUN_FAILED = "failed"  # exited non-zero, could not start, or was killed
+RUN_TIMEOUT = "timeout"
+RUN_INTERRUPTED = "interrupted"  # tuiprof died or was stopped while it ran
+RUN_STOPPED = "stopped"  # the user stopped it
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """One run of one variant of an experiment, as stored; metrics hold each metric's final value."""
+
+    run_id: str
+    variant: str
+    repeat: int  # 0-based; warm-up runs have is_warmup=True and do not count
+    status: str
+    is_warmup: bool = False
+    started_at: float | None = None  # Unix time
+    ended_at: float | None = None
+    wall_time_s: float | None = None
+    exit_code: int | None = None
+    metrics: dict[str, float] = field(default_factory=dict)
+    environment: dict[str, Any] = field(default_factory=dict)
+    run_dir: str = ""  # the run's own TensorBoard logdir
+    log_path: str = ""
+    error: str | None = None
+    profiler_port: int | None = None
+    progress: str = ""  # e.g. "epoch 3/5", from the job's reports
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+@dataclass(frozen=True)
+class ExperimentRecord:
+    """A stored experiment: its spec's essentials and every run so far."""
+
+    name: str
+    directory: str
+    baseline: str
+    variants: tuple[str, ...]
+    metrics: tuple[str, ...]  # always includes "wall_time_s"
+    repeats: int
+    runs: tuple[RunRecord, ...]
