@@ -1,0 +1,91 @@
+"""Regenerate sample_traces/ (all but experiment_* directories) with examples/train_cnn.py.
+
+    python examples/make_sample_traces.py            # about a minute on two CPU cores
+    python examples/make_sample_traces.py --check    # also print what TensorBoard's converter finds
+
+Each profile comes from its own Python process, because Keras's dtype policy and TensorFlow's
+profiler are process-wide. Seeds are fixed; timings, session names (a timestamp) and host file
+names (the machine's hostname) are what TensorFlow writes and so differ between runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "sample_traces"
+TRAIN = ROOT / "examples" / "train_cnn.py"
+
+# name -> train_cnn.py arguments; every profile covers global steps 5..9.
+PROFILES: dict[str, list[str]] = {
+    "keras_fit_float32": ["--mode", "fit", "--precision", "float32"],
+    "keras_fit_mixed": ["--mode", "fit", "--precision", "mixed"],
+    "custom_loop": ["--mode", "custom", "--precision", "float32"],
+    "input_bound": ["--mode", "custom", "--precision", "float32", "--input-bound"],
+}
+COMMON = ["--epochs", "3", "--batch-size", "32", "--seed", "0", "--profile-steps", "5,9"]
+
+
+def generate(name: str, args: list[str]) -> None:
+    """Train one configuration into a fresh sample_traces/<name>."""
+    logdir = OUT / name
+    shutil.rmtree(logdir, ignore_errors=True)
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "CUDA_VISIBLE_DEVICES": ""}
+    env.pop("TUIPROF_METRICS_FILE", None)
+    cmd = [sys.executable, str(TRAIN), *args, *COMMON, "--logdir", str(logdir)]
+    print(f"== {name}: {' '.join(cmd[1:])}", flush=True)
+    subprocess.run(cmd, check=True, env=env)
+
+
+def converter_verdict(path: Path) -> str:
+    """What TensorBoard's converter (xprof) says about one profile, without writing next to it."""
+    import json
+    import tempfile
+
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    from xprof.convert import raw_to_tool_data
+
+    with tempfile.TemporaryDirectory() as tmp:
+        data, _ = raw_to_tool_data.xspace_to_tools_data_from_byte_string(
+            [path.read_bytes()], [os.path.join(tmp, path.name)], "overview_page",
+            {"use_saved_result": False})
+    steps_table = json.loads(data)[1]
+    rows, p = steps_table.get("rows") or [], steps_table["p"]
+    if not rows:
+        return "no steps (" + (p.get("input_conclusion") or "no step marker observed") + ")"
+    cats = {k.removesuffix("_time_ms_avg"): p[k] for k in sorted(p) if k.endswith("_time_ms_avg")}
+    nonzero = ", ".join(f"{k} {v}" for k, v in cats.items() if float(v) > 0)
+    return f"{len(rows)} steps, avg {p['steptime_ms_average']} ms ({nonzero})"
+
+
+def main() -> int:
+    """Generate every profile, then list the files with their sizes (and the converter's verdict)."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--check", action="store_true", help="run TensorBoard's converter on each profile")
+    parser.add_argument("--only", nargs="*", choices=sorted(PROFILES), help="regenerate only these")
+    args = parser.parse_args()
+    for name in args.only or PROFILES:
+        generate(name, PROFILES[name])
+    for leftover in OUT.rglob("*.op_stats_v2.pb"):  # written by TensorBoard if it opened these profiles
+        leftover.unlink()
+
+    total = 0
+    print("\nsample_traces/:")
+    for name in PROFILES:
+        for f in sorted((OUT / name).rglob("*")):
+            if f.is_file():
+                total += f.stat().st_size
+                print(f"  {f.stat().st_size:>9,d}  {f.relative_to(OUT)}")
+                if args.check and f.name.endswith(".xplane.pb"):
+                    print(f"             converter: {converter_verdict(f)}")
+    print(f"  {total:>9,d}  total (excluding experiment_*)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
