@@ -1,0 +1,115 @@
+"""The bottleneck verdict and what to try next, from a session's average step breakdown.
+
+Contract: one place for the thresholds. They follow TensorBoard's overview page where it has a
+rule (input-bound above 20% of step time; kernel-launch and "all others" statements at 10%/20%)
+and add the ones a GPU user needs and TensorBoard leaves implicit (mixed precision, TensorCores).
+"""
+
+from __future__ import annotations
+
+from tui_prof.model import CATEGORY_LABELS, Precision, StepAverage, TensorCoreUse
+
+INPUT_BOUND_PERCENT = 20.0
+OTHER_BOUND_PERCENT = 20.0
+LAUNCH_BOUND_PERCENT = 10.0
+HOST_COMPUTE_PERCENT = 10.0
+COMPILE_PERCENT = 10.0
+COLLECTIVES_PERCENT = 10.0
+DEVICE_TO_DEVICE_PERCENT = 10.0
+LOW_16BIT_PERCENT = 10.0
+
+TIPS: dict[str, str] = {
+    "input": "Input: overlap the input pipeline with training — tf.data `.prefetch(tf.data.AUTOTUNE)`, "
+    "`num_parallel_calls=tf.data.AUTOTUNE` in `.map`, `.cache()` small datasets; move Python "
+    "(`py_function`) work out of the pipeline.",
+    "kernel_launch": "Kernel launch: fewer, larger kernels — a larger batch, `jit_compile=True` (XLA) "
+    "to fuse ops, and `steps_per_execution` in `model.compile` to cut per-step host overhead.",
+    "host_compute": "Host compute: ops running on the CPU inside the step — check the top host ops; move "
+    "preprocessing into tf.data or onto the device.",
+    "compilation": "Compilation: recompiling during steps — keep input shapes stable (pad, fixed batch) "
+    "and profile after warm-up steps.",
+    "device_collectives": "Collectives: communication dominates — larger per-device batch, gradient "
+    "accumulation, or overlap communication with compute.",
+    "device_to_device": "Device to device: copies between devices — check placement and avoid "
+    "unnecessary transfers.",
+    "other": "All others: time the profile does not attribute (Python, I/O, synchronisation) — look at "
+    "the host threads in a trace viewer; `tf.function` the step and raise `steps_per_execution`.",
+    "device_compute": "Device compute: the device is busy — speed up the math itself: mixed precision, "
+    "XLA (`jit_compile=True`), TensorCore-friendly shapes (multiples of 8).",
+    "host_compute_cpu": "CPU job: compute dominates — a larger batch, XLA (`jit_compile=True`), "
+    "and bfloat16 mixed precision on CPUs that support it.",
+}
+
+MIXED_PRECISION_TIP = (
+    "Consider mixed precision: only {p16:.1f}% of device compute is 16-bit. "
+    "`keras.mixed_precision.set_global_policy('mixed_float16')` uses TensorCores on recent GPUs."
+)
+TENSOR_CORE_TIP = (
+    "TensorCores: only {pct:.0f}% of the time of TensorCore-eligible ops runs on TensorCores — use "
+    "16-bit types and dimensions that are multiples of 8."
+)
+
+
+def _shares(avg: StepAverage) -> dict[str, float]:
+    if avg.step_time_ms <= 0:
+        return {k: 0.0 for k in avg.breakdown_ms}
+    return {k: 100.0 * v / avg.step_time_ms for k, v in avg.breakdown_ms.items()}
+
+
+def bottleneck(avg: StepAverage | None, device_type: str) -> tuple[str, list[str]]:
+    """A one-line verdict and the categories that deserve a look, largest first."""
+    if avg is None:
+        return "No steps found: no step-time breakdown.", []
+    s = _shares(avg)
+    flagged: list[str] = []
+    rules = [
+        ("input", INPUT_BOUND_PERCENT),
+        ("kernel_launch", LAUNCH_BOUND_PERCENT),
+        ("host_compute", HOST_COMPUTE_PERCENT),
+        ("compilation", COMPILE_PERCENT),
+        ("device_collectives", COLLECTIVES_PERCENT),
+        ("device_to_device", DEVICE_TO_DEVICE_PERCENT),
+        ("other", OTHER_BOUND_PERCENT),
+    ]
+    for cat, limit in rules:
+        if s.get(cat, 0.0) >= limit:
+            flagged.append(cat)
+    flagged.sort(key=lambda c: s.get(c, 0.0), reverse=True)
+    top = max(s, key=lambda c: s[c]) if s else "other"
+    if "input" in flagged:
+        verdict = f"Input-bound: {s['input']:.1f}% of step time waits for input."
+    elif flagged:
+        c = flagged[0]
+        verdict = f"{CATEGORY_LABELS[c]} is {s[c]:.1f}% of step time."
+    elif top == "device_compute":
+        verdict = f"Device-compute bound: {s[top]:.1f}% of step time is device compute."
+    elif top == "host_compute" and device_type == "CPU":
+        verdict = f"Compute-bound on the CPU: {s[top]:.1f}% of step time is host compute."
+    else:
+        verdict = f"Largest share: {CATEGORY_LABELS[top]} ({s[top]:.1f}% of step time)."
+    if top not in flagged:
+        flagged.append(top)
+    return verdict, flagged
+
+
+def recommendations(
+    flagged: list[str],
+    device_type: str,
+    precision: Precision | None,
+    tensor_core: TensorCoreUse | None,
+) -> list[str]:
+    tips: list[str] = []
+    for cat in flagged:
+        key = "host_compute_cpu" if cat == "host_compute" and device_type == "CPU" else cat
+        if key in TIPS and TIPS[key] not in tips:
+            tips.append(TIPS[key])
+    if device_type == "GPU" and precision is not None:
+        if precision.compute_16bit_percent < LOW_16BIT_PERCENT:
+            tips.insert(0, MIXED_PRECISION_TIP.format(p16=precision.compute_16bit_percent))
+    if (
+        tensor_core is not None
+        and tensor_core.percent_of_eligible_time is not None
+        and tensor_core.percent_of_eligible_time < 50.0
+    ):
+        tips.append(TENSOR_CORE_TIP.format(pct=tensor_core.percent_of_eligible_time))
+    return tips

@@ -1,0 +1,123 @@
+"""Summaries cached on disk by (path, size, mtime) of every host file, so reopening is instant.
+
+Contract: `cached_summary(session, compute)` returns the stored ProfileSummary when no host file
+changed since it was computed, else computes, stores atomically and returns it. The cache lives
+under $TUIPROF_CACHE_DIR, else $XDG_CACHE_HOME/tuiprof, else ~/.cache/tuiprof; a cache that
+cannot be read or written is skipped silently (it is an optimisation, never a source of errors).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from tui_prof import __version__
+from tui_prof.model import (
+    Environment,
+    KernelStat,
+    OpStat,
+    Precision,
+    ProfileSummary,
+    StepAverage,
+    StepBreakdown,
+    TensorCoreUse,
+)
+from tui_prof.profiles.discover import Session
+
+SCHEMA = 1
+
+
+def cache_dir() -> Path:
+    if os.environ.get("TUIPROF_CACHE_DIR"):
+        return Path(os.environ["TUIPROF_CACHE_DIR"])
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "tuiprof"
+
+
+def cache_key(session: Session, variant: str = "") -> str:
+    """Changes whenever a host file, tuiprof's version or the analysis variant changes."""
+    h = hashlib.sha256(f"{SCHEMA}|{__version__}|{variant}".encode())
+    for host in sorted(session.hosts, key=lambda x: str(x.path)):
+        st = host.path.stat()
+        h.update(f"|{os.path.abspath(host.path)}|{st.st_size}|{st.st_mtime_ns}".encode())
+    return h.hexdigest()[:32]
+
+
+def summary_from_dict(d: dict[str, Any]) -> ProfileSummary:
+    avg = d.get("average")
+    env = d["environment"]
+    return ProfileSummary(
+        path=d["path"],
+        hosts=tuple(d["hosts"]),
+        step_source=d["step_source"],
+        step_source_detail=d.get("step_source_detail", ""),
+        steps=tuple(StepBreakdown(s["step"], s["step_time_ms"], s["breakdown_ms"]) for s in d["steps"]),
+        average=StepAverage(
+            step_time_ms=avg["step_time_ms"],
+            breakdown_ms=avg["breakdown_ms"],
+            step_time_std_ms=avg.get("step_time_std_ms"),
+            breakdown_std_ms=avg.get("breakdown_std_ms", {}),
+            min_step_time_ms=avg.get("min_step_time_ms"),
+            max_step_time_ms=avg.get("max_step_time_ms"),
+        )
+        if avg
+        else None,
+        precision=Precision(**d["precision"]) if d.get("precision") else None,
+        tensor_core=TensorCoreUse(**d["tensor_core"]) if d.get("tensor_core") else None,
+        top_ops=tuple(
+            OpStat(o["name"], o["type"], o["where"], o["occurrences"], o["total_self_time_us"],
+                   o["self_time_percent"])
+            for o in d["top_ops"]
+        ),
+        kernels=tuple(KernelStat(**k) for k in d["kernels"]),
+        environment=Environment(
+            device_type=env["device_type"],
+            device_count=env["device_count"],
+            hosts=tuple(env["hosts"]),
+            device_names=tuple(env.get("device_names", ())),
+        ),
+        bottleneck=d["bottleneck"],
+        recommendations=tuple(d["recommendations"]),
+        warnings=tuple(d.get("warnings", ())),
+    )
+
+
+def load(key: str) -> ProfileSummary | None:
+    try:
+        with open(cache_dir() / f"{key}.json", encoding="utf-8") as f:
+            return summary_from_dict(json.load(f))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def store(key: str, summary: ProfileSummary) -> None:
+    directory = cache_dir()
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=directory, suffix=".tmp")
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(summary.to_dict(), f)
+        os.replace(tmp, directory / f"{key}.json")
+    except OSError:
+        return
+
+
+def cached_summary(
+    session: Session, compute: Callable[[], ProfileSummary], variant: str = ""
+) -> ProfileSummary:
+    try:
+        key = cache_key(session, variant)
+    except OSError:
+        return compute()
+    hit = load(key)
+    if hit is not None:
+        return dataclasses.replace(hit, path=str(session.path))
+    summary = compute()
+    store(key, summary)
+    return summary

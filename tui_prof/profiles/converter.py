@@ -1,0 +1,69 @@
+"""TensorBoard's own converter (the `xprof` package), called quietly and without side effects.
+
+Contract: `convert(paths, tools)` returns each tool's JSON exactly as TensorBoard's profile plugin
+would show it. Three things make the raw converter unfit to call directly, and this module is the
+one place that deals with them:
+- its native code logs dozens of lines to stderr per call, which would tear a TUI's screen, so
+  `TF_CPP_MIN_LOG_LEVEL=3` is forced before the library loads;
+- it writes a cache (`ALL_HOSTS.op_stats_v2.pb`) next to the files it reads, so it reads symlinks
+  from a private temporary directory instead, and a user's logdir is never written to;
+- it is native code of unknown thread-safety, so calls are serialised.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from tui_prof.model import ProfileError
+
+OVERVIEW = "overview_page"
+OP_STATS = "framework_op_stats"
+KERNEL_STATS = "kernel_stats"
+DEFAULT_TOOLS = (OVERVIEW, OP_STATS, KERNEL_STATS)
+
+_lock = threading.Lock()
+
+
+def _converter() -> Any:
+    os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
+    from xprof.convert import raw_to_tool_data
+
+    return raw_to_tool_data
+
+
+def convert(paths: Sequence[Path], tools: Sequence[str] = DEFAULT_TOOLS) -> dict[str, Any]:
+    """Run TensorBoard's converter tools on one session's host files; raise ProfileError if it fails."""
+    if not paths:
+        raise ProfileError("no .xplane.pb files to read")
+    names = [p.name for p in paths]
+    if len(set(names)) != len(names):
+        raise ProfileError("two host files share a name; convert them as separate sessions")
+    r2t = _converter()
+    out: dict[str, Any] = {}
+    with _lock, tempfile.TemporaryDirectory(prefix="tuiprof-") as tmp:
+        links = []
+        for p in paths:
+            link = Path(tmp) / p.name
+            os.symlink(os.path.abspath(p), link)
+            links.append(str(link))
+        for tool in tools:
+            try:
+                data, _ = r2t.xspace_to_tool_data(links, tool, {"use_saved_result": True})
+            except Exception as exc:  # native errors surface as assorted exception types
+                raise ProfileError(f"TensorBoard's converter failed on {tool}: {exc}") from exc
+            if data is None:
+                raise ProfileError(
+                    "TensorBoard's converter could not read it (not an XSpace profile, "
+                    "or truncated)"
+                )
+            try:
+                out[tool] = json.loads(data)
+            except ValueError as exc:
+                raise ProfileError(f"TensorBoard's converter returned bad {tool} data") from exc
+    return out

@@ -1,0 +1,159 @@
+"""Find profile sessions under a path without parsing any of them.
+
+Contract: `discover(path)` accepts a TensorBoard logdir (runs nested at any depth), a run dir, a
+session dir or one `*.xplane.pb` file, and returns runs → sessions → host files from directory
+listings and `stat` alone. Unreadable directories and symlink loops become `problems`, never
+exceptions; only a path that does not exist (or holds no profile at all) is an error for callers.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+XPLANE_SUFFIX = ".xplane.pb"
+
+
+@dataclass(frozen=True)
+class HostFile:
+    """One host's trace in a session: `<host>.xplane.pb`."""
+
+    host: str
+    path: Path
+    size: int
+    mtime: float
+
+
+@dataclass(frozen=True)
+class Session:
+    """One profile capture: a directory of per-host trace files."""
+
+    name: str
+    path: Path
+    run: str
+    hosts: tuple[HostFile, ...]
+
+    @property
+    def size(self) -> int:
+        return sum(h.size for h in self.hosts)
+
+
+@dataclass(frozen=True)
+class Run:
+    """A TensorBoard run: the directory that holds `plugins/profile/<session>/`."""
+
+    name: str
+    path: Path
+    sessions: tuple[Session, ...]
+
+
+@dataclass(frozen=True)
+class Discovery:
+    root: Path
+    runs: tuple[Run, ...]
+    problems: tuple[str, ...]
+
+    @property
+    def sessions(self) -> tuple[Session, ...]:
+        return tuple(s for r in self.runs for s in r.sessions)
+
+
+def host_name(file_name: str) -> str:
+    return file_name[: -len(XPLANE_SUFFIX)] if file_name.endswith(XPLANE_SUFFIX) else file_name
+
+
+def _run_dir_of(session_dir: Path) -> Path:
+    """TensorBoard's layout puts sessions at RUN/plugins/profile/SESSION."""
+    parent = session_dir.parent
+    if parent.name == "profile" and parent.parent.name == "plugins":
+        return parent.parent.parent
+    return parent
+
+
+def _run_name(run_dir: Path, root: Path) -> str:
+    try:
+        rel = run_dir.relative_to(root)
+    except ValueError:
+        return run_dir.name or str(run_dir)
+    return "." if str(rel) == "." else rel.as_posix()
+
+
+def _display(path: Path) -> str:
+    return os.fsdecode(path).encode("utf-8", "replace").decode("utf-8")
+
+
+def _host_files(entries: list[os.DirEntry[str]], problems: list[str]) -> list[HostFile]:
+    hosts = []
+    for e in entries:
+        if not e.name.endswith(XPLANE_SUFFIX):
+            continue
+        try:
+            if not e.is_file():
+                continue
+            st = e.stat()
+        except OSError as exc:
+            problems.append(f"{_display(Path(e.path))}: cannot read ({exc.strerror})")
+            continue
+        hosts.append(HostFile(host_name(e.name), Path(e.path), st.st_size, st.st_mtime))
+    return sorted(hosts, key=lambda h: h.host)
+
+
+def discover(path: str | os.PathLike[str]) -> Discovery:
+    """List every session under `path`; raises FileNotFoundError if `path` does not exist."""
+    root = Path(path)
+    if not root.exists():
+        raise FileNotFoundError(f"{_display(root)}: no such file or directory")
+    problems: list[str] = []
+    if root.is_file():
+        if not root.name.endswith(XPLANE_SUFFIX):
+            raise FileNotFoundError(f"{_display(root)}: not a profile (expected *{XPLANE_SUFFIX})")
+        st = root.stat()
+        session_dir = root.parent
+        session = Session(
+            session_dir.name,
+            session_dir,
+            _run_dir_of(session_dir).name,
+            (HostFile(host_name(root.name), root, st.st_size, st.st_mtime),),
+        )
+        run_dir = _run_dir_of(session_dir)
+        return Discovery(root, (Run(run_dir.name, run_dir, (session,)),), ())
+
+    by_run: dict[Path, list[Session]] = {}
+    seen: set[tuple[int, int]] = set()
+    stack = [root]
+    while stack:
+        d = stack.pop()
+        try:
+            st = d.stat()
+        except OSError as exc:
+            problems.append(f"{_display(d)}: cannot read ({exc.strerror})")
+            continue
+        key = (st.st_dev, st.st_ino)
+        if key in seen:
+            problems.append(f"{_display(d)}: skipped, a symlink loop or a second link to a directory")
+            continue
+        seen.add(key)
+        try:
+            with os.scandir(d) as it:
+                entries = list(it)
+        except OSError as exc:
+            problems.append(f"{_display(d)}: cannot list ({exc.strerror or exc})")
+            continue
+        hosts = _host_files(entries, problems)
+        if hosts:
+            run_dir = _run_dir_of(d)
+            by_run.setdefault(run_dir, []).append(
+                Session(d.name, d, _run_name(run_dir, root), tuple(hosts))
+            )
+        for e in entries:
+            try:
+                if e.is_dir():
+                    stack.append(Path(e.path))
+            except OSError:
+                problems.append(f"{_display(Path(e.path))}: cannot read")
+    runs = tuple(
+        Run(_run_name(run_dir, root), run_dir, tuple(sorted(sessions, key=lambda s: s.name)))
+        for run_dir, sessions in sorted(by_run.items(), key=lambda kv: _run_name(kv[0], root))
+    )
+    return Discovery(root, runs, tuple(problems))
