@@ -240,6 +240,9 @@ class RunRecord:
     error: str | None = None
     profiler_port: int | None = None
     progress: str = ""  # e.g. "epoch 3/5", from the job's reports
+    attempt: int = 1  # 2+ when `tuiprof run --resume` ran it again after an interrupted attempt
+    log_tail: str = ""  # last lines of the run's output, kept for failed runs
+    metrics_path: str = ""  # the run's JSON-lines metrics file (the whole series)
 
     def to_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}

@@ -103,9 +103,12 @@ def recommendations(
         key = "host_compute_cpu" if cat == "host_compute" and device_type == "CPU" else cat
         if key in TIPS and TIPS[key] not in tips:
             tips.append(TIPS[key])
-    if device_type == "GPU" and precision is not None:
-        if precision.compute_16bit_percent < LOW_16BIT_PERCENT:
-            tips.insert(0, MIXED_PRECISION_TIP.format(p16=precision.compute_16bit_percent))
+    if (
+        device_type == "GPU"
+        and precision is not None
+        and precision.compute_16bit_percent < LOW_16BIT_PERCENT
+    ):
+        tips.insert(0, MIXED_PRECISION_TIP.format(p16=precision.compute_16bit_percent))
     if (
         tensor_core is not None
         and tensor_core.percent_of_eligible_time is not None
