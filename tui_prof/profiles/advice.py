@@ -72,6 +72,9 @@ def bottleneck(avg: StepAverage | None, device_type: str) -> tuple[str, list[str
         ("other", OTHER_BOUND_PERCENT),
     ]
     for cat, limit in rules:
+        # On a CPU-only job host compute *is* the compute, not overhead to flag.
+        if cat == "host_compute" and device_type == "CPU":
+            continue
         if s.get(cat, 0.0) >= limit:
             flagged.append(cat)
     flagged.sort(key=lambda c: s.get(c, 0.0), reverse=True)

@@ -39,7 +39,7 @@ def _check(cancel: threading.Event | None) -> None:
 
 
 def average(steps: Sequence[StepBreakdown]) -> StepAverage | None:
-    """Mean and (population) standard deviation over steps, as TensorBoard's overview computes them."""
+    """Mean and sample standard deviation (n-1) over steps, as TensorBoard's overview computes them."""
     if not steps:
         return None
     n = len(steps)
@@ -48,7 +48,7 @@ def average(steps: Sequence[StepBreakdown]) -> StepAverage | None:
         m = sum(values) / n
         if n < 2:
             return m, None
-        return m, math.sqrt(max(0.0, sum((v - m) ** 2 for v in values) / n))
+        return m, math.sqrt(max(0.0, sum((v - m) ** 2 for v in values) / (n - 1)))
 
     st, st_sd = mean_std([s.step_time_ms for s in steps])
     means: dict[str, float] = {}

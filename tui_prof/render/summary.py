@@ -1,0 +1,221 @@
+"""Rich renderables for a ProfileSummary, shared by `tuiprof summary` and the TUI.
+
+Contract: every name that comes from a trace (ops, kernels, hosts) goes through `Text` objects or
+`escape`, never into markup; colour is never the only carrier of meaning (NO_COLOR terminals get
+distinct glyphs in the breakdown bar).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.measure import Measurement
+from rich.table import Table
+from rich.text import Text
+
+from tui_prof.model import CATEGORIES, CATEGORY_LABELS, ProfileSummary, StepBreakdown
+
+# Colour and a monochrome glyph per category; the glyph is also drawn in colour terminals' legend.
+CATEGORY_STYLE: dict[str, tuple[str, str]] = {
+    "device_compute": ("green", "█"),
+    "device_to_device": ("magenta", "▓"),
+    "device_collectives": ("bright_magenta", "▒"),
+    "host_compute": ("blue", "▚"),
+    "kernel_launch": ("yellow", "╳"),
+    "input": ("red", "▤"),
+    "output": ("bright_red", "▥"),
+    "compilation": ("cyan", "▦"),
+    "other": ("bright_black", "░"),
+}
+
+
+def fmt_ms(v: float | None) -> str:
+    if v is None:
+        return "–"
+    if abs(v) >= 100:
+        return f"{v:,.0f}"
+    if abs(v) >= 10:
+        return f"{v:.1f}"
+    return f"{v:.2f}"
+
+
+def used_categories(steps: Sequence[StepBreakdown]) -> list[str]:
+    """Categories with time in any step, in TensorBoard's order (empty columns waste 80 columns)."""
+    return [c for c in CATEGORIES if any(s.breakdown_ms.get(c, 0.0) > 0 for s in steps)]
+
+
+def headline(summary: ProfileSummary) -> Text:
+    t = Text()
+    avg = summary.average
+    if avg is None:
+        t.append("No steps found", style="bold yellow")
+    else:
+        t.append(f"{fmt_ms(avg.step_time_ms)} ms", style="bold")
+        if avg.step_time_std_ms is not None:
+            t.append(f" ± {fmt_ms(avg.step_time_std_ms)} ms")
+        n = len(summary.steps)
+        t.append(f" per step  ({n} step{'s' if n != 1 else ''}")
+        if avg.min_step_time_ms is not None and n > 1:
+            t.append(f", {fmt_ms(avg.min_step_time_ms)}–{fmt_ms(avg.max_step_time_ms)} ms")
+        t.append(")")
+    env = summary.environment
+    t.append(f"   {env.device_type}")
+    if env.device_count:
+        t.append(f" ×{env.device_count}")
+    t.append(f", {len(summary.hosts)} host{'s' if len(summary.hosts) != 1 else ''}")
+    t.append("\n")
+    t.append("Verdict: ", style="bold")
+    t.append(summary.bottleneck)
+    t.append("\nSteps: ", style="dim")
+    t.append(summary.step_source_detail, style="dim")
+    for w in summary.warnings:
+        t.append("\n⚠ " + w, style="yellow")
+    return t
+
+
+def legend(categories: Sequence[str], mono: bool = False) -> Text:
+    t = Text()
+    for c in categories:
+        color, glyph = CATEGORY_STYLE[c]
+        t.append(glyph * 2, style="" if mono else color)
+        t.append(f" {CATEGORY_LABELS[c]}  ")
+    return t
+
+
+class BreakdownBars:
+    """One stacked bar per step (or the average), scaled to the longest step."""
+
+    def __init__(self, steps: Sequence[StepBreakdown], label_width: int = 8) -> None:
+        self.steps = list(steps)
+        self.label_width = label_width
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        return Measurement(30, options.max_width)
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        if not self.steps:
+            yield Text("no steps", style="dim")
+            return
+        mono = console.no_color or console.color_system is None
+        cats = used_categories(self.steps) or ["other"]
+        longest = max(s.step_time_ms for s in self.steps) or 1.0
+        bar_width = max(10, options.max_width - self.label_width - 12)
+        for s in self.steps:
+            line = Text(f"{s.step:>{self.label_width - 1}} ", style="dim")
+            cells = round(bar_width * s.step_time_ms / longest)
+            # Largest-remainder rounding so the segments add up to the bar's length.
+            raw = [(c, cells * s.breakdown_ms.get(c, 0.0) / (s.step_time_ms or 1.0)) for c in cats]
+            widths = {c: int(w) for c, w in raw}
+            rest = cells - sum(widths.values())
+            for c, _w in sorted(raw, key=lambda cw: cw[1] - int(cw[1]), reverse=True)[: max(0, rest)]:
+                widths[c] += 1
+            for c in cats:
+                color, glyph = CATEGORY_STYLE[c]
+                line.append(glyph * widths[c], style="" if mono else color)
+            line.append(f" {fmt_ms(s.step_time_ms)} ms")
+            yield line
+        yield legend(cats, mono)
+
+
+def averages_table(summary: ProfileSummary) -> Table:
+    t = Table(title="Average step-time breakdown", title_justify="left", expand=False)
+    t.add_column("Category")
+    t.add_column("ms", justify="right")
+    t.add_column("± std", justify="right")
+    t.add_column("% of step", justify="right")
+    avg = summary.average
+    if avg is None:
+        return t
+    for c in CATEGORIES:
+        v = avg.breakdown_ms.get(c, 0.0)
+        pct = 100.0 * v / avg.step_time_ms if avg.step_time_ms else 0.0
+        t.add_row(
+            CATEGORY_LABELS[c], fmt_ms(v), fmt_ms(avg.breakdown_std_ms.get(c)), f"{pct:.1f}%",
+            style="dim" if v == 0 else None,
+        )
+    t.add_row("Step time", fmt_ms(avg.step_time_ms), fmt_ms(avg.step_time_std_ms), "100%", style="bold")
+    return t
+
+
+def steps_table(summary: ProfileSummary) -> Table:
+    cats = used_categories(summary.steps)
+    t = Table(title="Per step (ms)", title_justify="left")
+    t.add_column("Step", justify="right")
+    t.add_column("Step time", justify="right", style="bold")
+    for c in cats:
+        t.add_column(CATEGORY_LABELS[c], justify="right")
+    for s in summary.steps:
+        t.add_row(str(s.step), fmt_ms(s.step_time_ms), *(fmt_ms(s.breakdown_ms.get(c, 0.0)) for c in cats))
+    return t
+
+
+def precision_text(summary: ProfileSummary) -> Text:
+    t = Text()
+    p = summary.precision
+    if p is None:
+        t.append("16-bit share: n/a", style="dim")
+        t.append(" (no device compute)" if summary.environment.device_type == "CPU" else "")
+    else:
+        t.append(f"Device compute: {p.compute_16bit_percent:.1f}% 16-bit, {p.compute_32bit_percent:.1f}% 32-bit")
+    tc = summary.tensor_core
+    if tc is not None:
+        t.append(f"\nTensorCore: {tc.percent_of_kernel_time:.1f}% of kernel time")
+        if tc.percent_of_eligible_time is not None:
+            t.append(f", {tc.percent_of_eligible_time:.1f}% of eligible ops' time")
+    return t
+
+
+def top_ops_table(summary: ProfileSummary, limit: int = 15) -> Table:
+    t = Table(title="Top ops by self time", title_justify="left", expand=True)
+    t.add_column("Op", overflow="ellipsis", no_wrap=True, ratio=3)
+    t.add_column("Type", overflow="ellipsis", no_wrap=True, ratio=1)
+    t.add_column("Where")
+    t.add_column("Self ms", justify="right")
+    t.add_column("%", justify="right")
+    for o in summary.top_ops[:limit]:
+        t.add_row(Text(o.name), Text(o.op_type), o.where, fmt_ms(o.total_self_time_us / 1000),
+                  f"{o.self_time_percent:.1f}")
+    return t
+
+
+def kernels_table(summary: ProfileSummary, limit: int = 15) -> Table:
+    t = Table(title="GPU kernels", title_justify="left", expand=True)
+    t.add_column("Kernel", overflow="ellipsis", no_wrap=True, ratio=3)
+    t.add_column("Op", overflow="ellipsis", no_wrap=True, ratio=1)
+    t.add_column("Calls", justify="right")
+    t.add_column("Total ms", justify="right")
+    t.add_column("TC elig.", justify="center")
+    t.add_column("TC used", justify="center")
+    for k in summary.kernels[:limit]:
+        t.add_row(Text(k.name), Text(k.op_name), str(k.occurrences), fmt_ms(k.total_duration_us / 1000),
+                  "yes" if k.tensor_core_eligible else "no", "yes" if k.uses_tensor_core else "no")
+    return t
+
+
+def recommendations_text(summary: ProfileSummary) -> Text:
+    t = Text()
+    for i, r in enumerate(summary.recommendations):
+        if i:
+            t.append("\n")
+        t.append("• " + r)
+    return t
+
+
+def summary_renderable(summary: ProfileSummary) -> RenderableType:
+    """The whole summary of a session, as `tuiprof summary` prints it."""
+    parts: list[RenderableType] = [
+        Text(summary.path, style="bold underline"),
+        headline(summary),
+        Text(""),
+        BreakdownBars(summary.steps),
+        averages_table(summary),
+        precision_text(summary),
+    ]
+    if summary.recommendations:
+        parts += [Text("What to try", style="bold"), recommendations_text(summary)]
+    if summary.top_ops:
+        parts.append(top_ops_table(summary, 10))
+    if summary.kernels:
+        parts.append(kernels_table(summary, 10))
+    return Group(*parts)

@@ -1,0 +1,131 @@
+"""`tuiprof summary PATH`: every session under PATH, as a Rich report, JSON, Markdown or CSV.
+
+Exit codes: 0 all sessions summarised; 1 some could not be read (the rest are still printed);
+2 nothing to summarise (missing path, no profiles). Errors go to stderr, one line each.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import sys
+from typing import Any
+
+from tui_prof.model import CATEGORIES, CATEGORY_LABELS, ProfileError, ProfileSummary
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "summary",
+        help="step-time breakdown of every profile session under PATH",
+        description="Summarise every profile session under PATH (a logdir, run, session or .xplane.pb).",
+    )
+    p.add_argument("path", help="logdir, run dir, session dir or one .xplane.pb file")
+    fmt = p.add_mutually_exclusive_group()
+    fmt.add_argument("--json", action="store_const", dest="format", const="json", help="one JSON object")
+    fmt.add_argument("--markdown", action="store_const", dest="format", const="markdown", help="Markdown tables")
+    fmt.add_argument("--csv", action="store_const", dest="format", const="csv", help="one CSV row per step")
+    p.add_argument("--no-cache", action="store_true", help="recompute instead of reading the summary cache")
+    p.add_argument(
+        "--fallback", action="store_true",
+        help="ignore official step markers and use tuiprof's own step finder (to cross-check it)",
+    )
+    p.set_defaults(func=run, format="rich")
+
+
+def _err(msg: str) -> None:
+    print(f"tuiprof: {msg}", file=sys.stderr)
+
+
+def to_markdown(summaries: list[ProfileSummary]) -> str:
+    out: list[str] = []
+    for s in summaries:
+        out.append(f"## {s.path}\n")
+        avg = s.average
+        out.append(f"- Hosts: {', '.join(s.hosts)}")
+        out.append(f"- Device: {s.environment.device_type} × {s.environment.device_count}")
+        out.append(f"- Steps: {len(s.steps)} ({s.step_source_detail})")
+        if avg:
+            sd = f" ± {avg.step_time_std_ms:.2f}" if avg.step_time_std_ms is not None else ""
+            out.append(f"- Step time: {avg.step_time_ms:.2f}{sd} ms")
+        if s.precision:
+            out.append(f"- 16-bit share of device compute: {s.precision.compute_16bit_percent:.1f}%")
+        out.append(f"- Bottleneck: {s.bottleneck}\n")
+        if avg:
+            out.append("| Category | Avg ms | % of step |\n|---|---:|---:|")
+            for c in CATEGORIES:
+                v = avg.breakdown_ms.get(c, 0.0)
+                pct = 100 * v / avg.step_time_ms if avg.step_time_ms else 0.0
+                out.append(f"| {CATEGORY_LABELS[c]} | {v:.3f} | {pct:.1f}% |")
+            out.append("")
+        for r in s.recommendations:
+            out.append(f"- {r}")
+        out.append("")
+    return "\n".join(out)
+
+
+def to_csv(summaries: list[ProfileSummary]) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf)
+    w.writerow(["session", "step_source", "step", "step_time_ms", *[f"{c}_ms" for c in CATEGORIES]])
+    for s in summaries:
+        for st in s.steps:
+            w.writerow([s.path, s.step_source, st.step, st.step_time_ms,
+                        *[st.breakdown_ms.get(c, 0.0) for c in CATEGORIES]])
+    return buf.getvalue()
+
+
+def run(args: argparse.Namespace) -> int:
+    from tui_prof.profiles.discover import discover
+    from tui_prof.profiles.xplane import load_summary
+
+    try:
+        found = discover(args.path)
+    except (FileNotFoundError, PermissionError) as exc:
+        _err(str(exc))
+        return 2
+    for problem in found.problems:
+        _err(problem)
+    sessions = found.sessions
+    if not sessions:
+        _err(f"{args.path}: no profile sessions (*.xplane.pb) found")
+        return 2
+    summaries: list[ProfileSummary] = []
+    errors: list[dict[str, str]] = []
+    show_progress = args.format == "rich" and sys.stderr.isatty()
+    from rich.console import Console
+
+    console = Console(stderr=True)
+    for i, sess in enumerate(sessions):
+        label = f"[{i + 1}/{len(sessions)}] {sess.path}"
+        try:
+            if show_progress:
+                with console.status(label) as status:
+                    summaries.append(load_summary(
+                        sess, use_cache=not args.no_cache, force_fallback=args.fallback,
+                        progress=lambda f, m, st=status, lb=label: st.update(f"{lb}: {m} ({f:.0%})"),
+                    ))
+            else:
+                summaries.append(load_summary(sess, use_cache=not args.no_cache, force_fallback=args.fallback))
+        except ProfileError as exc:
+            errors.append({"path": str(sess.path), "error": str(exc)})
+            _err(f"{sess.path}: {exc}")
+    if args.format == "json":
+        doc: dict[str, Any] = {"sessions": [s.to_dict() for s in summaries]}
+        if errors:
+            doc["errors"] = errors
+        print(json.dumps(doc, indent=2))
+    elif args.format == "markdown":
+        print(to_markdown(summaries))
+    elif args.format == "csv":
+        sys.stdout.write(to_csv(summaries))
+    else:
+        from tui_prof.render.summary import summary_renderable
+
+        out = Console()
+        for s in summaries:
+            out.print(summary_renderable(s))
+            out.print()
+    return 1 if errors else 0
