@@ -25,6 +25,7 @@ TRAIN = ROOT / "examples" / "train_cnn.py"
 PROFILES: dict[str, list[str]] = {
     "keras_fit_float32": ["--mode", "fit", "--precision", "float32"],
     "keras_fit_mixed": ["--mode", "fit", "--precision", "mixed"],
+    "keras_fit_step_markers": ["--mode", "fit", "--precision", "float32", "--step-markers"],
     "custom_loop": ["--mode", "custom", "--precision", "float32"],
     "input_bound": ["--mode", "custom", "--precision", "float32", "--input-bound"],
 }
@@ -52,12 +53,18 @@ def converter_verdict(path: Path) -> str:
 
     with tempfile.TemporaryDirectory() as tmp:
         data, _ = raw_to_tool_data.xspace_to_tools_data_from_byte_string(
-            [path.read_bytes()], [os.path.join(tmp, path.name)], "overview_page",
-            {"use_saved_result": False})
-    steps_table = json.loads(data)[1]
-    rows, p = steps_table.get("rows") or [], steps_table["p"]
+            [path.read_bytes()],
+            [os.path.join(tmp, path.name)],
+            "overview_page",
+            {"use_saved_result": False},
+        )
+    tables = json.loads(data)
+    rows, p = tables[1].get("rows") or [], tables[1]["p"]
     if not rows:
-        return "no steps (" + (p.get("input_conclusion") or "no step marker observed") + ")"
+        diagnostics = [
+            r["c"][1]["v"] for t in tables for r in t.get("rows") or [] if len(r["c"]) == 2
+        ]
+        return "no steps: " + (" ".join(diagnostics) or p.get("input_conclusion", ""))[:100]
     cats = {k.removesuffix("_time_ms_avg"): p[k] for k in sorted(p) if k.endswith("_time_ms_avg")}
     nonzero = ", ".join(f"{k} {v}" for k, v in cats.items() if float(v) > 0)
     return f"{len(rows)} steps, avg {p['steptime_ms_average']} ms ({nonzero})"
@@ -66,12 +73,16 @@ def converter_verdict(path: Path) -> str:
 def main() -> int:
     """Generate every profile, then list the files with their sizes (and the converter's verdict)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--check", action="store_true", help="run TensorBoard's converter on each profile")
+    parser.add_argument(
+        "--check", action="store_true", help="run TensorBoard's converter on each profile"
+    )
     parser.add_argument("--only", nargs="*", choices=sorted(PROFILES), help="regenerate only these")
     args = parser.parse_args()
     for name in args.only or PROFILES:
         generate(name, PROFILES[name])
-    for leftover in OUT.rglob("*.op_stats_v2.pb"):  # written by TensorBoard if it opened these profiles
+    for leftover in OUT.rglob(
+        "*.op_stats_v2.pb"
+    ):  # written by TensorBoard if it opened these profiles
         leftover.unlink()
 
     total = 0

@@ -21,10 +21,10 @@ from contextlib import nullcontext
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # keep TensorFlow's C++ start-up chatter short
 
-import keras  # noqa: E402
-import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
-from sklearn.datasets import load_digits  # noqa: E402
+import keras
+import numpy as np
+import tensorflow as tf
+from sklearn.datasets import load_digits
 
 DATASET = "sklearn-digits"
 
@@ -32,18 +32,40 @@ DATASET = "sklearn-digits"
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     """Read the command line; the defaults give a run of a few seconds on a laptop CPU."""
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--mode", choices=["fit", "custom"], default="fit",
-                   help="fit: keras model.fit + TensorBoard callback; custom: GradientTape loop with step markers")
-    p.add_argument("--precision", choices=["float32", "mixed"], default="float32",
-                   help="mixed: mixed_float16 on a GPU, mixed_bfloat16 on a CPU")
-    p.add_argument("--input-bound", action="store_true",
-                   help="add a deliberately slow tf.data map so the input pipeline is the bottleneck")
+    p.add_argument(
+        "--mode",
+        choices=["fit", "custom"],
+        default="fit",
+        help="fit: keras model.fit + TensorBoard callback; custom: GradientTape loop with step markers",
+    )
+    p.add_argument(
+        "--precision",
+        choices=["float32", "mixed"],
+        default="float32",
+        help="mixed: mixed_float16 on a GPU, mixed_bfloat16 on a CPU",
+    )
+    p.add_argument(
+        "--input-bound",
+        action="store_true",
+        help="add a deliberately slow tf.data map so the input pipeline is the bottleneck",
+    )
     p.add_argument("--epochs", type=int, default=3)
     p.add_argument("--batch-size", type=int, default=32)
-    p.add_argument("--profile-steps", default="5,9",
-                   help="first,last global step (1-based batch count) to profile; '0' disables profiling")
-    p.add_argument("--logdir", default=os.environ.get("TUIPROF_RUN_DIR") or "logs",
-                   help="TensorBoard logdir (default: $TUIPROF_RUN_DIR, else ./logs)")
+    p.add_argument(
+        "--profile-steps",
+        default="5,9",
+        help="first,last global step (1-based batch count) to profile; '0' disables profiling",
+    )
+    p.add_argument(
+        "--logdir",
+        default=os.environ.get("TUIPROF_RUN_DIR") or "logs",
+        help="TensorBoard logdir (default: $TUIPROF_RUN_DIR, else ./logs)",
+    )
+    p.add_argument(
+        "--step-markers",
+        action="store_true",
+        help="fit mode: profile with official step markers instead of the TensorBoard callback",
+    )
     p.add_argument("--seed", type=int, default=0)
     return p.parse_args(argv)
 
@@ -80,29 +102,37 @@ def slow_map(images: tf.Tensor, labels: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor
     return images, labels
 
 
-def make_dataset(x, y, batch_size: int, seed: int, input_bound: bool, training: bool) -> tf.data.Dataset:
+def make_dataset(
+    x, y, batch_size: int, seed: int, input_bound: bool, training: bool
+) -> tf.data.Dataset:
     """A tf.data pipeline; with input_bound the slow map runs without parallelism or prefetch."""
     ds = tf.data.Dataset.from_tensor_slices((x, y))
     if training:
         ds = ds.shuffle(len(x), seed=seed, reshuffle_each_iteration=True)
     ds = ds.batch(batch_size)
     if input_bound and training:
-        return ds.map(slow_map)
+        options = tf.data.Options()
+        options.experimental_optimization.inject_prefetch = (
+            False  # tf.data would hide part of the wait
+        )
+        return ds.map(slow_map).with_options(options)
     return ds.prefetch(tf.data.AUTOTUNE)
 
 
 def build_model() -> keras.Model:
     """Two small conv layers and a dense head; the last softmax stays float32 under mixed precision."""
-    return keras.Sequential([
-        keras.Input((8, 8, 1)),
-        keras.layers.Conv2D(32, 3, padding="same", activation="relu"),
-        keras.layers.Conv2D(64, 3, padding="same", activation="relu"),
-        keras.layers.MaxPooling2D(),
-        keras.layers.Flatten(),
-        keras.layers.Dense(128, activation="relu"),
-        keras.layers.Dense(10),
-        keras.layers.Activation("softmax", dtype="float32"),
-    ])
+    return keras.Sequential(
+        [
+            keras.Input((8, 8, 1)),
+            keras.layers.Conv2D(32, 3, padding="same", activation="relu"),
+            keras.layers.Conv2D(64, 3, padding="same", activation="relu"),
+            keras.layers.MaxPooling2D(),
+            keras.layers.Flatten(),
+            keras.layers.Dense(128, activation="relu"),
+            keras.layers.Dense(10),
+            keras.layers.Activation("softmax", dtype="float32"),
+        ]
+    )
 
 
 def set_precision(precision: str) -> str:
@@ -124,19 +154,66 @@ class EpochMetrics(keras.callbacks.Callback):
 
     def on_epoch_end(self, epoch, logs=None):
         logs = logs or {}
-        write_metrics({"epoch": epoch, "epoch_time_s": time.perf_counter() - self._start,
-                       "accuracy": float(logs.get("accuracy", float("nan"))),
-                       "val_accuracy": float(logs.get("val_accuracy", float("nan"))),
-                       "loss": float(logs.get("loss", float("nan")))})
+        write_metrics(
+            {
+                "epoch": epoch,
+                "epoch_time_s": time.perf_counter() - self._start,
+                "accuracy": float(logs.get("accuracy", float("nan"))),
+                "val_accuracy": float(logs.get("val_accuracy", float("nan"))),
+                "loss": float(logs.get("loss", float("nan"))),
+            }
+        )
+
+
+class StepMarkerProfiler(keras.callbacks.Callback):
+    """Profiles global batches first..last of model.fit, each inside an official step marker.
+
+    Keras 3's TensorBoard callback marks batches as "Profiled batch" without `_r=1`, which
+    TensorBoard's converter ignores ("No step marker observed"); these markers it does read.
+    """
+
+    def __init__(self, logdir: str, first: int, last: int):
+        super().__init__()
+        self.logdir, self.first, self.last = logdir, first, last
+        self.step, self.marker = 0, None
+
+    def on_train_batch_begin(self, batch, logs=None):
+        self.step += 1
+        if self.step == self.first:
+            tf.profiler.experimental.start(self.logdir)
+        if self.first <= self.step <= self.last:
+            self.marker = tf.profiler.experimental.Trace("train", step_num=self.step, _r=1)
+            self.marker.__enter__()
+
+    def on_train_batch_end(self, batch, logs=None):
+        if self.marker is not None:
+            self.marker.__exit__(None, None, None)
+            self.marker = None
+        if self.step == self.last:
+            tf.profiler.experimental.stop()
+
+    def on_train_end(self, logs=None):
+        if self.first <= self.step < self.last:
+            tf.profiler.experimental.stop()  # training ended inside the profiled range
 
 
 def train_fit(model, train_ds, val_ds, args, profile_steps) -> float:
     """Keras model.fit; the TensorBoard callback profiles batches first..last (Keras counts from 1)."""
     callbacks = [EpochMetrics()]
-    if profile_steps:
-        callbacks.append(keras.callbacks.TensorBoard(
-            log_dir=args.logdir, profile_batch=profile_steps, write_graph=False, update_freq="epoch"))
-    history = model.fit(train_ds, validation_data=val_ds, epochs=args.epochs, callbacks=callbacks, verbose=2)
+    if profile_steps and args.step_markers:
+        callbacks.append(StepMarkerProfiler(args.logdir, *profile_steps))
+    elif profile_steps:
+        callbacks.append(
+            keras.callbacks.TensorBoard(
+                log_dir=args.logdir,
+                profile_batch=profile_steps,
+                write_graph=False,
+                update_freq="epoch",
+            )
+        )
+    history = model.fit(
+        train_ds, validation_data=val_ds, epochs=args.epochs, callbacks=callbacks, verbose=2
+    )
     return float(history.history["val_accuracy"][-1])
 
 
@@ -144,7 +221,9 @@ def train_custom(model, train_ds, val_ds, args, profile_steps) -> float:
     """A GradientTape loop; each profiled step sits in an official step marker so the converter finds steps."""
     optimizer = keras.optimizers.Adam()
     if keras.mixed_precision.global_policy().compute_dtype == "float16":
-        optimizer = keras.optimizers.LossScaleOptimizer(optimizer)  # float16 needs loss scaling; bfloat16 does not
+        optimizer = keras.optimizers.LossScaleOptimizer(
+            optimizer
+        )  # float16 needs loss scaling; bfloat16 does not
     loss_fn = keras.losses.SparseCategoricalCrossentropy()
     train_acc = keras.metrics.SparseCategoricalAccuracy()
     val_acc = keras.metrics.SparseCategoricalAccuracy()
@@ -155,7 +234,7 @@ def train_custom(model, train_ds, val_ds, args, profile_steps) -> float:
             probs = model(images, training=True)
             loss = loss_fn(labels, probs)
         grads = tape.gradient(loss, model.trainable_variables)
-        optimizer.apply_gradients(zip(grads, model.trainable_variables))
+        optimizer.apply_gradients(zip(grads, model.trainable_variables, strict=True))
         train_acc.update_state(labels, probs)
         return loss
 
@@ -177,18 +256,30 @@ def train_custom(model, train_ds, val_ds, args, profile_steps) -> float:
                 tf.profiler.experimental.start(args.logdir)
             profiling = first <= step <= last
             # The marker wraps fetching the batch too, so input time counts inside the step.
-            with tf.profiler.experimental.Trace("train", step_num=step, _r=1) if profiling else nullcontext():
+            with (
+                tf.profiler.experimental.Trace("train", step_num=step, _r=1)
+                if profiling
+                else nullcontext()
+            ):
                 images, labels = next(iterator)
                 loss = train_step(images, labels)
             if step == last:
                 tf.profiler.experimental.stop()
         for images, labels in val_ds:
             val_step(images, labels)
-        print(f"epoch {epoch + 1}/{args.epochs}: loss {float(loss):.4f} "
-              f"accuracy {float(train_acc.result()):.4f} val_accuracy {float(val_acc.result()):.4f}")
-        write_metrics({"epoch": epoch, "epoch_time_s": time.perf_counter() - start,
-                       "accuracy": float(train_acc.result()), "val_accuracy": float(val_acc.result()),
-                       "loss": float(loss)})
+        print(
+            f"epoch {epoch + 1}/{args.epochs}: loss {float(loss):.4f} "
+            f"accuracy {float(train_acc.result()):.4f} val_accuracy {float(val_acc.result()):.4f}"
+        )
+        write_metrics(
+            {
+                "epoch": epoch,
+                "epoch_time_s": time.perf_counter() - start,
+                "accuracy": float(train_acc.result()),
+                "val_accuracy": float(val_acc.result()),
+                "loss": float(loss),
+            }
+        )
     if first <= step < last:
         tf.profiler.experimental.stop()  # training ended inside the profiled range
     return float(val_acc.result())
@@ -200,23 +291,42 @@ def main(argv: list[str] | None = None) -> int:
     keras.utils.set_random_seed(args.seed)
     policy = set_precision(args.precision)
     x_train, y_train, x_val, y_val, fingerprint = load_data(args.seed)
-    train_ds = make_dataset(x_train, y_train, args.batch_size, args.seed, args.input_bound, training=True)
+    train_ds = make_dataset(
+        x_train, y_train, args.batch_size, args.seed, args.input_bound, training=True
+    )
     val_ds = make_dataset(x_val, y_val, args.batch_size, args.seed, False, training=False)
-    profile_steps = None if args.profile_steps == "0" else tuple(int(s) for s in args.profile_steps.split(","))
+    profile_steps = (
+        None if args.profile_steps == "0" else tuple(int(s) for s in args.profile_steps.split(","))
+    )
 
     model = build_model()
     start = time.perf_counter()
     if args.mode == "fit":
-        model.compile(optimizer="adam", loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+        model.compile(
+            optimizer="adam", loss="sparse_categorical_crossentropy", metrics=["accuracy"]
+        )
         val_accuracy = train_fit(model, train_ds, val_ds, args, profile_steps)
     else:
         val_accuracy = train_custom(model, train_ds, val_ds, args, profile_steps)
     train_time = time.perf_counter() - start
 
-    print(f"final val_accuracy {val_accuracy:.4f}, train time {train_time:.2f} s, logdir {args.logdir}")
-    write_metrics({"final_val_accuracy": val_accuracy, "train_time_s": train_time, "epochs": args.epochs,
-                   "batch_size": args.batch_size, "dataset": DATASET, "dataset_fingerprint": fingerprint,
-                   "precision_policy": policy, "mode": args.mode, "input_bound": args.input_bound})
+    print(
+        f"final val_accuracy {val_accuracy:.4f}, train time {train_time:.2f} s, logdir {args.logdir}"
+    )
+    write_metrics(
+        {
+            "final_val_accuracy": val_accuracy,
+            "train_time_s": train_time,
+            "epochs": args.epochs,
+            "batch_size": args.batch_size,
+            "dataset": DATASET,
+            "dataset_fingerprint": fingerprint,
+            "precision_policy": policy,
+            "mode": args.mode,
+            "input_bound": args.input_bound,
+            "step_markers": args.mode == "custom" or args.step_markers,
+        }
+    )
     return 0
 
 
