@@ -1,0 +1,30 @@
+"""Command palette entries for the actions that have no key in the footer."""
+
+from __future__ import annotations
+
+from functools import partial
+
+from textual.command import DiscoveryHit, Hit, Hits, Provider
+
+COMMANDS: tuple[tuple[str, str, str], ...] = (
+    ("Rescan logdir", "screen.rescan", "List the open path again"),
+    ("Toggle own step finder", "screen.toggle_fallback", "Cross-check official steps with tuiprof's own"),
+    ("Overview tab", "screen.tab('tab-overview')", "Headline, breakdown, precision, advice"),
+    ("Steps tab", "screen.tab('tab-steps')", "Per-step breakdown table"),
+    ("Top ops tab", "screen.tab('tab-ops')", "Framework ops by self time"),
+    ("Kernels tab", "screen.tab('tab-kernels')", "GPU kernels and TensorCore use"),
+    ("Help", "app.help", "Keys and what the numbers mean"),
+)
+
+
+class TuiprofCommands(Provider):
+    async def discover(self) -> Hits:
+        for name, action, help_text in COMMANDS:
+            yield DiscoveryHit(name, partial(self.app.run_action, action), help=help_text)
+
+    async def search(self, query: str) -> Hits:
+        matcher = self.matcher(query)
+        for name, action, help_text in COMMANDS:
+            score = matcher.match(name)
+            if score > 0:
+                yield Hit(score, matcher.highlight(name), partial(self.app.run_action, action), help=help_text)

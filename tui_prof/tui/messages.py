@@ -1,0 +1,42 @@
+"""Messages the TUI's workers post, named as past events; workers never touch widgets."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from textual.message import Message
+
+from tui_prof.model import ProfileSummary
+from tui_prof.profiles.discover import Discovery, Session
+
+
+@dataclass
+class LogdirScanned(Message):
+    """Discovery of the open path finished."""
+
+    discovery: Discovery
+
+
+@dataclass
+class ProfileLoaded(Message):
+    session: Session
+    summary: ProfileSummary
+    seconds: float
+
+
+@dataclass
+class ProfileFailed(Message):
+    session: Session
+    error: str
+
+
+@dataclass
+class LoadProgressed(Message):
+    """Progress of a session's analysis; floods coalesce, only the latest matters."""
+
+    session: Session
+    fraction: float
+    text: str
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, LoadProgressed) and message.session == self.session

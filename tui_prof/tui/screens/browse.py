@@ -1,0 +1,157 @@
+"""Browse: the profile tree on the left, the selected session on the right."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal
+from textual.screen import Screen
+from textual.widgets import Footer, Header, Tree
+
+from tui_prof.model import ProfileError
+from tui_prof.profiles.discover import Discovery, HostFile, Session, discover
+from tui_prof.tui.messages import LoadProgressed, LogdirScanned, ProfileFailed, ProfileLoaded
+from tui_prof.tui.widgets.profile_tree import NodeData, ProfileTree
+from tui_prof.tui.widgets.session_view import SessionView
+
+
+class BrowseScreen(Screen[None]):
+    BINDINGS = [
+        Binding("f5,ctrl+r", "rescan", "Rescan", id="rescan", tooltip="List the logdir again"),
+        Binding("tab", "focus_next", "Next pane", show=False),
+        Binding("1", "tab('tab-overview')", "Overview", id="tab_overview", show=False),
+        Binding("2", "tab('tab-steps')", "Steps", id="tab_steps", show=False),
+        Binding("3", "tab('tab-ops')", "Ops", id="tab_ops", show=False),
+        Binding("4", "tab('tab-kernels')", "Kernels", id="tab_kernels", show=False),
+        Binding("F", "toggle_fallback", "Own steps", id="fallback",
+                tooltip="Ignore official step markers and use tuiprof's own step finder"),
+    ]
+
+    def __init__(self, root: Path) -> None:
+        super().__init__()
+        self.root = root
+        self.discovery: Discovery | None = None
+        self.force_fallback = False
+        self._cancel: threading.Event | None = None
+        self._current: Session | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Header(show_clock=False)
+        with Horizontal(id="browse"):
+            yield ProfileTree(id="tree")
+            yield SessionView(id="session")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one(SessionView).show_message(f"Listing {self.root} …")
+        self.scan()
+
+    @work(thread=True, exclusive=True, group="scan")
+    def scan(self) -> None:
+        try:
+            found = discover(self.root)
+        except (FileNotFoundError, PermissionError) as exc:
+            found = Discovery(self.root, (), (str(exc),))
+        self.post_message(LogdirScanned(found))
+
+    def on_logdir_scanned(self, message: LogdirScanned) -> None:
+        first_scan = self.discovery is None
+        self.discovery = message.discovery
+        tree = self.query_one(ProfileTree)
+        tree.populate(message.discovery)
+        view = self.query_one(SessionView)
+        if message.discovery.problems:
+            self.notify("\n".join(Text(p).plain for p in message.discovery.problems[:5]),
+                        title="Some paths could not be read", severity="warning", markup=False)
+        if not message.discovery.sessions:
+            view.show_message(
+                f"No profiles (*.xplane.pb) under {self.root}.\n"
+                "Open a TensorBoard logdir: tuiprof LOGDIR — or try the shipped examples: "
+                "tuiprof sample_traces/",
+                error=True,
+            )
+            return
+        if first_scan:
+            node = tree.first_session_node()
+            if node is not None:
+                node.parent.expand() if node.parent else None
+                tree.move_cursor(node)
+                tree.focus()
+                if isinstance(node.data, Session):
+                    self.load(node.data)
+
+    @on(Tree.NodeHighlighted)
+    def _highlighted(self, event: Tree.NodeHighlighted[NodeData]) -> None:
+        data = event.node.data
+        if isinstance(data, HostFile) and event.node.parent is not None:
+            data = event.node.parent.data
+        if isinstance(data, Session) and data != self._current:
+            self.load(data)
+
+    def load(self, session: Session) -> None:
+        if self._cancel is not None:
+            self._cancel.set()
+        self._cancel = threading.Event()
+        self._current = session
+        self.query_one(SessionView).show_loading(session.name)
+        self._analyse(session, self._cancel, self.force_fallback)
+
+    @work(thread=True, exclusive=True, group="analyse", exit_on_error=False)
+    def _analyse(self, session: Session, cancel: threading.Event, fallback: bool) -> None:
+        from tui_prof.profiles.xplane import Cancelled, load_summary
+
+        start = time.perf_counter()
+        try:
+            summary = load_summary(
+                session, force_fallback=fallback, cancel=cancel,
+                progress=lambda f, m: self.post_message(LoadProgressed(session, f, m)),
+            )
+        except Cancelled:
+            return
+        except ProfileError as exc:
+            self.post_message(ProfileFailed(session, str(exc)))
+            return
+        except Exception as exc:  # a bug must not kill the browser; show it like a bad file
+            self.post_message(ProfileFailed(session, f"unexpected error: {type(exc).__name__}: {exc}"))
+            return
+        if not cancel.is_set():
+            self.post_message(ProfileLoaded(session, summary, time.perf_counter() - start))
+
+    def on_load_progressed(self, message: LoadProgressed) -> None:
+        if message.session == self._current:
+            self.query_one(SessionView).show_progress(message.fraction, message.text)
+
+    def on_profile_loaded(self, message: ProfileLoaded) -> None:
+        if message.session != self._current:
+            return
+        self.query_one(ProfileTree).mark(message.session, None)
+        self.query_one(SessionView).show_summary(message.summary, message.seconds)
+
+    def on_profile_failed(self, message: ProfileFailed) -> None:
+        self.query_one(ProfileTree).mark(message.session, message.error)
+        if message.session != self._current:
+            return
+        view = self.query_one(SessionView)
+        view.clear_summary()
+        view.query_one("#progress").display = False
+        view.show_message(Text(f"{message.session.path}: {message.error}"), error=True)
+
+    def action_rescan(self) -> None:
+        self.scan()
+
+    def action_tab(self, tab: str) -> None:
+        self.query_one("#tabs").active = tab  # type: ignore[attr-defined]
+
+    def action_toggle_fallback(self) -> None:
+        self.force_fallback = not self.force_fallback
+        self.notify("Steps: tuiprof's own step finder" if self.force_fallback
+                    else "Steps: official markers where present")
+        if self._current is not None:
+            current, self._current = self._current, None
+            self.load(current)

@@ -1,0 +1,48 @@
+"""The `?` help: keys and what the screens show, kept next to the bindings it describes."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Markdown
+
+HELP = """\
+# tuiprof
+
+Browse TensorBoard profiles (`*.xplane.pb`) offline: runs → sessions → hosts on the left,
+the selected session on the right.
+
+## Keys
+| Key | Action |
+|---|---|
+| `↑`/`↓`, `j`/`k` | move in the tree (selecting a session analyses it) |
+| `→`/`←`, `l`/`h`, `enter` | expand / collapse |
+| `tab` | next pane (tree, tabs, tables) |
+| `1` `2` `3` `4` | Overview, Steps, Top ops, Kernels tab |
+| `F` | use tuiprof's own step finder instead of official markers (cross-check) |
+| `f5`, `ctrl+r` | list the logdir again |
+| `ctrl+p` | command palette |
+| `?` | this help |
+| `q` | quit |
+
+## What the numbers mean
+- **Step time** and the **breakdown** use TensorBoard's categories: device compute, device to
+  device, device collectives, host compute, kernel launch, input, output, compilation, all others.
+  Where TensorBoard's converter finds steps, these are its numbers. Where it finds none
+  ("No step marker observed"), tuiprof finds the steps in the raw events and says how.
+- **16-bit share**: the part of device compute time in FP16/BF16 ops. **TensorCore**: kernel
+  time on TensorCores.
+- Analyses are cached by file size and time; a changed file is analysed again.
+
+Press `escape` or `?` to close.
+"""
+
+
+class HelpScreen(ModalScreen[None]):
+    BINDINGS = [Binding("escape,question_mark,q", "dismiss", "Close")]
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="help"):
+            yield Markdown(HELP)

@@ -1,0 +1,83 @@
+"""The runs → sessions → hosts tree; labels are Text, so names from disk are never markup."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.binding import Binding
+from textual.widgets import Tree
+from textual.widgets.tree import TreeNode
+
+from tui_prof.profiles.discover import Discovery, HostFile, Run, Session
+
+NodeData = Run | Session | HostFile | None
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024  # type: ignore[assignment]
+    return f"{n} B"
+
+
+class ProfileTree(Tree[NodeData]):
+    """Runs, their sessions and each session's host files."""
+
+    BINDINGS = [
+        Binding("j", "cursor_down", "Down", show=False),
+        Binding("k", "cursor_up", "Up", show=False),
+        Binding("l", "expand_node", "Expand", show=False),
+        Binding("h", "collapse_node", "Collapse", show=False),
+        Binding("g", "scroll_home", "Top", show=False),
+        Binding("G", "scroll_end", "Bottom", show=False),
+    ]
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__("profiles", **kwargs)  # type: ignore[arg-type]
+        self.show_root = False
+        self.guide_depth = 2
+        self._session_nodes: dict[str, TreeNode[NodeData]] = {}
+
+    def populate(self, discovery: Discovery) -> None:
+        """Rebuild from a discovery, keeping the cursor on the same session where possible."""
+        current = self.cursor_node.data if self.cursor_node else None
+        self.clear()
+        self._session_nodes.clear()
+        for run in discovery.runs:
+            rnode = self.root.add(Text(run.name, style="bold"), data=run, expand=True)
+            for sess in run.sessions:
+                label = Text(sess.name)
+                label.append(f"  {len(sess.hosts)} host{'s' if len(sess.hosts) != 1 else ''}", style="dim")
+                snode = rnode.add(label, data=sess, expand=False)
+                self._session_nodes[str(sess.path)] = snode
+                for h in sess.hosts:
+                    hl = Text(h.host)
+                    hl.append(f"  {_size(h.size)}", style="dim")
+                    snode.add_leaf(hl, data=h)
+        if isinstance(current, Session) and str(current.path) in self._session_nodes:
+            self.move_cursor(self._session_nodes[str(current.path)])
+
+    def first_session_node(self) -> TreeNode[NodeData] | None:
+        return next(iter(self._session_nodes.values()), None)
+
+    def mark(self, session: Session, problem: str | None) -> None:
+        """Flag a session that failed to load (or clear the flag)."""
+        node = self._session_nodes.get(str(session.path))
+        if node is None:
+            return
+        label = Text(("⚠ " if problem else "") + session.name, style="red" if problem else "")
+        label.append(f"  {len(session.hosts)} host{'s' if len(session.hosts) != 1 else ''}", style="dim")
+        node.set_label(label)
+
+    def action_expand_node(self) -> None:
+        if self.cursor_node is not None:
+            self.cursor_node.expand()
+
+    def action_collapse_node(self) -> None:
+        node = self.cursor_node
+        if node is None:
+            return
+        if node.is_expanded and node.children:
+            node.collapse()
+        elif node.parent is not None and node.parent is not self.root:
+            self.move_cursor(node.parent)
