@@ -1,0 +1,83 @@
+"""The local backend: each run is a child process in its own process group (and session).
+
+Why a session of its own: a timeout or a stop must reach every process the job started
+(data-loader workers, shell pipelines), so signals go to the group; and a Ctrl+C in the
+terminal reaches tuiprof, which decides what to do, not the jobs directly. The job writes its
+output straight to the log file, not through a pipe to tuiprof, so a run survives tuiprof's
+death and is never slowed by a reader that falls behind.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+import time
+
+from tui_prof.experiments.backends import LaunchRequest
+
+
+class LocalRunHandle:
+    """A child process; a waiter thread reaps it the moment it exits."""
+
+    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+        self.proc = proc
+        self.pid: int | None = proc.pid
+        self.pgid: int | None = proc.pid  # start_new_session makes the child its group's leader
+        self._done = threading.Event()
+        self._code: int | None = None
+        threading.Thread(target=self._reap, name=f"tuiprof-wait-{proc.pid}", daemon=True).start()
+
+    def _reap(self) -> None:
+        self._code = self.proc.wait()
+        self._done.set()
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        self._done.wait(timeout)
+        return self._code if self._done.is_set() else None
+
+    def _signal_group(self, sig: int) -> bool:
+        try:
+            os.killpg(self.pgid, sig)  # type: ignore[arg-type]
+        except (ProcessLookupError, PermissionError):
+            return False
+        return True
+
+    def terminate(self, grace_s: float) -> None:
+        if not self._signal_group(signal.SIGTERM):
+            return
+        deadline = time.monotonic() + grace_s
+        while time.monotonic() < deadline:
+            if self._done.is_set() and not self._group_alive():
+                return
+            time.sleep(0.05)
+        self._signal_group(signal.SIGKILL)
+        self._done.wait(5)
+
+    def kill_leftovers(self) -> None:
+        """After the main process exits, kill what it left behind in its group."""
+        if self._group_alive():
+            self._signal_group(signal.SIGKILL)
+
+    def _group_alive(self) -> bool:
+        try:
+            os.killpg(self.pgid, 0)  # type: ignore[arg-type]
+        except (ProcessLookupError, PermissionError):
+            return False
+        return True
+
+
+class LocalBackend:
+    """Runs jobs as local child processes."""
+
+    name = "local"
+
+    def launch(self, request: LaunchRequest) -> LocalRunHandle:
+        request.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(request.log_path, "ab", buffering=0) as log:
+            proc = subprocess.Popen(
+                list(request.argv), cwd=request.cwd, env=request.env, stdin=subprocess.DEVNULL,
+                stdout=log, stderr=subprocess.STDOUT, start_new_session=True, close_fds=True,
+            )
+        return LocalRunHandle(proc)

@@ -1,0 +1,153 @@
+"""The JSON-lines protocol jobs use to report to tuiprof through $TUIPROF_METRICS_FILE.
+
+Contract: each line is one JSON object, either `{"metric": NAME, "value": NUMBER}` (optionally
+with "epoch"/"step") or an object of several `name: value` pairs. Numbers become metrics (the
+last value of a name is its final value; every value stays in the series); `epoch`, `step`,
+`epochs` and `batch_size` are context, not metrics; strings and booleans are run information
+(e.g. `dataset_fingerprint`). A line that is not such an object is skipped, never fatal, so a
+job's bad line cannot lose a run. Reading is incremental, so a growing file can be followed.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+# Keys that describe where in training a line is, or the training setup, rather than a result.
+CONTEXT_KEYS = ("epoch", "step", "epochs", "batch_size", "steps_per_epoch")
+# Information the apples-to-apples guard compares across runs when a job reports it.
+FINGERPRINT_KEYS = ("dataset_fingerprint", "epochs", "batch_size")
+
+
+@dataclass
+class MetricsState:
+    """What a run has reported so far."""
+
+    final: dict[str, float] = field(default_factory=dict)
+    series: list[dict[str, Any]] = field(default_factory=list)  # the parsed lines, in order
+    info: dict[str, Any] = field(default_factory=dict)
+    bad_lines: int = 0
+    epoch: int | None = None  # as reported (0- or 1-based, see `progress`)
+    epochs: int | None = None
+    progress_text: str | None = None
+
+    def progress(self) -> str:
+        """A short text such as "epoch 3/5" for the run table."""
+        if self.progress_text:
+            return self.progress_text
+        if self.epoch is None:
+            return ""
+        # Keras counts epochs from 0 in callbacks; jobs that count from 1 report epoch == epochs.
+        done = self.epoch + 1 if self.epochs is None or self.epoch < self.epochs else self.epoch
+        return f"epoch {done}/{self.epochs}" if self.epochs else f"epoch {done}"
+
+
+def _number(v: Any) -> float | None:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    f = float(v)
+    return f if math.isfinite(f) else None
+
+
+def parse_line(line: str) -> dict[str, Any] | None:
+    """One protocol line as a plain object, or None if it is not one."""
+    line = line.strip()
+    if not line:
+        return None
+    try:
+        obj = json.loads(line)
+    except ValueError:
+        return None
+    if not isinstance(obj, dict):
+        return None
+    if "metric" in obj and "value" in obj and isinstance(obj["metric"], str):
+        out = {k: v for k, v in obj.items() if k not in ("metric", "value")}
+        out[obj["metric"]] = obj["value"]
+        return out
+    return obj
+
+
+def apply(state: MetricsState, obj: dict[str, Any]) -> None:
+    """Fold one parsed line into the state."""
+    state.series.append(obj)
+    for key, value in obj.items():
+        n = _number(value)
+        if key == "progress" and isinstance(value, str):
+            state.progress_text = value
+        elif key == "info" and isinstance(value, dict):
+            state.info.update(value)
+        elif key in CONTEXT_KEYS:
+            if n is None or n != int(n):
+                continue
+            if key == "epoch":
+                state.epoch = int(n)
+            elif key != "step":
+                state.info[key] = int(n)
+        elif n is not None:
+            state.final[key] = n
+        elif isinstance(value, bool) or not isinstance(value, (int, float)):  # not NaN/inf
+            state.info[key] = value
+    if isinstance(state.info.get("epochs"), int):
+        state.epochs = state.info["epochs"]
+
+
+class MetricsReader:
+    """Follows a metrics file: each `poll()` reads only what was appended since the last one."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.state = MetricsState()
+        self._offset = 0
+        self._partial = b""
+
+    def poll(self, final: bool = False) -> list[dict[str, Any]]:
+        """Read new complete lines (and, when `final`, a last line without a newline)."""
+        try:
+            with open(self.path, "rb") as f:
+                f.seek(self._offset)
+                data = f.read()
+        except OSError:
+            return []
+        self._offset += len(data)
+        data = self._partial + data
+        lines = data.split(b"\n")
+        self._partial = lines.pop()
+        if final and self._partial:
+            lines.append(self._partial)
+            self._partial = b""
+        new = []
+        for raw in lines:
+            if not raw.strip():
+                continue
+            obj = parse_line(raw.decode("utf-8", errors="replace"))
+            if obj is None:
+                self.state.bad_lines += 1
+                continue
+            apply(self.state, obj)
+            new.append(obj)
+        return new
+
+
+def read_metrics(path: str | Path) -> MetricsState:
+    """The whole file at once (a finished run)."""
+    reader = MetricsReader(path)
+    reader.poll(final=True)
+    return reader.state
+
+
+def tail_text(path: str | Path, lines: int = 20, max_bytes: int = 16384) -> str:
+    """The last lines of a log file, for failure messages and the TUI's log pane."""
+    try:
+        size = os.path.getsize(path)
+        with open(path, "rb") as f:
+            f.seek(max(0, size - max_bytes))
+            data = f.read()
+    except OSError:
+        return ""
+    text = data.decode("utf-8", errors="replace").replace("\r\n", "\n")
+    out = text.splitlines()[-lines:]
+    return "\n".join(out)

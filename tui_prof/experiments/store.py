@@ -1,0 +1,388 @@
+"""The results store: one SQLite database (WAL) per experiment directory, plus per-run files.
+
+Contract: the experiment directory is the user's lab notebook and is self-contained and movable:
+    experiment.sqlite          meta (spec, runner pid), runs (one row per planned run),
+                               run_attempts (earlier attempts of re-run runs, as JSON)
+    runs/<run_id>/             the run's own TensorBoard logdir ($TUIPROF_RUN_DIR)
+        output.log             the job's stdout and stderr
+        metrics.jsonl          everything the job reported ($TUIPROF_METRICS_FILE), the whole series
+    attempts/<run_id>.<n>/     an earlier, interrupted or failed attempt's files
+Each state change of a run is one transaction (synchronous=FULL), so killing tuiprof, even with
+SIGKILL, loses no finished run. A run left "running" by a runner that is no longer alive reads
+as interrupted; `load_experiment` is read-only and safe while a runner writes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import sqlite3
+import threading
+import time
+import urllib.request
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tui_prof.experiments.spec import ExperimentSpec
+from tui_prof.model import (
+    RUN_INTERRUPTED,
+    RUN_PENDING,
+    RUN_RUNNING,
+    ExperimentRecord,
+    RunRecord,
+)
+
+DB_NAME = "experiment.sqlite"
+RUNS_DIR = "runs"
+ATTEMPTS_DIR = "attempts"
+LOG_NAME = "output.log"
+METRICS_NAME = "metrics.jsonl"
+SCHEMA_VERSION = 1
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS runs (
+    run_id TEXT PRIMARY KEY, seq INTEGER NOT NULL, variant TEXT NOT NULL,
+    repeat INTEGER NOT NULL, is_warmup INTEGER NOT NULL, status TEXT NOT NULL,
+    attempt INTEGER NOT NULL DEFAULT 1, started_at REAL, ended_at REAL, wall_time_s REAL,
+    exit_code INTEGER, metrics TEXT NOT NULL DEFAULT '{}', environment TEXT NOT NULL DEFAULT '{}',
+    error TEXT, log_tail TEXT NOT NULL DEFAULT '', profiler_port INTEGER,
+    progress TEXT NOT NULL DEFAULT '', runner_pid INTEGER, runner_host TEXT, runner_start TEXT,
+    child_pid INTEGER, child_pgid INTEGER
+);
+CREATE TABLE IF NOT EXISTS run_attempts (
+    run_id TEXT NOT NULL, attempt INTEGER NOT NULL, record TEXT NOT NULL, archived_at REAL NOT NULL,
+    PRIMARY KEY (run_id, attempt)
+);
+"""
+
+
+class StoreError(Exception):
+    """An experiment directory that cannot be read or written; one line meant for the user."""
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    """A run the runner will start: which variant, which repeat, whether it is a warm-up."""
+
+    variant: str
+    repeat: int
+    is_warmup: bool = False
+
+    @property
+    def run_id(self) -> str:
+        return f"{self.variant}-{'w' if self.is_warmup else 'r'}{self.repeat}"
+
+
+def _proc_start(pid: int) -> str | None:
+    """The kernel's start time of a process, so a recycled pid is not mistaken for the runner."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+            return f.read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+def runner_identity() -> tuple[int, str, str]:
+    pid = os.getpid()
+    return pid, socket.gethostname(), _proc_start(pid) or ""
+
+
+def runner_alive(pid: int | None, host: str | None, start: str | None) -> bool:
+    """Whether the process that wrote "running" still runs (unknowable on another host: assume yes)."""
+    if pid is None:
+        return False
+    if host and host != socket.gethostname():
+        return True
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    now = _proc_start(pid)
+    return not (start and now is not None and now != start)
+
+
+def _row_to_record(row: sqlite3.Row, directory: Path) -> RunRecord:
+    run_dir = directory / RUNS_DIR / row["run_id"]
+    status = row["status"]
+    error = row["error"]
+    if status == RUN_RUNNING and not runner_alive(row["runner_pid"], row["runner_host"], row["runner_start"]):
+        status, error = RUN_INTERRUPTED, error or "tuiprof stopped while this run was running"
+    return RunRecord(
+        run_id=row["run_id"], variant=row["variant"], repeat=row["repeat"], status=status,
+        is_warmup=bool(row["is_warmup"]), started_at=row["started_at"], ended_at=row["ended_at"],
+        wall_time_s=row["wall_time_s"], exit_code=row["exit_code"],
+        metrics=json.loads(row["metrics"]), environment=json.loads(row["environment"]),
+        run_dir=str(run_dir), log_path=str(run_dir / LOG_NAME), error=error,
+        profiler_port=row["profiler_port"], progress=row["progress"], attempt=row["attempt"],
+        log_tail=row["log_tail"], metrics_path=str(run_dir / METRICS_NAME),
+    )
+
+
+def _meta(conn: sqlite3.Connection) -> dict[str, Any]:
+    return {k: json.loads(v) for k, v in conn.execute("SELECT key, value FROM meta")}
+
+
+def _record(directory: Path, meta: dict[str, Any], runs: list[RunRecord]) -> ExperimentRecord:
+    spec = meta["spec"]
+    return ExperimentRecord(
+        name=spec["name"], directory=str(directory), baseline=spec["baseline"],
+        variants=tuple(spec["variants"]), metrics=tuple(spec["metrics"]),
+        repeats=int(spec["repeats"]), runs=tuple(runs),
+    )
+
+
+def _open_ro(db: Path) -> sqlite3.Connection:
+    uri = "file:" + urllib.request.pathname2url(str(db))
+    try:
+        conn = sqlite3.connect(uri + "?mode=ro", uri=True, timeout=10)
+        conn.execute("SELECT 1 FROM meta LIMIT 1")
+    except sqlite3.OperationalError:  # e.g. a read-only copy without its -shm file
+        conn = sqlite3.connect(uri + "?immutable=1", uri=True)
+    conn.row_factory = sqlite3.Row
+    return conn
+
+
+def load_experiment(experiment_dir: str | Path) -> ExperimentRecord:
+    """Read an experiment without writing to it; runs whose runner died read as interrupted."""
+    directory = Path(experiment_dir)
+    db = directory / DB_NAME
+    if not db.is_file():
+        raise StoreError(f"{directory}: not a tuiprof experiment (no {DB_NAME})")
+    try:
+        conn = _open_ro(db)
+        try:
+            meta = _meta(conn)
+            rows = conn.execute("SELECT * FROM runs ORDER BY seq").fetchall()
+        finally:
+            conn.close()
+    except (sqlite3.Error, ValueError, KeyError) as exc:
+        raise StoreError(f"{db}: cannot read: {exc}") from None
+    if "spec" not in meta:
+        raise StoreError(f"{db}: not a tuiprof experiment (no spec)")
+    return _record(directory, meta, [_row_to_record(r, directory) for r in rows])
+
+
+def load_spec_from(experiment_dir: str | Path) -> ExperimentSpec:
+    """The spec an experiment was created with (what `--resume` runs again)."""
+    conn = _open_ro(Path(experiment_dir) / DB_NAME)
+    try:
+        return ExperimentSpec.from_dict(_meta(conn)["spec"])
+    finally:
+        conn.close()
+
+
+def kill_orphan(pgid: int | None, run_dir: Path) -> bool:
+    """Kill a run's process group that outlived its runner, if it still runs this very run."""
+    if not pgid:
+        return False
+    try:
+        with open(f"/proc/{pgid}/environ", "rb") as f:
+            env = f.read().split(b"\0")
+    except OSError:
+        return False
+    if f"TUIPROF_RUN_DIR={run_dir}".encode() not in env:
+        return False  # the process group id now belongs to something else
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except OSError:
+        return False
+    return True
+
+
+class ExperimentStore:
+    """The writer: one per experiment directory at a time (the runner's); thread-safe."""
+
+    def __init__(self, directory: Path, conn: sqlite3.Connection, spec: ExperimentSpec) -> None:
+        self.directory = directory
+        self.spec = spec
+        self._conn = conn
+        self._lock = threading.Lock()
+
+    # -- opening -------------------------------------------------------------------------
+    @staticmethod
+    def _connect(db: Path) -> sqlite3.Connection:
+        conn = sqlite3.connect(str(db), timeout=30, isolation_level=None, check_same_thread=False)
+        conn.row_factory = sqlite3.Row
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=FULL")
+        conn.executescript(_SCHEMA)
+        return conn
+
+    @classmethod
+    def create(cls, directory: str | Path, spec: ExperimentSpec, plan: Iterable[PlannedRun]) -> ExperimentStore:
+        """A new experiment directory with every planned run recorded as pending."""
+        d = Path(directory).resolve()
+        if (d / DB_NAME).exists():
+            raise StoreError(f"{d}: already holds an experiment (use --resume)")
+        try:
+            (d / RUNS_DIR).mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(f"{d}: cannot create: {exc.strerror or exc}") from None
+        conn = cls._connect(d / DB_NAME)
+        store = cls(d, conn, spec)
+        spec_d = spec.to_dict()  # variants stay in spec order: JSON objects keep insertion order
+        with store._tx() as c:
+            for key, value in {
+                "schema_version": SCHEMA_VERSION, "spec": spec_d, "created_at": time.time(),
+            }.items():
+                c.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, json.dumps(value)))
+        store.add_runs(plan)
+        return store
+
+    @classmethod
+    def open(cls, directory: str | Path, kill_orphans: bool = True) -> ExperimentStore:
+        """An existing experiment, for resuming: stale "running" runs become interrupted."""
+        d = Path(directory).resolve()
+        if not (d / DB_NAME).is_file():
+            raise StoreError(f"{d}: not a tuiprof experiment (no {DB_NAME})")
+        try:
+            conn = cls._connect(d / DB_NAME)
+            spec = ExperimentSpec.from_dict(_meta(conn)["spec"])
+        except (sqlite3.Error, KeyError, ValueError) as exc:
+            raise StoreError(f"{d / DB_NAME}: cannot open: {exc}") from None
+        store = cls(d, conn, spec)
+        for row in conn.execute("SELECT * FROM runs WHERE status = ?", (RUN_RUNNING,)).fetchall():
+            if runner_alive(row["runner_pid"], row["runner_host"], row["runner_start"]):
+                conn.close()
+                raise StoreError(f"{d}: another tuiprof (pid {row['runner_pid']}) is running it")
+            if kill_orphans:
+                kill_orphan(row["child_pgid"], d / RUNS_DIR / row["run_id"])
+            store._update(row["run_id"], status=RUN_INTERRUPTED,
+                          error="tuiprof stopped while this run was running")
+        return store
+
+    # -- writing -------------------------------------------------------------------------
+    def _tx(self) -> _Transaction:
+        return _Transaction(self._conn, self._lock)
+
+    def _update(self, run_id: str, **fields: Any) -> None:
+        for k in ("metrics", "environment"):
+            if k in fields:
+                fields[k] = json.dumps(fields[k])
+        cols = ", ".join(f"{k} = ?" for k in fields)
+        with self._tx() as c:
+            c.execute(f"UPDATE runs SET {cols} WHERE run_id = ?", (*fields.values(), run_id))
+
+    def add_runs(self, plan: Iterable[PlannedRun]) -> list[str]:
+        """Record runs as pending (new ones only); returns the ids added."""
+        added = []
+        with self._tx() as c:
+            seq = c.execute("SELECT COALESCE(MAX(seq), -1) FROM runs").fetchone()[0]
+            for p in plan:
+                if c.execute("SELECT 1 FROM runs WHERE run_id = ?", (p.run_id,)).fetchone():
+                    continue
+                seq += 1
+                c.execute(
+                    "INSERT INTO runs (run_id, seq, variant, repeat, is_warmup, status) "
+                    "VALUES (?, ?, ?, ?, ?, ?)",
+                    (p.run_id, seq, p.variant, p.repeat, int(p.is_warmup), RUN_PENDING),
+                )
+                added.append(p.run_id)
+        return added
+
+    def set_spec(self, spec: ExperimentSpec) -> None:
+        """Save a changed spec (e.g. more repeats on resume)."""
+        self.spec = spec
+        with self._tx() as c:
+            c.execute("INSERT OR REPLACE INTO meta VALUES ('spec', ?)", (json.dumps(spec.to_dict()),))
+
+    def prepare_rerun(self, run_id: str) -> None:
+        """Archive an unfinished attempt's record and files so the run can start afresh."""
+        rec = self.run(run_id)
+        src = Path(rec.run_dir)
+        if rec.status != RUN_PENDING or src.exists():
+            if src.exists():
+                dst = self.directory / ATTEMPTS_DIR / f"{run_id}.{rec.attempt}"
+                dst.parent.mkdir(exist_ok=True)
+                if dst.exists():
+                    shutil.rmtree(dst)
+                os.replace(src, dst)
+            if rec.status != RUN_PENDING:
+                with self._tx() as c:
+                    c.execute("INSERT OR REPLACE INTO run_attempts VALUES (?, ?, ?, ?)",
+                              (run_id, rec.attempt, json.dumps(rec.to_dict()), time.time()))
+                    c.execute(
+                        "UPDATE runs SET status = ?, attempt = attempt + 1, started_at = NULL, "
+                        "ended_at = NULL, wall_time_s = NULL, exit_code = NULL, metrics = '{}', "
+                        "environment = '{}', error = NULL, log_tail = '', profiler_port = NULL, "
+                        "progress = '', child_pid = NULL, child_pgid = NULL WHERE run_id = ?",
+                        (RUN_PENDING, run_id),
+                    )
+
+    def mark_running(self, run_id: str, started_at: float, pid: int | None, pgid: int | None,
+                     profiler_port: int | None, environment: dict[str, Any]) -> None:
+        rpid, host, start = runner_identity()
+        self._update(run_id, status=RUN_RUNNING, started_at=started_at, child_pid=pid,
+                     child_pgid=pgid, profiler_port=profiler_port, environment=environment,
+                     runner_pid=rpid, runner_host=host, runner_start=start)
+
+    def set_progress(self, run_id: str, progress: str) -> None:
+        self._update(run_id, progress=progress)
+
+    def finish(self, rec: RunRecord) -> None:
+        """Commit a run's outcome in one transaction."""
+        self._update(
+            rec.run_id, status=rec.status, ended_at=rec.ended_at, wall_time_s=rec.wall_time_s,
+            exit_code=rec.exit_code, metrics=rec.metrics, environment=rec.environment,
+            error=rec.error, log_tail=rec.log_tail, progress=rec.progress,
+        )
+
+    # -- reading -------------------------------------------------------------------------
+    def runs(self) -> list[RunRecord]:
+        with self._lock:
+            rows = self._conn.execute("SELECT * FROM runs ORDER BY seq").fetchall()
+        return [_row_to_record(r, self.directory) for r in rows]
+
+    def run(self, run_id: str) -> RunRecord:
+        with self._lock:
+            row = self._conn.execute("SELECT * FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        if row is None:
+            raise KeyError(run_id)
+        return _row_to_record(row, self.directory)
+
+    def record(self) -> ExperimentRecord:
+        with self._lock:
+            meta = _meta(self._conn)
+        return _record(self.directory, meta, self.runs())
+
+    def close(self) -> None:
+        """Fold the WAL back into the database, so the directory is one self-contained copy."""
+        with self._lock:
+            try:
+                self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                self._conn.execute("PRAGMA journal_mode=DELETE")
+            except sqlite3.Error:
+                pass  # a reader holds it; the WAL stays and is still consistent
+            self._conn.close()
+
+
+class _Transaction:
+    """`with store._tx() as conn:` one IMMEDIATE transaction under the store's lock."""
+
+    def __init__(self, conn: sqlite3.Connection, lock: threading.Lock) -> None:
+        self._conn, self._lock = conn, lock
+
+    def __enter__(self) -> sqlite3.Connection:
+        self._lock.acquire()
+        try:
+            self._conn.execute("BEGIN IMMEDIATE")
+        except BaseException:
+            self._lock.release()
+            raise
+        return self._conn
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        try:
+            self._conn.execute("ROLLBACK" if exc_type else "COMMIT")
+        finally:
+            self._lock.release()
