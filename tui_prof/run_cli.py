@@ -1,0 +1,195 @@
+"""`tuiprof run SPEC`: run an experiment (or `--resume` one) with a live table of its runs.
+
+Contract for scripts: progress goes to stderr, a summary to stdout, and the last line of stdout
+is the experiment directory. Exit status 0 when every run finished, 1 when any failed, timed
+out or was stopped (after running the rest), 2 for a bad spec or directory, 130 on Ctrl+C.
+Without a terminal on stderr (or with --headless) progress is one plain line per event.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import threading
+import time
+from typing import Any
+
+from tui_prof.experiments import events as ev
+from tui_prof.model import RUN_FINISHED, RUN_PENDING, RUN_RUNNING, RunRecord
+
+STATUS_STYLE = {
+    "pending": "dim", "running": "bold cyan", "finished": "green", "failed": "bold red",
+    "timeout": "bold red", "stopped": "yellow", "interrupted": "yellow",
+}
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "run", help="run an experiment: every variant, repeated, into an experiment directory",
+        description="Run the variants of an experiment spec (TOML) repeatedly, interleaved, and "
+                    "record every run in an experiment directory (printed on the last line).",
+    )
+    p.add_argument("spec", nargs="?", help="experiment spec (TOML)")
+    p.add_argument("--repeats", type=int, metavar="N", help="counted runs per variant (overrides the spec)")
+    p.add_argument("--variants", metavar="A,B", help="run only these variants (comma-separated)")
+    p.add_argument("--warmup", type=int, metavar="N", help="warm-up runs per variant (not counted)")
+    p.add_argument("--output", metavar="DIR", help="the experiment directory to create "
+                   "(default: <spec's output>/<name>-<date>-<time>)")
+    p.add_argument("--resume", metavar="EXPERIMENT_DIR",
+                   help="run what an earlier, interrupted experiment did not finish")
+    p.add_argument("--parallel", type=int, default=1, metavar="N",
+                   help="runs at the same time (default 1: timings are only comparable one at a time)")
+    p.add_argument("--headless", action="store_true", help="plain progress lines, no live table")
+    p.set_defaults(func=run_command)
+
+
+def _fail(msg: str) -> int:
+    print(f"tuiprof run: {msg}", file=sys.stderr)
+    return 2
+
+
+def _make_runner(args: argparse.Namespace, on_event: Any) -> Any:
+    from tui_prof.experiments.runner import Runner
+    from tui_prof.experiments.spec import load_spec, select
+
+    if args.resume:
+        if args.spec or args.variants or args.warmup is not None or args.output:
+            raise ValueError("--resume takes only --repeats, --parallel and --headless")
+        return Runner.resume(args.resume, repeats=args.repeats, on_event=on_event, parallel=args.parallel)
+    if not args.spec:
+        raise ValueError("give a SPEC file, or --resume EXPERIMENT_DIR")
+    variants = [v.strip() for v in args.variants.split(",") if v.strip()] if args.variants else None
+    spec = select(load_spec(args.spec), variants, args.repeats, args.warmup)
+    return Runner.create(spec, args.output, on_event=on_event, parallel=args.parallel)
+
+
+class _Board:
+    """The runs as the events describe them, for the live table and the plain lines."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.runs: dict[str, RunRecord] = {}
+        self.started: dict[str, float] = {}
+        self.progress: dict[str, str] = {}
+        self.metrics: dict[str, dict[str, float]] = {}
+        self.lines: list[str] = []  # plain progress lines not printed yet
+
+    def _pos(self, run_id: str) -> str:
+        ids = list(self.runs)
+        return f"[{ids.index(run_id) + 1}/{len(ids)}]" if run_id in self.runs else ""
+
+    def on_event(self, e: Any) -> None:
+        with self.lock:
+            if isinstance(e, ev.ExperimentStarted):
+                self.runs = {r.run_id: r for r in e.runs if r.status != RUN_FINISHED}
+                self.lines.append(f"experiment {e.experiment_dir}: {len(self.runs)} runs to go")
+            elif isinstance(e, ev.RunStarted):
+                self.runs[e.run_id] = e.run
+                self.started[e.run_id] = time.monotonic()
+                self.lines.append(f"{self._pos(e.run_id)} {e.run_id} started")
+            elif isinstance(e, ev.RunProgress):
+                self.progress[e.run_id] = e.progress
+                self.metrics[e.run_id] = e.metrics
+            elif isinstance(e, (ev.RunFinished, ev.RunFailed)):
+                r = e.run
+                self.runs[r.run_id] = r
+                wall = f" in {r.wall_time_s:.2f} s" if r.wall_time_s is not None else ""
+                shown = {k: v for k, v in r.metrics.items() if k != "wall_time_s"}
+                ms = "  " + " ".join(f"{k}={v:.4g}" for k, v in list(shown.items())[:6]) if shown else ""
+                why = f" ({r.error})" if r.error else ""
+                self.lines.append(f"{self._pos(r.run_id)} {r.run_id} {r.status}{wall}{why}{ms}")
+
+    def take_lines(self) -> list[str]:
+        with self.lock:
+            out, self.lines = self.lines, []
+        return out
+
+    def table(self, metrics: tuple[str, ...], max_rows: int) -> Any:
+        from rich.table import Table
+        from rich.text import Text
+
+        with self.lock:
+            runs = list(self.runs.values())
+            now = time.monotonic()
+            t = Table(box=None, pad_edge=False, header_style="bold")
+            for col in ("run", "status", "elapsed", "progress", *metrics):
+                t.add_column(col, justify="right" if col in ("elapsed", *metrics) else "left")
+            if len(runs) > max_rows:  # keep the running ones and their neighbours in view
+                first = next((i for i, r in enumerate(runs) if r.status in (RUN_RUNNING, RUN_PENDING)),
+                             len(runs))
+                start = max(0, min(first - max_rows // 3, len(runs) - max_rows))
+                runs = runs[start:start + max_rows]
+            for r in runs:
+                if r.wall_time_s is not None:
+                    elapsed = f"{r.wall_time_s:.1f} s"
+                elif r.run_id in self.started:
+                    elapsed = f"{now - self.started[r.run_id]:.1f} s"
+                else:
+                    elapsed = ""
+                vals = r.metrics or self.metrics.get(r.run_id, {})
+                cells = [f"{vals[m]:.4g}" if m in vals else "" for m in metrics]
+                t.add_row(Text(r.run_id), Text(r.status, style=STATUS_STYLE.get(r.status, "")), elapsed,
+                          Text(r.progress or self.progress.get(r.run_id, "")), *cells)
+            return t
+
+
+def _wait(runner: Any, tick: Any) -> bool:
+    """Wait for the end, calling tick() a few times a second; False if interrupted by Ctrl+C."""
+    try:
+        while not runner.wait(0.25):
+            tick()
+        tick()
+        return True
+    except KeyboardInterrupt:
+        print("tuiprof run: stopping the runs (Ctrl+C again to leave them)…", file=sys.stderr)
+        runner.stop_all()
+        try:
+            while not runner.wait(0.25):
+                tick()
+        except KeyboardInterrupt:
+            pass
+        tick()
+        return False
+
+
+def run_command(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from tui_prof.experiments.spec import SpecError
+    from tui_prof.experiments.store import StoreError, load_experiment
+
+    board = _Board()
+    try:
+        runner = _make_runner(args, board.on_event)
+    except (SpecError, StoreError, ValueError) as exc:
+        return _fail(str(exc))
+    console = Console(stderr=True)
+    live_ok = not args.headless and console.is_terminal
+
+    def print_lines() -> None:
+        for line in board.take_lines():
+            print(line, file=sys.stderr, flush=True)
+
+    runner.start()
+    if live_ok:
+        from rich.live import Live
+
+        metrics = tuple(m for m in runner.spec.metrics if m != "wall_time_s")[:4]
+        rows = max(5, console.size.height - 4)
+        with Live(board.table(metrics, rows), console=console, refresh_per_second=4,
+                  transient=False) as live:
+            completed = _wait(runner, lambda: live.update(board.table(metrics, rows)))
+    else:
+        completed = _wait(runner, print_lines)
+    board.take_lines()
+    record = load_experiment(runner.experiment_dir)
+    counted = [r for r in record.runs if not r.is_warmup]
+    finished = sum(r.status == RUN_FINISHED for r in counted)
+    bad = [r for r in record.runs if r.status not in (RUN_FINISHED, RUN_PENDING)]
+    print(f"{record.name}: {finished}/{len(counted)} runs finished"
+          + (f", {len(bad)} failed or stopped: " + ", ".join(f"{r.run_id} ({r.status})" for r in bad)
+             if bad else ""))
+    print(runner.experiment_dir, flush=True)
+    if not completed:
+        return 130
+    return 1 if bad or finished < len(counted) else 0
