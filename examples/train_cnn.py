@@ -29,6 +29,16 @@ from sklearn.datasets import load_digits
 DATASET = "sklearn-digits"
 
 
+def parse_steps(text: str) -> tuple[int, int] | None:
+    """'5,9' -> (5, 9); '0' -> None (no profile)."""
+    if text == "0":
+        return None
+    first, last = (int(s) for s in text.split(","))
+    if not 1 <= first <= last:
+        raise argparse.ArgumentTypeError("need 1 <= first <= last")
+    return first, last
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     """Read the command line; the defaults give a run of a few seconds on a laptop CPU."""
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -53,6 +63,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument(
         "--profile-steps",
+        type=parse_steps,
         default="5,9",
         help="first,last global step (1-based batch count) to profile; '0' disables profiling",
     )
@@ -78,7 +89,7 @@ def write_metrics(record: dict) -> None:
             f.write(json.dumps(record) + "\n")
 
 
-def load_data(seed: int) -> tuple[tf.Tensor, ...]:
+def load_data(seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, str]:
     """Digits as float32 images in [0, 1], split 80/20 with a seeded shuffle; returns a fingerprint too."""
     digits = load_digits()
     x = (digits.images / 16.0).astype("float32")[..., None]  # (1797, 8, 8, 1)
@@ -112,9 +123,8 @@ def make_dataset(
     ds = ds.batch(batch_size)
     if input_bound and training:
         options = tf.data.Options()
-        options.experimental_optimization.inject_prefetch = (
-            False  # tf.data would hide part of the wait
-        )
+        # Without this, tf.data injects a prefetch after the map and hides part of the wait.
+        options.experimental_optimization.inject_prefetch = False
         return ds.map(slow_map).with_options(options)
     return ds.prefetch(tf.data.AUTOTUNE)
 
@@ -197,9 +207,10 @@ class StepMarkerProfiler(keras.callbacks.Callback):
             tf.profiler.experimental.stop()  # training ended inside the profiled range
 
 
-def train_fit(model, train_ds, val_ds, args, profile_steps) -> float:
+def train_fit(model, train_ds, val_ds, args: argparse.Namespace) -> float:
     """Keras model.fit; the TensorBoard callback profiles batches first..last (Keras counts from 1)."""
     callbacks = [EpochMetrics()]
+    profile_steps = args.profile_steps
     if profile_steps and args.step_markers:
         callbacks.append(StepMarkerProfiler(args.logdir, *profile_steps))
     elif profile_steps:
@@ -211,19 +222,19 @@ def train_fit(model, train_ds, val_ds, args, profile_steps) -> float:
                 update_freq="epoch",
             )
         )
+    # The dataset shuffles itself; Keras warns that fit's own shuffle=True does not apply to it.
     history = model.fit(
         train_ds, validation_data=val_ds, epochs=args.epochs, callbacks=callbacks, verbose=2
     )
     return float(history.history["val_accuracy"][-1])
 
 
-def train_custom(model, train_ds, val_ds, args, profile_steps) -> float:
+def train_custom(model, train_ds, val_ds, args: argparse.Namespace) -> float:
     """A GradientTape loop; each profiled step sits in an official step marker so the converter finds steps."""
     optimizer = keras.optimizers.Adam()
     if keras.mixed_precision.global_policy().compute_dtype == "float16":
-        optimizer = keras.optimizers.LossScaleOptimizer(
-            optimizer
-        )  # float16 needs loss scaling; bfloat16 does not
+        # float16 needs loss scaling to keep small gradients; bfloat16 has float32's range.
+        optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
     loss_fn = keras.losses.SparseCategoricalCrossentropy()
     train_acc = keras.metrics.SparseCategoricalAccuracy()
     val_acc = keras.metrics.SparseCategoricalAccuracy()
@@ -242,7 +253,7 @@ def train_custom(model, train_ds, val_ds, args, profile_steps) -> float:
     def val_step(images, labels):
         val_acc.update_state(labels, model(images, training=False))
 
-    first, last = profile_steps or (0, -1)
+    first, last = args.profile_steps or (0, -1)
     steps_per_epoch = int(train_ds.cardinality())
     step = 0
     for epoch in range(args.epochs):
@@ -295,9 +306,6 @@ def main(argv: list[str] | None = None) -> int:
         x_train, y_train, args.batch_size, args.seed, args.input_bound, training=True
     )
     val_ds = make_dataset(x_val, y_val, args.batch_size, args.seed, False, training=False)
-    profile_steps = (
-        None if args.profile_steps == "0" else tuple(int(s) for s in args.profile_steps.split(","))
-    )
 
     model = build_model()
     start = time.perf_counter()
@@ -305,9 +313,9 @@ def main(argv: list[str] | None = None) -> int:
         model.compile(
             optimizer="adam", loss="sparse_categorical_crossentropy", metrics=["accuracy"]
         )
-        val_accuracy = train_fit(model, train_ds, val_ds, args, profile_steps)
+        val_accuracy = train_fit(model, train_ds, val_ds, args)
     else:
-        val_accuracy = train_custom(model, train_ds, val_ds, args, profile_steps)
+        val_accuracy = train_custom(model, train_ds, val_ds, args)
     train_time = time.perf_counter() - start
 
     print(
@@ -324,6 +332,7 @@ def main(argv: list[str] | None = None) -> int:
             "precision_policy": policy,
             "mode": args.mode,
             "input_bound": args.input_bound,
+            "profile_steps": args.profile_steps,
             "step_markers": args.mode == "custom" or args.step_markers,
         }
     )
