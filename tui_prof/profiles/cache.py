@@ -28,7 +28,7 @@ from tui_prof.model import (
     StepBreakdown,
     TensorCoreUse,
 )
-from tui_prof.profiles.discover import Session
+from tui_prof.profiles.discover import Session, display_path
 
 SCHEMA = 1
 
@@ -45,7 +45,8 @@ def cache_key(session: Session, variant: str = "") -> str:
     h = hashlib.sha256(f"{SCHEMA}|{__version__}|{variant}".encode())
     for host in sorted(session.hosts, key=lambda x: str(x.path)):
         st = host.path.stat()
-        h.update(f"|{os.path.abspath(host.path)}|{st.st_size}|{st.st_mtime_ns}".encode())
+        h.update(b"|" + os.fsencode(os.path.abspath(host.path)))
+        h.update(f"|{st.st_size}|{st.st_mtime_ns}".encode())
     return h.hexdigest()[:32]
 
 
@@ -117,7 +118,7 @@ def cached_summary(
         return compute()
     hit = load(key)
     if hit is not None:
-        return dataclasses.replace(hit, path=str(session.path))
+        return dataclasses.replace(hit, path=display_path(session.path))
     summary = compute()
     store(key, summary)
     return summary

@@ -37,6 +37,15 @@ def _converter() -> Any:
     return raw_to_tool_data
 
 
+def _link_name(name: str, index: int) -> str:
+    """The converter takes UTF-8 paths only; a host file whose name is not gets a neutral one."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return f"host{index}.xplane.pb"
+    return name
+
+
 def convert(paths: Sequence[Path], tools: Sequence[str] = DEFAULT_TOOLS) -> dict[str, Any]:
     """Run TensorBoard's converter tools on one session's host files; raise ProfileError if it fails."""
     if not paths:
@@ -48,8 +57,8 @@ def convert(paths: Sequence[Path], tools: Sequence[str] = DEFAULT_TOOLS) -> dict
     out: dict[str, Any] = {}
     with _lock, tempfile.TemporaryDirectory(prefix="tuiprof-") as tmp:
         links = []
-        for p in paths:
-            link = Path(tmp) / p.name
+        for i, p in enumerate(paths):
+            link = Path(tmp) / _link_name(p.name, i)
             os.symlink(os.path.abspath(p), link)
             links.append(str(link))
         for tool in tools:

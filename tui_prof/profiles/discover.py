@@ -59,8 +59,14 @@ class Discovery:
         return tuple(s for r in self.runs for s in r.sessions)
 
 
+def display_name(name: str) -> str:
+    """A file name as printable text: undecodable bytes (kept as surrogates by the OS layer) become U+FFFD."""
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
 def host_name(file_name: str) -> str:
-    return file_name[: -len(XPLANE_SUFFIX)] if file_name.endswith(XPLANE_SUFFIX) else file_name
+    name = file_name[: -len(XPLANE_SUFFIX)] if file_name.endswith(XPLANE_SUFFIX) else file_name
+    return display_name(name)
 
 
 def _run_dir_of(session_dir: Path) -> Path:
@@ -75,12 +81,12 @@ def _run_name(run_dir: Path, root: Path) -> str:
     try:
         rel = run_dir.relative_to(root)
     except ValueError:
-        return run_dir.name or str(run_dir)
-    return "." if str(rel) == "." else rel.as_posix()
+        return display_name(run_dir.name or str(run_dir))
+    return "." if str(rel) == "." else display_name(rel.as_posix())
 
 
-def _display(path: Path) -> str:
-    return os.fsdecode(path).encode("utf-8", "replace").decode("utf-8")
+def display_path(path: Path) -> str:
+    return display_name(os.fsdecode(path))
 
 
 def _host_files(entries: list[os.DirEntry[str]], problems: list[str]) -> list[HostFile]:
@@ -93,7 +99,7 @@ def _host_files(entries: list[os.DirEntry[str]], problems: list[str]) -> list[Ho
                 continue
             st = e.stat()
         except OSError as exc:
-            problems.append(f"{_display(Path(e.path))}: cannot read ({exc.strerror})")
+            problems.append(f"{display_path(Path(e.path))}: cannot read ({exc.strerror})")
             continue
         hosts.append(HostFile(host_name(e.name), Path(e.path), st.st_size, st.st_mtime))
     return sorted(hosts, key=lambda h: h.host)
@@ -103,21 +109,21 @@ def discover(path: str | os.PathLike[str]) -> Discovery:
     """List every session under `path`; raises FileNotFoundError if `path` does not exist."""
     root = Path(path)
     if not root.exists():
-        raise FileNotFoundError(f"{_display(root)}: no such file or directory")
+        raise FileNotFoundError(f"{display_path(root)}: no such file or directory")
     problems: list[str] = []
     if root.is_file():
         if not root.name.endswith(XPLANE_SUFFIX):
-            raise FileNotFoundError(f"{_display(root)}: not a profile (expected *{XPLANE_SUFFIX})")
+            raise FileNotFoundError(f"{display_path(root)}: not a profile (expected *{XPLANE_SUFFIX})")
         st = root.stat()
         session_dir = root.parent
         session = Session(
-            session_dir.name,
+            display_name(session_dir.name),
             session_dir,
-            _run_dir_of(session_dir).name,
+            display_name(_run_dir_of(session_dir).name),
             (HostFile(host_name(root.name), root, st.st_size, st.st_mtime),),
         )
         run_dir = _run_dir_of(session_dir)
-        return Discovery(root, (Run(run_dir.name, run_dir, (session,)),), ())
+        return Discovery(root, (Run(display_name(run_dir.name), run_dir, (session,)),), ())
 
     by_run: dict[Path, list[Session]] = {}
     seen: set[tuple[int, int]] = set()
@@ -127,31 +133,31 @@ def discover(path: str | os.PathLike[str]) -> Discovery:
         try:
             st = d.stat()
         except OSError as exc:
-            problems.append(f"{_display(d)}: cannot read ({exc.strerror})")
+            problems.append(f"{display_path(d)}: cannot read ({exc.strerror})")
             continue
         key = (st.st_dev, st.st_ino)
         if key in seen:
-            problems.append(f"{_display(d)}: skipped, a symlink loop or a second link to a directory")
+            problems.append(f"{display_path(d)}: skipped, a symlink loop or a second link to a directory")
             continue
         seen.add(key)
         try:
             with os.scandir(d) as it:
                 entries = list(it)
         except OSError as exc:
-            problems.append(f"{_display(d)}: cannot list ({exc.strerror or exc})")
+            problems.append(f"{display_path(d)}: cannot list ({exc.strerror or exc})")
             continue
         hosts = _host_files(entries, problems)
         if hosts:
             run_dir = _run_dir_of(d)
             by_run.setdefault(run_dir, []).append(
-                Session(d.name, d, _run_name(run_dir, root), tuple(hosts))
+                Session(display_name(d.name), d, _run_name(run_dir, root), tuple(hosts))
             )
         for e in entries:
             try:
                 if e.is_dir():
                     stack.append(Path(e.path))
             except OSError:
-                problems.append(f"{_display(Path(e.path))}: cannot read")
+                problems.append(f"{display_path(Path(e.path))}: cannot read")
     runs = tuple(
         Run(_run_name(run_dir, root), run_dir, tuple(sorted(sessions, key=lambda s: s.name)))
         for run_dir, sessions in sorted(by_run.items(), key=lambda kv: _run_name(kv[0], root))

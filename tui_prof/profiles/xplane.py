@@ -22,7 +22,7 @@ from tui_prof.model import (
     StepBreakdown,
 )
 from tui_prof.profiles import advice, cache, converter, tb_tables
-from tui_prof.profiles.discover import Session, discover, host_name
+from tui_prof.profiles.discover import Session, discover, display_path, host_name
 
 Progress = Callable[[float, str], None]
 
@@ -137,7 +137,7 @@ def summarize_session(
     recs = advice.recommendations(flagged, device_type, prec, tc)
     report(1.0, "done")
     return ProfileSummary(
-        path=str(session.path),
+        path=display_path(session.path),
         hosts=hosts,
         step_source=source,
         step_source_detail=detail,

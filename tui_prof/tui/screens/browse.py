@@ -80,8 +80,8 @@ class BrowseScreen(Screen[None]):
         if first_scan:
             node = tree.first_session_node()
             if node is not None:
-                node.parent.expand() if node.parent else None
-                tree.move_cursor(node)
+                # The tree lays out its lines on the next refresh; move the cursor after it.
+                self.call_after_refresh(tree.move_cursor, node)
                 tree.focus()
                 if isinstance(node.data, Session):
                     self.load(node.data)

@@ -95,7 +95,9 @@ class SessionView(Vertical):
         self.query_one("#progress", ProgressBar).display = False
         status = self.query_one("#status", Static)
         status.set_class(False, "error")
-        status.update(Text(f"{summary.path}  ·  analysed in {seconds * 1000:.0f} ms", style="dim"))
+        # No timing here: the screen shows what is stable, so snapshots can compare it.
+        self.log(f"analysed {summary.path} in {seconds * 1000:.0f} ms")
+        status.update(Text(f"{summary.path}", style="dim"))
         with self.app.batch_update():
             self.query_one("#headline", Static).update(headline(summary))
             self.query_one("#bars", Static).update(BreakdownBars(summary.steps))

@@ -1,0 +1,50 @@
+"""Shared fixtures: where the real traces are, and a private summary cache per test."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SAMPLES = REPO / "sample_traces"
+SHARED = REPO.parent / "shared"
+SHARED_TRACES = SHARED / "traces"
+GPU_LOGDIR = SHARED_TRACES / "tf_gpu_multi_worker"
+
+needs_shared = pytest.mark.skipif(
+    not GPU_LOGDIR.is_dir(),
+    reason=f"public traces not found at {SHARED_TRACES} (a fresh clone has no ../shared)",
+)
+
+
+@pytest.fixture(autouse=True)
+def _private_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Each test starts with an empty summary cache, so no test passes on another's leftovers."""
+    d = tmp_path_factory.mktemp("cache")
+    monkeypatch.setenv("TUIPROF_CACHE_DIR", str(d))
+    return d
+
+
+def sample_session(name: str) -> Path:
+    """The one session directory of a sample run (names carry the time they were recorded)."""
+    found = sorted(p.parent for p in (SAMPLES / name).rglob("*.xplane.pb"))
+    assert found, f"sample_traces/{name} has no profile; regenerate: python examples/make_sample_traces.py"
+    return found[0]
+
+
+def official_overview(paths: list[Path]) -> list[dict]:
+    """TensorBoard's converter called directly (not through tuiprof), for tests to compare against."""
+    import json
+    import tempfile
+
+    os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
+    from xprof.convert import raw_to_tool_data
+
+    with tempfile.TemporaryDirectory() as tmp:
+        data, _ = raw_to_tool_data.xspace_to_tools_data_from_byte_string(
+            [p.read_bytes() for p in paths], [os.path.join(tmp, p.name) for p in paths],
+            "overview_page", {"use_saved_result": False},
+        )
+    return json.loads(data)
