@@ -1,0 +1,47 @@
+"""The core never imports textual or tensorflow; the browse path never imports tensorflow."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+CORE = [
+    "tui_prof.model",
+    "tui_prof.profiles.discover",
+    "tui_prof.profiles.xplane",
+    "tui_prof.profiles.cache",
+    "tui_prof.render.summary",
+    "tui_prof.summary_cli",
+]
+
+
+def _loaded_after(code: str) -> set[str]:
+    probe = code + "\nimport sys\nprint('\\n'.join(sys.modules))"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    return {m.split(".")[0] for m in out.split()}
+
+
+@pytest.mark.parametrize("module", CORE)
+def test_core_module_imports_neither_textual_nor_tensorflow(module: str) -> None:
+    loaded = _loaded_after(f"import {module}")
+    assert "textual" not in loaded
+    assert "tensorflow" not in loaded
+
+
+def test_analysing_a_session_loads_no_tensorflow() -> None:
+    code = (
+        "from tui_prof.profiles.xplane import summarize_session\n"
+        "from pathlib import Path\n"
+        "p = sorted(Path('sample_traces/custom_loop').rglob('*.xplane.pb'))[0]\n"
+        "summarize_session(p.parent)"
+    )
+    loaded = _loaded_after(code)
+    assert "tensorflow" not in loaded and "textual" not in loaded and "keras" not in loaded
+
+
+def test_tui_app_loads_no_tensorflow() -> None:
+    loaded = _loaded_after("import tui_prof.tui.app, tui_prof.cli")
+    assert "textual" in loaded
+    assert "tensorflow" not in loaded

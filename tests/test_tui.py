@@ -1,0 +1,109 @@
+"""The TUI as a person uses it: open, wait for the analysis, read the numbers on screen."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from conftest import SAMPLES, sample_session
+from textual.widgets import DataTable, Static
+
+from tui_prof.profiles.xplane import summarize_session
+from tui_prof.render.summary import fmt_ms
+from tui_prof.tui.app import TuiprofApp
+from tui_prof.tui.screens.help import HelpScreen
+from tui_prof.tui.widgets.profile_tree import ProfileTree
+from tui_prof.tui.widgets.session_view import StepBreakdownTable
+
+
+async def _settle(pilot) -> None:
+    """Wait for workers and the messages they posted, instead of sleeping."""
+    for _ in range(3):
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+
+
+def _static_text(app: TuiprofApp, selector: str) -> str:
+    w = app.screen.query_one(selector, Static)
+    return str(w.render())
+
+
+async def test_opens_first_session_and_shows_its_numbers() -> None:
+    expected = summarize_session(sample_session("custom_loop"))
+    app = TuiprofApp(SAMPLES)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _settle(pilot)
+        headline = _static_text(app, "#headline")
+        assert f"{fmt_ms(expected.average.step_time_ms)} ms" in headline
+        assert "official step markers" in headline
+        table = app.screen.query_one(StepBreakdownTable)
+        assert table.row_count == len(expected.steps)
+        first = table.get_row_at(0)
+        assert first[1] == fmt_ms(expected.steps[0].step_time_ms)
+
+
+async def test_navigating_with_j_and_tabs_loads_another_session() -> None:
+    expected = summarize_session(sample_session("input_bound"))
+    app = TuiprofApp(SAMPLES)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _settle(pilot)
+        tree = app.screen.query_one(ProfileTree)
+        assert app.focused is tree
+        await pilot.press("j", "j")  # → input_bound run → its session
+        await _settle(pilot)
+        assert "Input-bound" in _static_text(app, "#headline")
+        await pilot.press("2")
+        await pilot.pause()
+        assert app.screen.query_one("#tabs").active == "tab-steps"
+        table = app.screen.query_one(StepBreakdownTable)
+        col = list(table.columns).index("input")
+        assert table.get_row_at(0)[col] == fmt_ms(expected.steps[0].breakdown_ms["input"])
+
+
+async def test_help_opens_and_closes() -> None:
+    app = TuiprofApp(SAMPLES)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _settle(pilot)
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, HelpScreen)
+
+
+async def test_bad_file_shows_error_and_the_rest_stays_browsable(tmp_path: Path) -> None:
+    bad = tmp_path / "a_bad" / "plugins" / "profile" / "s"
+    bad.mkdir(parents=True)
+    (bad / "[bold]host.xplane.pb").write_bytes(b"\x00garbage")
+    good = tmp_path / "b_good" / "plugins" / "profile"
+    good.mkdir(parents=True)
+    src = sample_session("custom_loop")
+    shutil.copytree(src, good / src.name)
+    app = TuiprofApp(tmp_path)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await _settle(pilot)
+        status = _static_text(app, "#status")
+        assert "could not read" in status
+        assert app.screen.query_one("#status").has_class("error")
+        await pilot.press("j", "j")
+        await _settle(pilot)
+        assert "official step markers" in _static_text(app, "#headline")
+        assert not app.screen.query_one("#status").has_class("error")
+
+
+async def test_empty_directory_names_sample_traces(tmp_path: Path) -> None:
+    app = TuiprofApp(tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _settle(pilot)
+        assert "sample_traces" in _static_text(app, "#status")
+
+
+async def test_op_names_with_markup_are_shown_as_text() -> None:
+    app = TuiprofApp(SAMPLES)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _settle(pilot)
+        ops = app.screen.query_one("#ops", DataTable)
+        assert ops.row_count > 0
+        cell = ops.get_row_at(0)[0]
+        assert cell.plain  # a Text, never parsed as markup
