@@ -18,6 +18,8 @@ from tui_prof.render.summary import (
     used_categories,
 )
 
+NAME_WIDTH = 36
+
 
 class StepBreakdownTable(DataTable[str]):
     """Per-step times; the Pilot tests read its cells."""
@@ -36,7 +38,10 @@ class StepBreakdownTable(DataTable[str]):
 class TopOpsTable(DataTable[object]):
     def show(self, summary: ProfileSummary) -> None:
         self.clear(columns=True)
-        self.add_columns("Op", "Type", "Where", "Calls", "Self ms", "% of side")
+        # Names are long (scopes, templates): a fixed width keeps the numbers on an 80-column screen.
+        self.add_column("Op", width=NAME_WIDTH)
+        self.add_column("Type", width=16)
+        self.add_columns("Where", "Calls", "Self ms", "% of side")
         for o in summary.top_ops:
             self.add_row(Text(o.name), Text(o.op_type), o.where, str(o.occurrences),
                          fmt_ms(o.total_self_time_us / 1000), f"{o.self_time_percent:.1f}")
@@ -45,7 +50,9 @@ class TopOpsTable(DataTable[object]):
 class KernelTable(DataTable[object]):
     def show(self, summary: ProfileSummary) -> None:
         self.clear(columns=True)
-        self.add_columns("Kernel", "Op", "Calls", "Total ms", "TC eligible", "TC used", "Occupancy %")
+        self.add_column("Kernel", width=NAME_WIDTH)
+        self.add_column("Op", width=20)
+        self.add_columns("Calls", "Total ms", "TC eligible", "TC used", "Occupancy %")
         for k in summary.kernels:
             occ = "–" if k.occupancy_percent is None else f"{k.occupancy_percent:.0f}"
             self.add_row(Text(k.name), Text(k.op_name), str(k.occurrences), fmt_ms(k.total_duration_us / 1000),
