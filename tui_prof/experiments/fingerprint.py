@@ -104,4 +104,5 @@ def run_fingerprint(host: dict[str, Any], reported: dict[str, Any]) -> dict[str,
     for key in ("gpu_model", "python_version"):
         if isinstance(reported.get(key), str):
             fp[key] = reported[key]
+    fp["reported"] = dict(reported)  # everything else the job said about itself, e.g. its policy
     return fp

@@ -1,0 +1,255 @@
+"""The runner with tiny real jobs: real processes, real files, the real SQLite store."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from tui_prof.experiments import events as ev
+from tui_prof.experiments.runner import Runner
+from tui_prof.experiments.spec import load_spec
+from tui_prof.experiments.store import load_experiment
+from tui_prof.model import RUN_FAILED, RUN_FINISHED, RUN_STOPPED, RUN_TIMEOUT
+
+# A job that reports through the protocol, behaves as its variant's env says, and logs its order.
+JOB = r'''
+import json, os, subprocess, sys, time
+env = os.environ
+def rep(**kw):
+    with open(env["TUIPROF_METRICS_FILE"], "a") as f:
+        f.write(json.dumps(kw) + "\n")
+with open(os.path.join(sys.argv[1], "order.txt"), "a") as f:
+    f.write(env["TUIPROF_RUN_ID"] + "\n")
+rep(info={"seen": {k: v for k, v in env.items() if k.startswith("TUIPROF_")},
+          "dataset_fingerprint": "digits-1", "batch_size": 8}, epochs=2)
+if env.get("GRANDCHILD"):
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    with open(os.path.join(env["TUIPROF_RUN_DIR"], "grandchild.pid"), "w") as f:
+        f.write(str(child.pid))
+rep(epoch=0, acc=0.5, loss=1.0)
+time.sleep(float(env.get("SLEEP", "0")))
+rep(metric="acc", value=float(env.get("ACC", "0.9")), epoch=1)
+rep(note="not json follows")
+with open(env["TUIPROF_METRICS_FILE"], "a") as f:
+    f.write("this is not json\n")
+print("hello from", env["TUIPROF_RUN_ID"], flush=True)
+print("to stderr", file=sys.stderr, flush=True)
+if env.get("IGNORE_TERM"):
+    import signal; signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    time.sleep(60)
+sys.exit(int(env.get("EXIT", "0")))
+'''
+
+
+def make_spec(tmp_path: Path, variants: str, repeats: int = 2, extra: str = "") -> Path:
+    (tmp_path / "job.py").write_text(JOB, encoding="utf-8")
+    spec = tmp_path / "tuiprof.toml"
+    spec.write_text(
+        f'name = "t"\ncommand = ["{sys.executable}", "job.py", "{tmp_path}"]\n'
+        f'repeats = {repeats}\nmetrics = ["acc"]\n{extra}\n{variants}',
+        encoding="utf-8",
+    )
+    return spec
+
+
+class Recorder:
+    """Collects events with the thread they arrived on."""
+
+    def __init__(self) -> None:
+        self.events: list[object] = []
+        self.threads: set[int] = set()
+        self.lock = threading.Lock()
+
+    def __call__(self, e: object) -> None:
+        with self.lock:
+            self.events.append(e)
+            self.threads.add(threading.get_ident())
+
+    def of(self, kind: type) -> list:
+        with self.lock:
+            return [e for e in self.events if isinstance(e, kind)]
+
+
+def run_to_end(spec_path: Path, **kw) -> tuple[Runner, Recorder]:
+    rec = Recorder()
+    runner = Runner.create(load_spec(spec_path), spec_path.parent / "exp", on_event=rec, **kw)
+    runner.start()
+    assert runner.wait(60), "runner did not finish"
+    return runner, rec
+
+
+def test_interleaved_runs_report_metrics_env_and_wall_time(tmp_path: Path) -> None:
+    spec = make_spec(tmp_path, '[variants.a]\nenv = {SLEEP = "0.3"}\n[variants.b]\nenv = {ACC = "0.8"}\n',
+                     extra="warmup = 1")
+    runner, rec = run_to_end(spec)
+    order = (tmp_path / "order.txt").read_text().split()
+    assert order == ["a-w0", "b-w0", "a-r0", "b-r0", "a-r1", "b-r1"]
+
+    exp = load_experiment(runner.experiment_dir)
+    assert (exp.name, exp.baseline, exp.variants, exp.metrics) == ("t", "a", ("a", "b"), ("wall_time_s", "acc"))
+    runs = {r.run_id: r for r in exp.runs}
+    assert all(r.status == RUN_FINISHED for r in exp.runs)
+    assert [r.is_warmup for r in exp.runs] == [True, True, False, False, False, False]
+    a, b = runs["a-r1"], runs["b-r1"]
+    assert a.metrics["acc"] == 0.9 and b.metrics["acc"] == 0.8  # the last value wins over 0.5
+    assert a.metrics["loss"] == 1.0
+    assert 0.3 <= a.wall_time_s < 3.0 and b.wall_time_s < a.wall_time_s
+    assert a.metrics["wall_time_s"] == a.wall_time_s
+    assert a.progress == "epoch 2/2"
+    assert a.environment["reported"]["seen"]["TUIPROF_RUN_ID"] == "a-r1"  # all the job said
+    series = [json.loads(x) for x in Path(a.metrics_path).read_text().splitlines() if x.startswith("{")]
+    env_seen = series[0]["info"]["seen"]
+    assert env_seen["TUIPROF_VARIANT"] == "a" and env_seen["TUIPROF_REPEAT"] == "1"
+    assert env_seen["TUIPROF_RUN_DIR"] == a.run_dir and env_seen["TUIPROF_METRICS_FILE"] == a.metrics_path
+    assert int(env_seen["TUIPROF_PROFILER_PORT"]) == a.profiler_port
+    assert a.environment["dataset_fingerprint"] == "digits-1" and a.environment["batch_size"] == 8
+    assert a.environment["epochs"] == 2 and a.environment["host"] and a.environment["python_version"]
+    assert "gpu_model" in a.environment  # None here: no nvidia-smi
+    log = Path(a.log_path).read_text()
+    assert "hello from a-r1" in log and "to stderr" in log
+
+    # Events: one start and one end per run, in order, none on the caller's thread.
+    assert threading.get_ident() not in rec.threads
+    assert isinstance(rec.events[0], ev.ExperimentStarted) and isinstance(rec.events[-1], ev.ExperimentFinished)
+    assert [e.run_id for e in rec.of(ev.RunStarted)] == order
+    assert [e.run_id for e in rec.of(ev.RunFinished)] == order
+    out = [line for e in rec.of(ev.RunOutput) if e.run_id == "a-r0" for line in e.lines]
+    assert "hello from a-r0" in out
+    assert any(e.progress == "epoch 2/2" for e in rec.of(ev.RunProgress) if e.run_id == "a-r0")
+    assert rec.events[-1].counts == {RUN_FINISHED: 6} and not rec.events[-1].cancelled
+
+
+def test_failures_are_recorded_with_log_tail_and_the_rest_continue(tmp_path: Path) -> None:
+    spec = make_spec(tmp_path, '[variants.ok]\n[variants.bad]\nenv = {EXIT = "3"}\n')
+    runner, rec = run_to_end(spec)
+    exp = load_experiment(runner.experiment_dir)
+    statuses = {r.run_id: r.status for r in exp.runs}
+    assert statuses == {"ok-r0": RUN_FINISHED, "bad-r0": RUN_FAILED, "ok-r1": RUN_FINISHED, "bad-r1": RUN_FAILED}
+    bad = next(r for r in exp.runs if r.run_id == "bad-r1")
+    assert bad.exit_code == 3 and bad.error.startswith("exited with code 3")
+    assert "hello from bad-r1" in bad.log_tail and "to stderr" in bad.log_tail
+    assert [e.run_id for e in rec.of(ev.RunFailed)] == ["bad-r0", "bad-r1"]
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie is dead for our purposes
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
+    spec = make_spec(tmp_path, '[variants.slow]\nenv = {SLEEP = "30", GRANDCHILD = "1"}\n', repeats=1,
+                     extra="timeout_s = 0.5\nkill_grace_s = 0.5")
+    t0 = time.monotonic()
+    runner, _ = run_to_end(spec)
+    assert time.monotonic() - t0 < 10
+    run = load_experiment(runner.experiment_dir).runs[0]
+    assert run.status == RUN_TIMEOUT and "timed out after 0.5 s" in run.error
+    assert run.exit_code == -signal.SIGTERM
+    grandchild = int((Path(run.run_dir) / "grandchild.pid").read_text())
+    deadline = time.monotonic() + 5
+    while _pid_alive(grandchild) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _pid_alive(grandchild), "the job's own child outlived the timeout"
+
+
+def test_sigterm_ignored_gets_sigkill_after_grace(tmp_path: Path) -> None:
+    spec = make_spec(tmp_path, '[variants.stubborn]\nenv = {IGNORE_TERM = "1"}\n', repeats=1,
+                     extra="timeout_s = 0.5\nkill_grace_s = 0.3")
+    runner, _ = run_to_end(spec)
+    run = load_experiment(runner.experiment_dir).runs[0]
+    assert run.status == RUN_TIMEOUT and run.exit_code == -signal.SIGKILL
+
+
+def test_start_returns_at_once_and_stop_stops_one_run(tmp_path: Path) -> None:
+    spec = make_spec(tmp_path, '[variants.a]\nenv = {SLEEP = "30"}\n[variants.b]\n', repeats=1)
+    rec = Recorder()
+    runner = Runner.create(load_spec(spec), tmp_path / "exp", on_event=rec)
+    t0 = time.monotonic()
+    runner.start()
+    assert time.monotonic() - t0 < 0.2  # never blocks the caller
+    deadline = time.monotonic() + 10
+    while not rec.of(ev.RunStarted) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert runner.active == ["a-r0"]
+    runner.stop("a-r0")
+    assert runner.wait(15)
+    runs = {r.run_id: r for r in load_experiment(runner.experiment_dir).runs}
+    assert runs["a-r0"].status == RUN_STOPPED and runs["b-r0"].status == RUN_FINISHED
+
+
+def test_stop_all_leaves_later_runs_pending(tmp_path: Path) -> None:
+    spec = make_spec(tmp_path, '[variants.a]\nenv = {SLEEP = "30"}\n', repeats=3)
+    rec = Recorder()
+    runner = Runner.create(load_spec(spec), tmp_path / "exp", on_event=rec).start()
+    deadline = time.monotonic() + 10
+    while not rec.of(ev.RunStarted) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    runner.stop_all()
+    assert runner.wait(15)
+    statuses = [r.status for r in load_experiment(runner.experiment_dir).runs]
+    assert statuses == [RUN_STOPPED, "pending", "pending"]
+    assert rec.events[-1].cancelled
+
+
+def test_a_broken_event_handler_does_not_stop_the_experiment(tmp_path: Path, capsys) -> None:
+    spec = make_spec(tmp_path, "[variants.a]\n", repeats=2)
+
+    def boom(e: object) -> None:
+        raise RuntimeError("ui bug")
+
+    runner = Runner.create(load_spec(spec), tmp_path / "exp", on_event=boom).start()
+    assert runner.wait(30)
+    assert [r.status for r in load_experiment(runner.experiment_dir).runs] == [RUN_FINISHED] * 2
+    assert "ui bug" in capsys.readouterr().err
+
+
+def test_parallel_runs_overlap(tmp_path: Path) -> None:
+    spec = make_spec(tmp_path, '[variants.a]\nenv = {SLEEP = "0.6"}\n[variants.b]\nenv = {SLEEP = "0.6"}\n',
+                     repeats=1)
+    t0 = time.monotonic()
+    runner, _ = run_to_end(spec, parallel=2)
+    elapsed = time.monotonic() - t0
+    runs = load_experiment(runner.experiment_dir).runs
+    assert all(r.status == RUN_FINISHED for r in runs)
+    assert elapsed < sum(r.wall_time_s for r in runs)  # they ran at the same time
+
+
+def test_runner_core_imports_neither_textual_nor_tensorflow() -> None:
+    import subprocess
+
+    code = ("import sys, tui_prof.experiments.runner, tui_prof.run_cli, tui_prof.instrument; "
+            "bad = [m for m in ('textual', 'tensorflow', 'keras') if m in sys.modules]; print(bad)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("n", [3])
+def test_output_is_streamed_while_the_job_runs(tmp_path: Path, n: int) -> None:
+    job = tmp_path / "ticker.py"
+    job.write_text("import time\nfor i in range(%d):\n    print('tick', i, flush=True)\n    time.sleep(0.3)\n" % n)
+    spec = tmp_path / "s.toml"
+    spec.write_text(f'name = "tick"\ncommand = ["{sys.executable}", "ticker.py"]\nrepeats = 1\n')
+    rec = Recorder()
+    runner = Runner.create(load_spec(spec), tmp_path / "exp", on_event=rec).start()
+    deadline = time.monotonic() + 10
+    while not rec.of(ev.RunOutput) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert rec.of(ev.RunOutput) and not runner.done  # the first line arrived before the job ended
+    assert runner.wait(10)
+    lines = [line for e in rec.of(ev.RunOutput) for line in e.lines]
+    assert lines == [f"tick {i}" for i in range(n)]
+    assert len(rec.of(ev.RunOutput)) >= 2

@@ -1,0 +1,206 @@
+"""Reporting to tuiprof from a job, and step markers for custom training loops.
+
+Contract: `report()` appends one JSON line to $TUIPROF_METRICS_FILE (the protocol of
+tui_prof.experiments.protocol) and is a no-op outside `tuiprof run`. `StepProfiler` holds the
+TensorFlow side (markers, step-range profiling, profiler server) and imports TensorFlow only
+when it is first needed, under tuiprof.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import statistics
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+_server_started = False
+
+
+def enabled() -> bool:
+    """Whether this process runs under `tuiprof run`."""
+    return bool(os.environ.get("TUIPROF_METRICS_FILE"))
+
+
+def _clean(value: Any) -> Any:
+    if hasattr(value, "numpy"):  # a framework scalar tensor
+        value = value.numpy()
+    if hasattr(value, "item") and callable(value.item):  # a numpy scalar
+        try:
+            value = value.item()
+        except (TypeError, ValueError):
+            return str(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {str(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return str(value)
+
+
+def report_line(obj: dict[str, Any]) -> None:
+    """Append one object as a JSON line to the metrics file (no-op outside tuiprof)."""
+    path = os.environ.get("TUIPROF_METRICS_FILE")
+    if not path:
+        return
+    line = json.dumps(_clean(obj), separators=(",", ":")) + "\n"
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(line)
+
+
+def report(**metrics: Any) -> None:
+    """Report metrics, e.g. `report(val_accuracy=0.93)`; the last value of a name is its result."""
+    report_line(metrics)
+
+
+def report_info(**info: Any) -> None:
+    """Report facts about the run the apples-to-apples guard compares (dataset_fingerprint,
+    epochs, batch_size, ...)."""
+    report_line({"info": info})
+
+
+def framework_versions() -> dict[str, str]:
+    """Versions of the frameworks this job has imported (so none is imported for it)."""
+    out = {}
+    for mod, name in (("tensorflow", "tensorflow"), ("keras", "keras"), ("torch", "torch"), ("jax", "jax")):
+        m = sys.modules.get(mod)
+        version = getattr(m, "__version__", None) if m is not None else None
+        if isinstance(version, str):
+            out[name] = version
+    return out
+
+
+def start_profiler_server() -> int | None:
+    """Start TensorFlow's profiler server on $TUIPROF_PROFILER_PORT once, for `tuiprof capture`."""
+    global _server_started
+    port = os.environ.get("TUIPROF_PROFILER_PORT")
+    if _server_started or not port or not enabled():
+        return None
+    try:
+        import tensorflow as tf
+
+        tf.profiler.experimental.server.start(int(port))
+    except Exception as exc:  # a busy port must not kill the job
+        print(f"tuiprof: profiler server not started on port {port}: {exc}", file=sys.stderr)
+        return None
+    _server_started = True
+    return int(port)
+
+
+class StepProfiler:
+    """Official step markers around each step and profiling of the steps first..last (1-based)."""
+
+    def __init__(self, profile_steps: tuple[int, int] | None = None, markers: bool = True) -> None:
+        self.active = enabled()
+        self.profile_steps = profile_steps
+        self.markers = markers
+        self.profiling = False
+        self.step_times_s: list[float] = []
+        self._trace: Any = None
+        self._t0 = 0.0
+        self._tf: Any = None
+
+    def _tensorflow(self) -> Any:
+        if self._tf is None:
+            import tensorflow as tf
+
+            self._tf = tf
+        return self._tf
+
+    def begin(self, step: int) -> None:
+        if not self.active:
+            return
+        if self.profile_steps and step == self.profile_steps[0] and not self.profiling:
+            logdir = os.environ.get("TUIPROF_RUN_DIR") or "."
+            try:
+                self._tensorflow().profiler.experimental.start(logdir)
+                self.profiling = True
+            except Exception as exc:  # e.g. another profiler session is active
+                print(f"tuiprof: profiling not started: {exc}", file=sys.stderr)
+        if self.markers:
+            self._trace = self._tensorflow().profiler.experimental.Trace("train", step_num=step, _r=1)
+            self._trace.__enter__()
+        self._t0 = time.perf_counter()
+
+    def end(self, step: int) -> None:
+        if not self.active:
+            return
+        self.step_times_s.append(time.perf_counter() - self._t0)
+        if self._trace is not None:
+            self._trace.__exit__(None, None, None)
+            self._trace = None
+        if self.profiling and self.profile_steps and step >= self.profile_steps[1]:
+            self.stop()
+
+    def stop(self) -> None:
+        """Stop profiling (writes the profile); safe to call when not profiling."""
+        if self.profiling:
+            self.profiling = False
+            self._tensorflow().profiler.experimental.stop()
+
+    def summary(self, skip: int = 1) -> dict[str, float | int]:
+        """Median step time, leaving out the first `skip` steps (tracing and warm-up)."""
+        times = self.step_times_s[skip:] or self.step_times_s
+        if not times:
+            return {}
+        return {"step_time_ms": statistics.median(times) * 1000.0, "steps": len(self.step_times_s)}
+
+
+class TuiprofRun:
+    """A custom training loop's handle: `step(n)` marks a step, `report()` reports results."""
+
+    def __init__(self, profile_steps: tuple[int, int] | None = None, **info: Any) -> None:
+        self.active = enabled()
+        self.profiler = StepProfiler(profile_steps)
+        self.info = info
+        self._t0 = time.perf_counter()
+        self._epoch_t0: float | None = None
+
+    @contextmanager
+    def step(self, step: int) -> Iterator[None]:
+        """Wrap one training step (1-based numbering matches `profile_steps`)."""
+        self.profiler.begin(step)
+        try:
+            yield
+        finally:
+            self.profiler.end(step)
+
+    def epoch_begin(self) -> None:
+        self._epoch_t0 = time.perf_counter()
+
+    def epoch_end(self, epoch: int, **metrics: Any) -> None:
+        """Report an epoch's metrics (epoch counted from 0) with its time."""
+        line: dict[str, Any] = {"epoch": epoch, **metrics}
+        if self._epoch_t0 is not None:
+            line["epoch_time_s"] = time.perf_counter() - self._epoch_t0
+            self._epoch_t0 = None
+        report_line(line)
+
+    def report(self, **metrics: Any) -> None:
+        report_line(metrics)
+
+    def __enter__(self) -> TuiprofRun:
+        if self.active:
+            start_profiler_server()
+            report_line({"info": {**self.info, "framework_versions": framework_versions()}})
+        self._t0 = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if not self.active:
+            return
+        self.profiler.stop()
+        report_line({"train_time_s": time.perf_counter() - self._t0, **self.profiler.summary()})
+
+
+def tuiprof_run(profile_steps: tuple[int, int] | None = None, **info: Any) -> TuiprofRun:
+    """`with tuiprof_run(profile_steps=(5, 9), epochs=3, batch_size=32) as run:` for custom loops;
+    keyword arguments are reported as run information (e.g. dataset_fingerprint)."""
+    return TuiprofRun(profile_steps, **info)
