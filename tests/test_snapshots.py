@@ -1,0 +1,29 @@
+"""How the browse screen looks, at an SSH terminal's 80×24 and at 120×40 (SVG snapshots).
+
+Regenerate after an intended change: `python -m pytest tests/test_snapshots.py --snapshot-update`.
+"""
+
+from __future__ import annotations
+
+from conftest import SAMPLES, sample_session
+
+from tui_prof.tui.app import TuiprofApp
+
+
+async def _settle(pilot) -> None:
+    for _ in range(3):
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+
+
+def test_browse_80x24(snap_compare) -> None:
+    assert snap_compare(TuiprofApp(sample_session("input_bound")), terminal_size=(80, 24), run_before=_settle)
+
+
+def test_browse_120x40_steps_tab(snap_compare) -> None:
+    async def steps_tab(pilot) -> None:
+        await _settle(pilot)
+        await pilot.press("2")
+        await pilot.pause()
+
+    assert snap_compare(TuiprofApp(SAMPLES / "custom_loop"), terminal_size=(120, 40), run_before=steps_tab)
