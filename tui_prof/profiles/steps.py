@@ -1,0 +1,424 @@
+"""tuiprof's own step finder: training steps and TensorBoard's step-time breakdown from raw XPlane events.
+
+Contract: used where TensorBoard's converter reports "No step marker observed". Steps come from the
+first source that yields any, in this order (the id is `FoundSteps.source`):
+  xprof_groups          step groups already in the file (`group_id` stats of a preprocessed profile);
+  step_markers          the job's own markers: `train`/`test`/`TraceContext` events or `_r=1` roots
+                        with a `step_num` (these two are skipped when prefer_official_markers=False);
+  keras_profiled_batch  the "Profiled batch" events of Keras 3's TensorBoard callback;
+  tf_function_calls     repeated calls of a train-step tf.function (e.g. `multi_step_on_iterator`).
+Each step is split with the converter's own rules (xprof xplane_to_step_events.cc, event_span.cc,
+step_events_to_steps_db.cc): events get its event types, overlaps go to the higher-priority type,
+and each type's covered time inside the step is summed; "other" is the step time not covered.
+With devices, only device events count (as in xprof 2.24); a step's device events are those
+launched inside its marker (CUPTI correlation ids), and it lasts from the first to the last of them
+on the busiest device. CPU-only, the host events of the marker's call tree (nesting, and
+producer/consumer links across threads) count, and the marker's span is the step.
+Hosts of one session: steps whose number every host has, each taken from its slowest host.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from tui_prof.model import ProfileError, StepBreakdown
+from tui_prof.profiles.step_sources import MARKER_CANDIDATE, Choice, choose_windows
+from tui_prof.profiles.xspace import Cancelled, PlaneEvents, XSpaceFile, host_name, read_plane
+
+Progress = Callable[[float, str], None]
+
+# xprof's EventType values (event_span.h): where events overlap, the higher value owns the time.
+HOST_COMPUTE, HOST_COMPILE, HOST_TO_HOST, HOST_TO_DEVICE, HOST_PREPARE = 10, 60, 70, 80, 90
+DEVICE_COLLECTIVES, HOST_WAIT_INPUT, DEVICE_TO_DEVICE, DEVICE_TO_HOST = 100, 110, 120, 130
+DEVICE_COMPUTE_32, DEVICE_COMPUTE_16 = 140, 150
+# How the converter's input-pipeline analysis folds them into the overview's categories.
+# HOST_TO_HOST belongs to none there; here it ends up in "other" with the uncovered time.
+CATEGORY_OF = {HOST_COMPUTE: "host_compute", HOST_COMPILE: "compilation", HOST_TO_DEVICE: "input",
+               HOST_PREPARE: "kernel_launch", DEVICE_COLLECTIVES: "device_collectives",
+               HOST_WAIT_INPUT: "input", DEVICE_TO_DEVICE: "device_to_device",
+               DEVICE_TO_HOST: "output", DEVICE_COMPUTE_32: "device_compute",
+               DEVICE_COMPUTE_16: "device_compute"}
+_NOT_CPU_COMPUTE = ("EagerExecute", "EagerLocalExecute", "EagerKernelExecute", "FunctionRun")
+_EXPLICIT_MARKER = re.compile(r"^(train|test|TraceContext)[^/]*$")
+_DEVICE_STATS = ("correlation_id", "group_id", "shape")
+_HOST_STATS = ("step_num", "_r", "group_id", "step_name", "tf_function_call", "correlation_id",
+               "_p", "_pt", "_c", "_ct", "id", "iter_num")
+_GET_NEXT_OPS = ("IteratorGetNextOp::DoCompute", "IteratorGetNextAsOptionalOp::DoCompute")
+
+
+@dataclass(frozen=True)
+class FoundSteps:
+    """Steps found without TensorBoard's converter, and how they were found."""
+
+    source: str  # e.g. "keras_profiled_batch"
+    detail: str  # one sentence for users: how the steps were found
+    steps: tuple[StepBreakdown, ...]
+    hosts: tuple[str, ...] = ()
+    device_compute_16bit_percent: float | None = None  # share of device compute, where devices exist
+
+
+def _memcpy(name: str) -> str:
+    """tsl's GetMemcpyOp: "htod"/"dtoh"/"dtod"/"htoh" for names like MemcpyHToD, else ""."""
+    low = name.lower()
+    if ":" in name or not low.startswith("memcpy"):
+        return ""
+    return low[6:10] if low[6:10] in ("htod", "dtoh", "dtod", "htoh") else ""
+
+
+def classify_device(name: str, shapes: str = "") -> int:
+    """xprof ClassifyGpuEvent: memcpy direction, NCCL, else compute at 16 or 32 bits."""
+    kind = _memcpy(name)
+    if kind == "htod":
+        return HOST_TO_DEVICE
+    if kind == "dtoh":
+        return DEVICE_TO_HOST
+    if kind == "dtod":
+        return DEVICE_TO_DEVICE
+    if name.lower().startswith("nccl"):
+        return DEVICE_COLLECTIVES
+    half = "half" in shapes if shapes else ("half" in name or "fp16" in name)
+    return DEVICE_COMPUTE_16 if half else DEVICE_COMPUTE_32
+
+
+def classify_host(name: str) -> int:
+    """xprof ClassifyCpuEvent for a CPU-only profile (no kernel launches); 0 = not CPU compute."""
+    if name.startswith(_NOT_CPU_COMPUTE) or _EXPLICIT_MARKER.match(name):
+        return 0
+    kind = _memcpy(name)
+    if kind == "htod" or name.partition(":")[2].startswith("InfeedEnqueue"):
+        return HOST_TO_DEVICE
+    if kind == "htoh":
+        return HOST_TO_HOST
+    if name.lower().startswith("iteratorgetnext"):
+        return HOST_WAIT_INPUT
+    return HOST_COMPUTE
+
+
+def _types_of(metadata_id: np.ndarray, names: dict[int, str], fn: Callable[[str], int]) -> np.ndarray:
+    uniq, inverse = np.unique(metadata_id, return_inverse=True)
+    return np.array([fn(names.get(int(u), "")) for u in uniq], dtype=np.int64)[inverse]
+
+
+def coverage(step: np.ndarray, start: np.ndarray, end: np.ndarray, etype: np.ndarray,
+             span_begin: np.ndarray, span_end: np.ndarray) -> dict[int, np.ndarray]:
+    """Per event type, picoseconds of each step it owns (xprof ToNonOverlappedEvents + clipping)."""
+    n_steps = len(span_begin)
+    b = np.maximum(start, span_begin[step])
+    e = np.minimum(end, span_end[step])
+    keep = e > b
+    step, b, e, etype = step[keep], b[keep], e[keep], etype[keep]
+    # Lay the steps end to end on one axis so a single sort and sweep serves them all.
+    stride = int((span_end - span_begin).max(initial=0)) + 1
+    shift = step * stride - span_begin[step]
+    b, e = b + shift, e + shift
+    owned: dict[int, np.ndarray] = {}
+    above = np.zeros(n_steps)
+    for t in sorted(set(etype.tolist()), reverse=True):
+        m = etype >= t
+        vb, ve = b[m], e[m]
+        order = np.argsort(vb, kind="stable")
+        vb, ve = vb[order], np.maximum.accumulate(ve[order])
+        new = np.ones(len(vb), dtype=bool)
+        new[1:] = vb[1:] > ve[:-1]
+        first = np.flatnonzero(new)
+        last = np.append(first[1:] - 1, len(vb) - 1)
+        union = np.bincount(vb[first] // stride, weights=ve[last] - vb[first], minlength=n_steps)
+        owned[t] = union - above
+        above = union
+    return owned
+
+
+def _host_groups(lines: list, roots: dict[tuple[int, int], int],
+                 names: dict[int, str]) -> list[np.ndarray]:
+    """Each host event's step (or -1): the roots' call trees on their own thread, then events
+    linked to them as consumers of a producer (`_p`/`_pt` = `_c`/`_ct`, or an executor's step id
+    and iteration for async IteratorGetNext ops), and so on: tsl's grouping, for host threads."""
+    groups, parents, orders = [], [], []
+    producers: dict[tuple, list[tuple[int, int]]] = {}
+    consumers: dict[tuple, list[tuple[int, int]]] = {}
+    for li, le in enumerate(lines):
+        order = np.lexsort((-le.end_ps, le.start_ps))
+        parent = np.full(len(order), -1, dtype=np.int64)
+        stack: list[int] = []
+        ends = le.end_ps
+        for i in order.tolist():
+            while stack and ends[stack[-1]] < ends[i]:
+                stack.pop()
+            if stack:
+                parent[i] = stack[-1]
+            stack.append(i)
+        g = np.full(len(order), -1, dtype=np.int64)
+        groups.append(g)
+        parents.append(parent)
+        orders.append(order.tolist())
+        for i, st in le.stats.items():
+            if "_p" in st:
+                producers.setdefault((st.get("_pt"), st["_p"]), []).append((li, i))
+            if "_c" in st:
+                consumers.setdefault((st.get("_ct"), st["_c"]), []).append((li, i))
+            if "iter_num" in st and "id" in st:  # tsl's legacy link: executor -> async GetNext
+                name = names.get(int(le.metadata_id[i]), "")
+                key = ("legacy", st["id"], st["iter_num"])
+                if name == "ExecutorState::Process":
+                    producers.setdefault(key, []).append((li, i))
+                elif name in _GET_NEXT_OPS:
+                    consumers.setdefault(key, []).append((li, i))
+    for (li, i), k in roots.items():
+        groups[li][i] = k
+    for _ in range(32):
+        changed = False
+        for g, parent, order in zip(groups, parents, orders, strict=True):
+            for i in order:
+                if g[i] < 0 and parent[i] >= 0 and g[parent[i]] >= 0:
+                    g[i] = g[parent[i]]
+                    changed = True
+        for key, prods in producers.items():
+            owner = next((groups[li][i] for li, i in prods if groups[li][i] >= 0), -1)
+            for li, i in consumers.get(key, ()) if owner >= 0 else ():
+                if groups[li][i] < 0:
+                    groups[li][i] = owner
+                    changed = True
+        if not changed:
+            break
+    return groups
+
+
+@dataclass
+class _HostResult:
+    """One host file's steps: number -> (step time, breakdown), in milliseconds."""
+
+    host: str
+    source: str
+    detail: str
+    steps: dict[int, tuple[float, dict[str, float]]]
+    compute_ps: tuple[float, float]  # (16-bit, 32-bit) device compute
+
+
+def _step_dicts(numbers: list[int], span_ps: np.ndarray, owned: dict[int, np.ndarray],
+                ok: np.ndarray) -> dict[int, tuple[float, dict[str, float]]]:
+    out = {}
+    for k, num in enumerate(numbers):
+        if not ok[k]:
+            continue  # xprof drops steps that are not "well formed"
+        cats: dict[str, float] = {}
+        for t, ps in owned.items():
+            if t in CATEGORY_OF:
+                cats[CATEGORY_OF[t]] = cats.get(CATEGORY_OF[t], 0.0) + float(ps[k]) / 1e9
+        total = float(span_ps[k]) / 1e9
+        cats["other"] = max(0.0, total - sum(cats.values()))
+        out[num] = (total, cats)
+    return out
+
+
+def _device_steps(devices: list[PlaneEvents], host: PlaneEvents | None,
+                  prefer_official: bool) -> tuple:
+    cols: dict[str, list[np.ndarray]] = {k: [] for k in ("start", "end", "type", "dev", "corr", "group")}
+    for d, pe in enumerate(devices):
+        for le in pe.lines:
+            n = len(le.start_ps)
+            shapes = {i: st["shape"] for i, st in le.stats.items() if "shape" in st}
+            types = _types_of(le.metadata_id, pe.meta.event_names, classify_device)
+            for i, shape in shapes.items():  # the converter prefers shapes over the name
+                if types[i] >= DEVICE_COMPUTE_32:
+                    types[i] = classify_device(pe.meta.event_names.get(int(le.metadata_id[i]), ""),
+                                               shape.decode("utf-8", "replace")
+                                               if isinstance(shape, bytes) else str(shape))
+            corr, group = np.full(n, -1, dtype=np.int64), np.full(n, -1, dtype=np.int64)
+            for i, st in le.stats.items():
+                corr[i] = st.get("correlation_id", -1)
+                group[i] = st.get("group_id", -1)
+            for key, arr in (("start", le.start_ps), ("end", le.end_ps), ("type", types),
+                             ("dev", np.full(n, d)), ("corr", corr), ("group", group)):
+                cols[key].append(arr)
+    ev = {k: np.concatenate(v) if v else np.zeros(0, dtype=np.int64) for k, v in cols.items()}
+    ok_ev = ev["corr"] >= 0
+    if prefer_official and (ok_ev & (ev["group"] >= 0)).any():
+        choice = Choice("xprof_groups", "steps from the step groups recorded in the profile "
+                        "(group_id stats of device events)", [], by_group=True)
+        numbers = sorted(set(ev["group"][ok_ev & (ev["group"] >= 0)].tolist()))
+        step = np.searchsorted(numbers, ev["group"])
+        step[~ok_ev | (ev["group"] < 0)] = -1
+    else:
+        choice = choose_windows(host, prefer_official=prefer_official)
+        if choice is None:
+            raise ProfileError("no step markers, Keras batches or train-step tf.function calls found")
+        numbers = [w.step for w in choice.windows]
+        step = _launched_in(ev, choice.windows, host)
+    keep = step >= 0
+    ev = {k: v[keep] for k, v in ev.items()}
+    step = step[keep]
+    n_steps, n_dev = len(numbers), max(len(devices), 1)
+    key = step * n_dev + ev["dev"]
+    lo = np.full(n_steps * n_dev, np.iinfo(np.int64).max)
+    hi = np.full(n_steps * n_dev, np.iinfo(np.int64).min)
+    np.minimum.at(lo, key, ev["start"])
+    np.maximum.at(hi, key, ev["end"])
+    dur = np.where(hi > lo, hi - lo, -1).reshape(n_steps, n_dev)
+    busiest = dur.argmax(axis=1) if n_steps else np.zeros(0, dtype=np.int64)
+    pick = np.arange(n_steps) * n_dev + busiest
+    begin, end = lo[pick], hi[pick]
+    ok = np.zeros(n_steps, dtype=bool)
+    ok[step[ev["type"] >= DEVICE_COMPUTE_32]] = True
+    ok &= end > begin
+    begin, end = np.where(ok, begin, 0), np.where(ok, end, 1)
+    owned = coverage(step, ev["start"], ev["end"], ev["type"], begin, end)
+    return choice, numbers, end - begin, owned, ok
+
+
+def _launched_in(ev: dict[str, np.ndarray], windows: list, host: PlaneEvents | None) -> np.ndarray:
+    """Each device event's step: the step whose marker holds its launch (CUPTI correlation id);
+    without launch records, the step whose marker began last before the event did."""
+    begins = np.array([w.begin_ps for w in windows], dtype=np.int64)
+    ends = np.array([w.end_ps for w in windows], dtype=np.int64)
+    corr_l, time_l = [], []
+    for le in host.lines if host else ():
+        for i, st in le.stats.items():
+            if "correlation_id" in st:
+                corr_l.append(st["correlation_id"])
+                time_l.append(le.start_ps[i])
+    step = np.full(len(ev["start"]), -1, dtype=np.int64)
+    if corr_l:
+        corr, when = np.array(corr_l, dtype=np.int64), np.array(time_l, dtype=np.int64)
+        order = np.argsort(corr)
+        corr, when = corr[order], when[order]
+        pos = np.clip(np.searchsorted(corr, ev["corr"]), 0, len(corr) - 1)
+        found = (corr[pos] == ev["corr"]) & (ev["corr"] >= 0)
+        if found.any():
+            t = when[pos]
+            k = np.searchsorted(begins, t, side="right") - 1
+            inside = found & (k >= 0) & (t <= ends[np.maximum(k, 0)])
+            step[inside] = k[inside]
+            return step
+    k = np.searchsorted(begins, ev["start"], side="right") - 1
+    last_end = ends[-1] + (ends[-1] - begins[-1])
+    limit = np.append(begins[1:], last_end)
+    inside = (k >= 0) & (ev["start"] < limit[np.maximum(k, 0)])
+    step[inside] = k[inside]
+    return step
+
+
+def _host_steps(host: PlaneEvents | None, prefer_official: bool) -> tuple:
+    choice = choose_windows(host, prefer_official=prefer_official)
+    if choice is None or host is None:
+        raise ProfileError("no step markers, Keras batches or train-step tf.function calls found")
+    windows = choice.windows
+    if choice.by_group:
+        index = {w.step: k for k, w in enumerate(windows)}
+        groups = []
+        for le in host.lines:
+            g = np.full(len(le.start_ps), -1, dtype=np.int64)
+            for i, st in le.stats.items():
+                g[i] = index.get(st.get("group_id", -1), -1)
+            groups.append(g)
+    else:
+        roots = {(w.line, w.index): k for k, w in enumerate(windows)}
+        groups = _host_groups(host.lines, roots, host.meta.event_names)
+    cols: dict[str, list[np.ndarray]] = {"step": [], "start": [], "end": [], "type": []}
+    markers = {(w.line, w.index) for w in windows}
+    for li, (le, g) in enumerate(zip(host.lines, groups, strict=True)):
+        types = _types_of(le.metadata_id, host.meta.event_names, classify_host)
+        for i, st in le.stats.items():  # markers and implicit markers are not compute
+            if st.get("step_name") or (li, i) in markers:
+                types[i] = 0
+        keep = (g >= 0) & (types > 0)
+        for key, arr in (("step", g), ("start", le.start_ps), ("end", le.end_ps), ("type", types)):
+            cols[key].append(arr[keep])
+    ev = {k: np.concatenate(v) if v else np.zeros(0, dtype=np.int64) for k, v in cols.items()}
+    begin = np.array([w.begin_ps for w in windows], dtype=np.int64)
+    end = np.array([w.end_ps for w in windows], dtype=np.int64)
+    owned = coverage(ev["step"], ev["start"], ev["end"], ev["type"], begin, end)
+    ok = np.zeros(len(windows), dtype=bool)
+    ok[ev["step"][ev["type"] == HOST_COMPUTE]] = True
+    return choice, [w.step for w in windows], end - begin, owned, ok
+
+
+def _read_host(path: Path, prefer_official: bool, tick: Callable[[int], None]) -> _HostResult:
+    with XSpaceFile(path) as space:
+        host_ref = next((p for p in space.planes if p.is_host), None)
+        dev_refs = [p for p in space.planes if p.device and p.device[0] in ("GPU", "TPU")]
+        devices = [read_plane(space, p, stats=_DEVICE_STATS, all_stats=True, skip_derived=True,
+                              tick=tick) for p in dev_refs]
+        if dev_refs:  # host events only mark steps and launches: read few stats
+            kernels = {n for d in devices for n in d.meta.event_names.values()}
+
+            def want(name: str) -> bool:
+                return (bool(MARKER_CANDIDATE.search(name)) or name in kernels
+                        or name.startswith(("cu", "hip")))
+            host = read_plane(space, host_ref, stats=_HOST_STATS, want=want,
+                              tick=tick) if host_ref else None
+            choice, numbers, span, owned, ok = _device_steps(devices, host, prefer_official)
+        else:
+            host = read_plane(space, host_ref, stats=_HOST_STATS, all_stats=True,
+                              tick=tick) if host_ref else None
+            choice, numbers, span, owned, ok = _host_steps(host, prefer_official)
+        name = host_name(path, space)
+    steps = _step_dicts(numbers, span, owned, ok)
+    if not steps:
+        raise ProfileError(f"{name}: {len(numbers)} candidate steps ({choice.source}) but none "
+                           "holds any compute")
+    c16 = float(owned.get(DEVICE_COMPUTE_16, np.zeros(1))[ok].sum()) if dev_refs else 0.0
+    c32 = float(owned.get(DEVICE_COMPUTE_32, np.zeros(1))[ok].sum()) if dev_refs else 0.0
+    return _HostResult(name, choice.source, choice.detail, steps, (c16, c32))
+
+
+def _combine(results: list[_HostResult]) -> dict[int, tuple[float, dict[str, float]]]:
+    """Steps every host has (by number, else by position), each from its slowest host."""
+    common = set(results[0].steps)
+    for r in results[1:]:
+        common &= set(r.steps)
+    if not common and len({len(r.steps) for r in results}) == 1:
+        seqs = [sorted(r.steps) for r in results]
+        return {seqs[0][k]: max((r.steps[s[k]] for r, s in zip(results, seqs, strict=True)), key=lambda v: v[0])
+                for k in range(len(seqs[0]))}
+    return {n: max((r.steps[n] for r in results), key=lambda v: v[0]) for n in sorted(common)}
+
+
+def find_steps(xplane_paths: Sequence[Path], *, prefer_official_markers: bool = True,
+               cancel: threading.Event | None = None,
+               progress: Callable[[float, str], None] | None = None) -> FoundSteps:
+    """Find the steps of one session (its hosts' files) and their breakdown from the raw events.
+
+    Raises ProfileError when a file is not a readable profile or no steps are found,
+    Cancelled when cancel is set.
+    """
+    paths = [Path(p) for p in xplane_paths]
+    if not paths:
+        raise ProfileError("no .xplane.pb files to read")
+    total = sum(max(p.stat().st_size, 1) if p.exists() else 1 for p in paths)
+    done = [0]
+    label = [""]
+
+    def tick(n: int) -> None:
+        if cancel is not None and cancel.is_set():
+            raise Cancelled("step search cancelled")
+        done[0] += n
+        if progress:
+            progress(min(1.0, done[0] / total), label[0])
+
+    results = []
+    for p in paths:
+        label[0] = f"reading {p.name}"
+        tick(0)
+        results.append(_read_host(p, prefer_official_markers, tick))
+    steps = _combine(results)
+    if not steps:
+        raise ProfileError("the hosts' steps do not line up (no step number common to all)")
+    first = results[0]
+    c16 = sum(r.compute_ps[0] for r in results)
+    c32 = sum(r.compute_ps[1] for r in results)
+    detail = first.detail + (f" (steps common to all {len(results)} hosts)" if len(results) > 1
+                             else "")
+    if progress:
+        progress(1.0, "steps found")
+    return FoundSteps(
+        source=first.source, detail=detail,
+        steps=tuple(StepBreakdown(step=n, step_time_ms=t, breakdown_ms=b)
+                    for n, (t, b) in sorted(steps.items())),
+        hosts=tuple(r.host for r in results),
+        device_compute_16bit_percent=100.0 * c16 / (c16 + c32) if c16 + c32 > 0 else None)

@@ -1,0 +1,306 @@
+"""Reading TensorFlow profiler files (`*.xplane.pb`, an XSpace) in bounded memory, without TensorFlow.
+
+Contract: a file is memory-mapped and its top level scanned by hand (XSpace field 1 is the
+repeated XPlane); each XPlane's fields are located the same way, and only one XLine at a time
+is handed to upb, so peak memory follows the largest line, not the file. Anything that is not
+a well-formed XSpace raises `ProfileError` with a one-line message. Names are decoded leniently
+(invalid UTF-8 becomes U+FFFD) because profilers write them unchecked.
+"""
+
+from __future__ import annotations
+
+import mmap
+import re
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tui_prof.model import ProfileError
+from tui_prof.profiles.xplane_proto import RAW_CLASSES
+
+HOST_PLANE_NAME = "/host:CPU"
+_DEVICE_RE = re.compile(r"^/device:([A-Z]+):(\d+)")
+_PlaneMsg, _LineMsg = RAW_CLASSES["XPlane"], RAW_CLASSES["XLine"]
+
+
+def text(raw: bytes) -> str:
+    """Decode a name from a profile; never fails."""
+    return raw.decode("utf-8", "replace")
+
+
+def _varint(buf: Any, pos: int, end: int) -> tuple[int, int]:
+    result = shift = 0
+    while True:
+        if pos >= end or shift > 63:
+            raise ValueError("truncated or malformed varint")
+        b = buf[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if b < 0x80:
+            return result, pos
+        shift += 7
+
+
+def scan_fields(buf: Any, start: int, end: int) -> Iterator[tuple[int, int, int, int, int]]:
+    """Yield (number, wire type, value or payload start, payload end, record start) per field."""
+    pos = start
+    while pos < end:
+        tag_start = pos
+        tag, pos = _varint(buf, pos, end)
+        number, wire = tag >> 3, tag & 7
+        if number == 0:
+            raise ValueError(f"field number 0 at byte {tag_start}")
+        if wire == 0:
+            value, pos = _varint(buf, pos, end)
+            yield number, wire, value, pos, tag_start
+        elif wire == 2:
+            length, pos = _varint(buf, pos, end)
+            if pos + length > end:
+                raise ValueError("a field runs past the end (truncated file?)")
+            yield number, wire, pos, pos + length, tag_start
+            pos += length
+        elif wire in (1, 5):
+            size = 8 if wire == 1 else 4
+            if pos + size > end:
+                raise ValueError("a fixed-width field runs past the end")
+            yield number, wire, pos, pos + size, tag_start
+            pos += size
+        else:
+            raise ValueError(f"unsupported wire type {wire} at byte {tag_start}")
+
+
+@dataclass
+class PlaneRef:
+    """Where one XPlane's parts lie in the file; nothing of it is parsed yet."""
+
+    index: int
+    id: int
+    name: str
+    line_spans: list[tuple[int, int]] = field(default_factory=list)
+    meta_spans: list[tuple[int, int]] = field(default_factory=list)  # whole records, tag included
+    size: int = 0
+
+    @property
+    def is_host(self) -> bool:
+        return self.name == HOST_PLANE_NAME
+
+    @property
+    def device(self) -> tuple[str, int] | None:
+        """("GPU", 3) for "/device:GPU:3"; None for host and other planes."""
+        m = _DEVICE_RE.match(self.name)
+        return (m.group(1), int(m.group(2))) if m else None
+
+
+@dataclass
+class PlaneMeta:
+    """A plane's dictionaries: event and stat metadata names by id, and the plane's own stats."""
+
+    event_names: dict[int, str]  # the metadata name (what the converter classifies by)
+    stat_names: dict[int, str]
+    stats: dict[str, Any]
+
+
+@dataclass
+class LineEvents:
+    """One XLine's events as arrays (absolute picoseconds), plus stats of the events asked for."""
+
+    line_id: int
+    name: str
+    metadata_id: np.ndarray
+    start_ps: np.ndarray
+    end_ps: np.ndarray
+    stats: dict[int, dict[str, Any]] = field(default_factory=dict)  # event index -> name -> value
+
+
+def stat_value(stat: Any, stat_names: dict[int, str]) -> Any:
+    """An XStat's value; ref_value (a string interned as stat metadata) resolves to that name."""
+    kind = stat.WhichOneof("value")
+    if kind is None:
+        return None
+    if kind == "ref_value":
+        return stat_names.get(stat.ref_value, "")
+    value = getattr(stat, kind)
+    return text(value) if kind == "str_value" else value
+
+
+class XSpaceFile:
+    """One memory-mapped XSpace; planes are located at open and parsed line by line on demand."""
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
+        try:
+            with open(self.path, "rb") as fh:
+                size = fh.seek(0, 2)
+                if size == 0:
+                    raise ProfileError(f"{self.path.name}: empty file, not a profile")
+                self._mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+        except OSError as exc:
+            raise ProfileError(f"{self.path.name}: cannot read ({exc.strerror or exc})") from exc
+        self.size = size
+        self.hostnames: list[str] = []
+        self.planes: list[PlaneRef] = []
+        try:
+            self._scan()
+        except (ValueError, IndexError) as exc:
+            self.close()
+            raise ProfileError(f"{self.path.name}: not a readable XSpace profile ({exc})") from exc
+        if not self.planes:
+            self.close()
+            raise ProfileError(f"{self.path.name}: not a readable XSpace profile (no planes)")
+
+    def _scan(self) -> None:
+        mm = self._mm
+        for number, wire, a, b, _ in scan_fields(mm, 0, self.size):
+            if number > 4 or wire != 2:
+                raise ValueError(f"unexpected top-level field {number}/{wire}")
+            if number == 1:
+                self.planes.append(self._scan_plane(len(self.planes), a, b))
+            elif number == 4:
+                self.hostnames.append(text(mm[a:b]))
+
+    def _scan_plane(self, index: int, start: int, end: int) -> PlaneRef:
+        ref = PlaneRef(index=index, id=0, name="", size=end - start)
+        mm = self._mm
+        for number, wire, a, b, rec in scan_fields(mm, start, end):
+            if number == 1 and wire == 0:
+                ref.id = a - (1 << 64) if a >= 1 << 63 else a
+            elif number == 2 and wire == 2:
+                ref.name = text(mm[a:b])
+            elif number == 3 and wire == 2:
+                ref.line_spans.append((a, b))
+            elif number in (4, 5, 6) and wire == 2:
+                ref.meta_spans.append((rec, b))
+            elif number > 6:
+                raise ValueError(f"unexpected XPlane field {number}")
+        return ref
+
+    def close(self) -> None:
+        mm, self._mm = getattr(self, "_mm", None), None
+        if mm is not None:
+            mm.close()
+
+    def __enter__(self) -> XSpaceFile:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def metadata(self, plane: PlaneRef) -> PlaneMeta:
+        """Parse a plane's metadata maps and stats (small), leaving its lines alone."""
+        msg = _PlaneMsg()
+        try:
+            for a, b in plane.meta_spans:  # whole records: a partial XPlane, merged field by field
+                msg.MergeFromString(self._mm[a:b])
+        except Exception as exc:  # upb's DecodeError
+            raise ProfileError(f"{self.path.name}: damaged metadata in {plane.name} ({exc})") from exc
+        stat_names = {k: text(v.name) for k, v in msg.stat_metadata.items()}
+        event_names = {k: text(v.name or v.display_name) for k, v in msg.event_metadata.items()}
+        stats = {stat_names.get(s.metadata_id, str(s.metadata_id)): stat_value(s, stat_names)
+                 for s in msg.stats}
+        return PlaneMeta(event_names=event_names, stat_names=stat_names, stats=stats)
+
+    def raw_lines(self, plane: PlaneRef) -> Iterator[Any]:
+        """Each XLine message of a plane in turn (parsed alone, dropped by the caller)."""
+        for a, b in plane.line_spans:
+            try:
+                yield _LineMsg.FromString(self._mm[a:b])
+            except Exception as exc:  # upb raises DecodeError, a bare Exception subclass
+                raise ProfileError(f"{self.path.name}: damaged line in {plane.name} ({exc})") from exc
+
+
+def line_events(line: Any, *, want: set[int] | None = None, stat_ids: dict[int, str] | None = None,
+                all_stats: bool = False) -> LineEvents:
+    """Pull (metadata id, start, end) of every event; stats only of events whose metadata is in want.
+
+    stat_ids limits which stats are kept (id -> name); all_stats=True reads stats of every event.
+    """
+    events = line.events
+    n = len(events)
+    base = line.timestamp_ns * 1000
+    triples = np.array([(e.metadata_id, e.offset_ps, e.duration_ps) for e in events],
+                       dtype=np.int64).reshape(n, 3)
+    start = triples[:, 1] + base
+    result = LineEvents(line_id=line.id, name=text(line.display_name or line.name),
+                        metadata_id=triples[:, 0], start_ps=start, end_ps=start + triples[:, 2])
+    if stat_ids and (all_stats or want):
+        md = result.metadata_id
+        picked = range(n) if all_stats else np.flatnonzero(np.isin(md, list(want or ())))
+        for i in picked:
+            kept = {}
+            for s in events[int(i)].stats:
+                name = stat_ids.get(s.metadata_id)
+                if name is not None:
+                    kind = s.WhichOneof("value")
+                    kept[name] = getattr(s, kind) if kind else None
+            if kept:
+                result.stats[int(i)] = kept
+    return result
+
+
+def host_name(path: Path, space: XSpaceFile) -> str:
+    """The host a file speaks for: its recorded hostname, else the file name before .xplane.pb."""
+    if space.hostnames:
+        return space.hostnames[0]
+    return path.name.removesuffix(".xplane.pb")
+
+
+def plane_summary(paths: Sequence[Path | str]) -> dict[str, Any]:
+    """Device type, device names and count, and hosts of one session, from plane names only."""
+    hosts: list[str] = []
+    devices: list[str] = []
+    kinds: set[str] = set()
+    for p in paths:
+        with XSpaceFile(p) as space:
+            hosts.append(host_name(Path(p), space))
+            for plane in space.planes:
+                dev = plane.device
+                if dev:
+                    kinds.add(dev[0])
+                    devices.append(plane.name if len(paths) == 1 else f"{hosts[-1]}{plane.name}")
+    kind = "TPU" if "TPU" in kinds else "GPU" if "GPU" in kinds else sorted(kinds)[0] if kinds else "CPU"
+    return {"device_type": kind, "device_count": len(devices) if kinds else 0,
+            "device_names": devices, "hosts": hosts}
+
+
+class Cancelled(Exception):
+    """The caller's cancel event was set while a profile was being read."""
+
+
+# tsl's derived lines ("Steps", "TensorFlow Ops", ...) use thread ids from 0xdeadbeef (as int32) up.
+_DERIVED_MIN = -559038737
+DERIVED_LINE_IDS = range(_DERIVED_MIN, _DERIVED_MIN + 64)
+
+
+@dataclass
+class PlaneEvents:
+    """What one plane holds for the step finder: its metadata and its lines' events."""
+
+    plane: PlaneRef
+    meta: PlaneMeta
+    lines: list[LineEvents]
+
+
+def read_plane(space: XSpaceFile, plane: PlaneRef, *, stats: Sequence[str] = (),
+               want: Callable[[str], bool] | None = None, all_stats: bool = False,
+               skip_derived: bool = False,
+               tick: Callable[[int], None] | None = None) -> PlaneEvents:
+    """Read a plane line by line; keep the named stats of events whose name want() accepts.
+
+    tick(bytes) is called after each line, so callers can report progress and cancel.
+    """
+    meta = space.metadata(plane)
+    stat_ids = {k: v for k, v in meta.stat_names.items() if v in set(stats)}
+    wanted = {k for k, v in meta.event_names.items() if want(v)} if want else set()
+    lines: list[LineEvents] = []
+    spans = iter(plane.line_spans)
+    for raw in space.raw_lines(plane):
+        a, b = next(spans)
+        if not (skip_derived and raw.id in DERIVED_LINE_IDS) and len(raw.events):
+            lines.append(line_events(raw, want=wanted, stat_ids=stat_ids, all_stats=all_stats))
+        del raw
+        if tick:
+            tick(b - a)
+    return PlaneEvents(plane=plane, meta=meta, lines=lines)
