@@ -1,0 +1,181 @@
+"""The apples-to-apples guard: do the runs being compared agree on what should not change?
+
+Contract: `check_comparability(runs)` compares the fields in `CHECKED_FIELDS`, read from each
+`RunRecord.environment` as the runner's fingerprint stores them (tui_prof.experiments.fingerprint):
+    gpu_model, gpu_count, gpu_driver, cuda_version     where nvidia-smi exists
+    framework_versions.<package>                        e.g. framework_versions.tensorflow
+    python_version, host, cpu_model
+    dataset_fingerprint, epochs, batch_size             when the job reports them
+(`dataset_fingerprint`, `epochs` and `batch_size` are also taken from `metrics` when a job
+reported them as numbers). A field nobody reported is not a difference; a field some runs
+report and others do not is one ("not reported"). Fields a variant changes on purpose, such as
+a batch size its arguments set, are passed as `intentional` and reported as such, never hidden.
+Everything else in the environment (precision policy, pids, paths) is not compared.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from tui_prof.model import RunRecord
+
+# (field, label) in the order differences are reported: the most consequential first.
+CHECKED_FIELDS: tuple[tuple[str, str], ...] = (
+    ("gpu_model", "GPU model"),
+    ("gpu_count", "GPU count"),
+    ("gpu_driver", "GPU driver"),
+    ("cuda_version", "CUDA version"),
+    ("framework_versions.*", "framework version"),
+    ("dataset_fingerprint", "dataset fingerprint"),
+    ("epochs", "epochs"),
+    ("batch_size", "batch size"),
+    ("host", "host"),
+    ("cpu_model", "CPU model"),
+    ("python_version", "Python version"),
+)
+_FROM_METRICS = ("dataset_fingerprint", "epochs", "batch_size")
+NOT_REPORTED = "(not reported)"
+
+
+@dataclass(frozen=True)
+class Difference:
+    """One field on which the runs disagree: each distinct value with the runs that have it."""
+
+    field: str
+    label: str
+    values: tuple[tuple[str, tuple[str, ...]], ...]  # (value, run ids), most common value first
+    scope: str  # "between variants" (confounded with the variant) or "within variants"
+    intentional: bool = False
+
+    @property
+    def message(self) -> str:
+        """One line, e.g. "GPU model differs between variants: 'A100' in fp32-r0, ...; ..."."""
+        parts = [f"{value!r} in {_runs_text(runs)}" for value, runs in self.values]
+        why = " (intended by the variants)" if self.intentional else ""
+        return f"{self.label} differs {self.scope}{why}: " + "; ".join(parts)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "field": self.field,
+            "label": self.label,
+            "scope": self.scope,
+            "intentional": self.intentional,
+            "values": [{"value": v, "runs": list(r)} for v, r in self.values],
+            "message": self.message,
+        }
+
+
+@dataclass(frozen=True)
+class Comparability:
+    """The guard's answer: ok when no unintended difference was found."""
+
+    ok: bool
+    differences: tuple[Difference, ...]  # unintended ones first
+    checked: tuple[str, ...]  # fields some run reported
+    runs: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "differences": [d.to_dict() for d in self.differences],
+            "checked": list(self.checked),
+            "runs": self.runs,
+        }
+
+
+def _runs_text(runs: Sequence[str], limit: int = 6) -> str:
+    shown = ", ".join(runs[:limit])
+    return shown + (f" and {len(runs) - limit} more" if len(runs) > limit else "")
+
+
+def _text(value: Any) -> str | None:
+    if value is None or value == "":
+        return None
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def _fields_of(run: RunRecord) -> dict[str, str | None]:
+    env = run.environment or {}
+    out: dict[str, str | None] = {}
+    for name, _label in CHECKED_FIELDS:
+        if name == "framework_versions.*":
+            versions = env.get("framework_versions")
+            if isinstance(versions, Mapping):
+                for pkg, ver in versions.items():
+                    out[f"framework_versions.{pkg}"] = _text(ver)
+            continue
+        value = env.get(name)
+        if value is None and name in _FROM_METRICS:
+            value = run.metrics.get(name)
+        out[name] = _text(value)
+    return out
+
+
+def _label(name: str) -> str:
+    if name.startswith("framework_versions."):
+        return f"{name.split('.', 1)[1]} version"
+    return dict(CHECKED_FIELDS).get(name, name)
+
+
+def _order(name: str) -> int:
+    key = "framework_versions.*" if name.startswith("framework_versions.") else name
+    return [f for f, _ in CHECKED_FIELDS].index(key)
+
+
+def check_comparability(
+    runs: Sequence[RunRecord], *, intentional: Iterable[str] = ()
+) -> Comparability:
+    """Compare the checked fields across `runs` (the ones that will be compared)."""
+    wanted = set(intentional)
+    per_run = [(r, _fields_of(r)) for r in runs]
+    names = sorted({k for _, f in per_run for k, v in f.items() if v is not None}, key=_order)
+    diffs: list[Difference] = []
+    for name in names:
+        groups: dict[str, list[str]] = {}
+        by_variant: dict[str, set[str]] = {}
+        for run, f in per_run:
+            value = f.get(name) or NOT_REPORTED
+            groups.setdefault(value, []).append(run.run_id)
+            by_variant.setdefault(run.variant, set()).add(value)
+        if len(groups) < 2:
+            continue
+        scope = (
+            "between variants"
+            if all(len(v) == 1 for v in by_variant.values())
+            else "within variants"
+        )
+        values = tuple(
+            (v, tuple(ids)) for v, ids in sorted(groups.items(), key=lambda kv: -len(kv[1]))
+        )
+        is_intended = name in wanted and scope == "between variants"
+        diffs.append(Difference(name, _label(name), values, scope, is_intended))
+    diffs.sort(key=lambda d: d.intentional)
+    return Comparability(
+        ok=not any(not d.intentional for d in diffs),
+        differences=tuple(diffs),
+        checked=tuple(names),
+        runs=len(runs),
+    )
+
+
+def _squash(text: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", text.lower())
+
+
+def intentional_fields(variants: Mapping[str, tuple[Sequence[str], Mapping[str, str]]]) -> set[str]:
+    """Checked fields a variant's own arguments or environment name, e.g. `--batch-size 64`.
+
+    `variants` maps a variant name to its (args, env). Only fields that could plausibly be set
+    that way (epochs, batch size, dataset) count; a hardware or version field never does.
+    """
+    settable = {"epochs": "epochs", "batch_size": "batchsize", "dataset_fingerprint": "dataset"}
+    words = set()
+    for args, env in variants.values():
+        words.update(_squash(a) for a in args)
+        words.update(_squash(k) for k in env)
+    return {f for f, token in settable.items() if any(token in w for w in words)}

@@ -1,0 +1,176 @@
+"""`tuiprof compare EXPERIMENT_DIR`: statistics, box plots, verdicts and the comparability guard.
+
+Contract: prints Rich output by default, `--json` (the issue's documented document, see
+`ComparisonReport.to_dict`) or `--markdown` (GitHub tables, box plots in a text block).
+Reads the experiment without writing to it, so it is safe while `tuiprof run` is writing.
+Errors (missing directory, not an experiment, unknown metric) are one line on stderr, exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from tui_prof.experiment_report import ComparisonReport, MetricReport, available_metrics
+
+MARKDOWN_WIDTH = 80
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "compare",
+        help="compare an experiment's variants: statistics, box plots, verdicts",
+        description=(
+            "Summarise an experiment directory made by `tuiprof run`: per metric and variant "
+            "n, mean, std, median, p90, min, max and quartiles; box plots on a shared axis; "
+            "each variant against the baseline with a 95%% confidence interval and a plain "
+            "verdict; and whether the runs are comparable (GPU, versions, data, epochs, "
+            "batch size, host). Only finished, non-warm-up runs count."
+        ),
+    )
+    p.add_argument("experiment_dir", metavar="EXPERIMENT_DIR", help="an experiment directory")
+    fmt = p.add_mutually_exclusive_group()
+    fmt.add_argument("--json", action="store_true", help="print the report as JSON")
+    fmt.add_argument("--markdown", action="store_true", help="print the report as Markdown")
+    p.add_argument(
+        "--metric",
+        action="append",
+        metavar="NAME",
+        help="compare only this metric (repeatable; default: all the experiment's metrics)",
+    )
+    p.set_defaults(func=run)
+
+
+def _fail(message: str) -> int:
+    print(f"tuiprof compare: {message}", file=sys.stderr)
+    return 2
+
+
+def build_report(experiment_dir: str | Path, metrics: list[str] | None = None) -> ComparisonReport:
+    """Load and compare; raises ValueError with a one-line message for the user."""
+    from tui_prof.comparability import intentional_fields
+    from tui_prof.experiment_report import compare_experiment
+    from tui_prof.experiments.store import StoreError, load_experiment, load_spec_from
+
+    path = Path(experiment_dir)
+    if not path.exists():
+        raise ValueError(f"{path}: no such directory")
+    if not path.is_dir():
+        raise ValueError(f"{path}: not a directory")
+    try:
+        exp = load_experiment(path)
+    except StoreError as exc:
+        raise ValueError(str(exc)) from None
+    intended: set[str] = set()
+    try:
+        spec = load_spec_from(path)
+        intended = intentional_fields({v.name: (v.args, v.env) for v in spec.variants})
+    except Exception:  # an older or partial spec: check everything rather than fail
+        intended = set()
+    if metrics:
+        known = available_metrics(exp)
+        unknown = [m for m in metrics if m not in known]
+        if unknown:
+            raise ValueError(
+                f"unknown metric {unknown[0]!r} (this experiment has: {', '.join(known)})"
+            )
+    return compare_experiment(exp, metrics, intentional=intended)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        report = build_report(args.experiment_dir, args.metric)
+    except ValueError as exc:
+        return _fail(str(exc))
+    if args.json:
+        print(json.dumps(report.to_dict(), indent=2, allow_nan=False))
+    elif args.markdown:
+        print(to_markdown(report), end="")
+    else:
+        from rich.console import Console
+
+        from tui_prof.render.stats_table import report_view
+
+        Console().print(report_view(report))
+    return 0
+
+
+# -- Markdown ----------------------------------------------------------------------------
+def _cell(text: object) -> str:
+    return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\n", "<br>")
+
+
+def _table(header: list[str], rows: list[list[str]], right: range) -> list[str]:
+    aligns = ["--:" if i in right else "---" for i in range(len(header))]
+    out = ["| " + " | ".join(_cell(h) for h in header) + " |", "|" + "|".join(aligns) + "|"]
+    out += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
+    return out
+
+
+def plain_text(renderable: Any, width: int = MARKDOWN_WIDTH) -> str:
+    """A renderable as monochrome text, the way a NO_COLOR terminal shows it."""
+    from rich.console import Console
+
+    console = Console(width=width, color_system=None, record=True, file=io.StringIO())
+    console.print(renderable)
+    return console.export_text(styles=False)
+
+
+def _metric_markdown(m: MetricReport, baseline: str) -> list[str]:
+    from tui_prof.render.boxplot import BoxPlot
+    from tui_prof.render.stats_table import STAT_COLUMNS, decimals_for, fmt
+
+    direction = "lower is better" if m.lower_is_better else "higher is better"
+    unit = f" ({m.unit})" if m.unit else ""
+    lines = ["", f"## {_cell(m.name)}{unit} · {direction}", ""]
+    descs = list(m.variants.values())
+    dec = decimals_for([d.mean for d in descs], [d.std for d in descs])
+    rows = [
+        [name + (" (baseline)" if name == baseline else ""), str(d.n)]
+        + [fmt(getattr(d, c), dec) for c in STAT_COLUMNS[1:]]
+        for name, d in m.variants.items()
+    ]
+    lines += _table(["variant", *STAT_COLUMNS], rows, range(1, len(STAT_COLUMNS) + 1))
+    lines += ["", "```text", plain_text(BoxPlot.from_report(m)).rstrip("\n"), "```"]
+    if m.comparisons:
+        rows = []
+        for c in m.comparisons:
+            ci = "–" if c.ci_low is None or c.ci_high is None else f"{c.ci_low:.3f}–{c.ci_high:.3f}"
+            ratio = "–" if c.ratio is None else f"{c.ratio:.3f}"
+            verdict = c.verdict + (f" ({c.spread_note})" if c.spread_note else "")
+            rows.append([c.variant, ratio, ci, verdict])
+        lines += ["", *_table([f"vs {baseline}", "ratio", "95% CI", "verdict"], rows, range(1, 3))]
+    lines += [f"- ⚠ {_cell(w)}" for w in m.warnings]
+    return lines
+
+
+def to_markdown(report: ComparisonReport) -> str:
+    """The report as GitHub-flavoured Markdown, for pull requests and lab notes."""
+    lines = [
+        f"# Experiment {_cell(report.experiment)}",
+        "",
+        f"Baseline `{report.baseline}` · {report.counted_runs} counted runs · `{report.directory}`",
+        "",
+    ]
+    comp = report.comparability
+    if comp.ok:
+        checked = ", ".join(comp.checked) or "nothing reported"
+        lines.append(f"✓ **Runs comparable**: {comp.runs} runs agree on {checked}.")
+    else:
+        lines.append("**⚠ Runs are not comparable: check before trusting the verdicts.**")
+    lines += [f"- {_cell(d.message)}" for d in comp.differences]
+    if report.failed:
+        lines += ["", f"**✗ {report.failed_runs} run(s) failed** and are left out:"]
+        lines += [
+            f"- `{f.run_id}`: {f.status}" + (f" — {_cell(f.error)}" if f.error else "")
+            for f in report.failed
+        ]
+    if report.pending_runs:
+        lines += ["", f"… {report.pending_runs} run(s) pending or running: numbers will change."]
+    for m in report.metrics:
+        lines += _metric_markdown(m, report.baseline)
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,165 @@
+"""Rich tables of an experiment's statistics, verdicts and comparability, for CLI and TUI alike.
+
+Contract: every function takes the plain report objects of `tui_prof.experiment_report` and
+returns a Rich renderable; names from runs (variants, metrics, errors) enter as `Text`, never
+as markup. `report_view` is the whole `tuiprof compare` screen; the TUI may use the pieces.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+from rich import box
+from rich.console import Group, RenderableType
+from rich.panel import Panel
+from rich.rule import Rule
+from rich.table import Table
+from rich.text import Text
+
+from tui_prof.comparability import Comparability
+from tui_prof.experiment_report import ComparisonReport, MetricReport
+from tui_prof.render.boxplot import BoxPlot
+
+STAT_COLUMNS = ("n", "mean", "std", "median", "p90", "min", "max", "q1", "q3")
+
+
+def decimals_for(values: Iterable[float | None], spreads: Iterable[float | None] = ()) -> int:
+    """Decimals that show a metric's spread with two significant digits (0 to 6)."""
+    nonzero = [abs(s) for s in spreads if s]
+    if nonzero:
+        return max(0, min(6, 1 - math.floor(math.log10(min(nonzero)))))
+    mags = [abs(v) for v in values if v]
+    if not mags:
+        return 2
+    return max(0, min(6, 3 - math.floor(math.log10(max(mags)))))
+
+
+def fmt(value: float | None, decimals: int) -> str:
+    return "–" if value is None else f"{value:.{decimals}f}"
+
+
+def _metric_title(m: MetricReport) -> Text:
+    title = Text(m.name, style="bold")
+    if m.unit:
+        title.append(f" ({m.unit})")
+    title.append(" · lower is better" if m.lower_is_better else " · higher is better", style="dim")
+    return title
+
+
+def stats_table(m: MetricReport, baseline: str | None = None) -> Table:
+    """n, mean, std, median, p90, min, max and quartiles per variant (shared decimals)."""
+    descs = list(m.variants.values())
+    dec = decimals_for([d.mean for d in descs], [d.std for d in descs])
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 0), show_edge=False)
+    table.add_column("variant", no_wrap=True)
+    for col in STAT_COLUMNS:
+        table.add_column(col, justify="right", no_wrap=True)
+    for name, d in m.variants.items():
+        label = Text(name, style="bold")
+        if name == baseline:
+            label.append(" (base)", style="dim")
+        cells = [fmt(getattr(d, c), dec) for c in STAT_COLUMNS[1:]]
+        table.add_row(label, str(d.n), *cells, style="dim" if d.n == 0 else "")
+    return table
+
+
+def _p_text(p: float | None) -> str:
+    if p is None:
+        return "–"
+    return "<0.001" if p < 0.001 else f"{p:.3f}"
+
+
+def comparisons_table(m: MetricReport) -> Table:
+    """Each variant against the baseline: ratio, 95% interval, p-value and the plain verdict."""
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 0), show_edge=False)
+    baseline = m.comparisons[0].baseline if m.comparisons else ""
+    table.add_column(Text(f"vs {baseline}"), no_wrap=True)
+    table.add_column("ratio", justify="right", no_wrap=True)
+    table.add_column("95% CI", justify="right", no_wrap=True)
+    table.add_column("p", justify="right", no_wrap=True)
+    table.add_column("verdict", ratio=1)
+    for c in m.comparisons:
+        ci = "–" if c.ci_low is None or c.ci_high is None else f"{c.ci_low:.3f}–{c.ci_high:.3f}"
+        verdict = Text(c.verdict, style="bold green" if c.winner == c.variant else "")
+        if c.winner == c.baseline:
+            verdict.stylize("bold yellow")
+        if c.spread_note:
+            verdict.append("\n" + c.spread_note, style="magenta")
+        ratio = "–" if c.ratio is None else f"{c.ratio:.3f}"
+        table.add_row(Text(c.variant, style="bold"), ratio, ci, _p_text(c.p_value), verdict)
+    return table
+
+
+def comparability_view(c: Comparability) -> RenderableType:
+    """Green one-liner when the runs agree; a red panel naming each difference otherwise."""
+    intended = [d for d in c.differences if d.intentional]
+    if c.ok:
+        text = Text("✓ runs comparable", style="bold green")
+        checked = ", ".join(c.checked) if c.checked else "nothing reported"
+        text.append(f": {c.runs} runs agree on {checked}", style="green")
+        for d in intended:
+            text.append("\n• " + d.message, style="dim")
+        return text
+    body = Text()
+    for i, d in enumerate(c.differences):
+        body.append("\n" if i else "")
+        body.append("• " + d.message, style="dim" if d.intentional else "bold")
+    return Panel(
+        body,
+        title=Text("⚠ runs are not comparable: check before trusting the verdicts"),
+        title_align="left",
+        border_style="red",
+        style="",
+    )
+
+
+def runs_status_view(report: ComparisonReport) -> Text | None:
+    """Failed and still-pending runs, or None when every planned run finished."""
+    text = Text()
+    if report.failed:
+        text.append(
+            f"✗ {report.failed_runs} run(s) failed and are left out of the statistics:",
+            style="bold red",
+        )
+        for f in report.failed:
+            what = f"{f.run_id}{' (warm-up)' if f.is_warmup else ''}: {f.status}"
+            text.append(f"\n  {what}" + (f" — {f.error}" if f.error else ""), style="red")
+    if report.pending_runs:
+        text.append("\n" if report.failed else "")
+        text.append(
+            f"… {report.pending_runs} run(s) pending or running: these numbers will change",
+            style="yellow",
+        )
+    return text if text.plain else None
+
+
+def metric_view(m: MetricReport, baseline: str, *, legend: bool = True) -> Group:
+    """One metric: stats table, box plot, comparisons and any warnings."""
+    parts: list[RenderableType] = [
+        _metric_title(m),
+        stats_table(m, baseline),
+        Text(""),
+        BoxPlot.from_report(m, title=False, legend=legend),
+    ]
+    if m.comparisons:
+        parts.append(Text(""))
+        parts.append(comparisons_table(m))
+    parts.extend(Text("! " + w, style="yellow") for w in m.warnings)
+    return Group(*parts)
+
+
+def report_view(report: ComparisonReport) -> Group:
+    """The whole comparison: header, guard, failures, then each metric."""
+    head = Text("Experiment ", style="bold")
+    head.append(report.experiment, style="bold cyan")
+    head.append(f" · baseline {report.baseline} · {report.counted_runs} counted runs", style="")
+    head.append(f"\n{report.directory}", style="dim")
+    parts: list[RenderableType] = [head, comparability_view(report.comparability)]
+    status = runs_status_view(report)
+    if status is not None:
+        parts.append(status)
+    for i, m in enumerate(report.metrics):
+        parts.append(Rule(style="dim"))
+        parts.append(metric_view(m, report.baseline, legend=i == len(report.metrics) - 1))
+    return Group(*parts)
