@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from textual.app import App
 from textual.binding import Binding
 
 from tui_prof.tui.commands import TuiprofCommands
+from tui_prof.tui.messages import ExperimentsFound, RunnerEventArrived
 from tui_prof.tui.screens.browse import BrowseScreen
 from tui_prof.tui.screens.help import HelpScreen
+
+if TYPE_CHECKING:
+    from tui_prof.experiments.runner import Runner
+    from tui_prof.tui.screens.start_dialog import StartRequest
 
 
 class TuiprofApp(App[int]):
@@ -19,19 +25,84 @@ class TuiprofApp(App[int]):
     BINDINGS = [
         Binding("q", "quit", "Quit", id="quit"),
         Binding("question_mark", "help", "Help", id="help", key_display="?"),
+        Binding("b", "show('browse')", "Browse", id="browse"),
+        Binding("e", "show('experiments')", "Experiments", id="experiments"),
+        Binding("r", "start_experiment", "Run experiment", id="run_experiment",
+                tooltip="Start a repeated experiment (variants × repeats)"),
     ]
 
     def __init__(self, path: Path) -> None:
         super().__init__()
         self.path = path
         self.sub_title = str(path)
+        self.runners: dict[str, Runner] = {}
 
     def on_mount(self) -> None:
-        self.push_screen(BrowseScreen(self.path))
+        from tui_prof.tui.screens.experiments import ExperimentsScreen
+
+        self.install_screen(BrowseScreen(self.path), "browse")
+        self.install_screen(ExperimentsScreen(self.path), "experiments")
+        self.push_screen("browse")
 
     def on_resize(self) -> None:
         self.screen.set_class(self.size.width < 100, "narrow")
 
+    def action_show(self, name: str) -> None:
+        if self.screen is not self.get_screen(name) and not isinstance(self.screen, HelpScreen):
+            self.switch_screen(name)
+            self.screen.set_class(self.size.width < 100, "narrow")
+
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen())
+
+    # -- experiments ---------------------------------------------------------------------
+    @property
+    def active_runs(self) -> int:
+        return sum(len(r.active) + len(r.pending) for r in self.runners.values() if not r.done)
+
+    def action_start_experiment(self) -> None:
+        from tui_prof.tui.screens.start_dialog import StartDialog, default_spec_path
+
+        self.push_screen(StartDialog(default_spec_path(self.path)), self._start)
+
+    def _start(self, request: StartRequest | None) -> None:
+        if request is None:
+            return
+        from tui_prof.experiments.runner import Runner
+
+        screen = self.get_screen("experiments")
+        holder: dict[str, str] = {}
+
+        def on_event(event: object) -> None:
+            screen.post_message(RunnerEventArrived(holder["dir"], event))
+
+        runner = Runner.create(request.spec, on_event=on_event)
+        holder["dir"] = str(runner.experiment_dir)
+        self.runners[holder["dir"]] = runner
+        self.action_show("experiments")
+        screen.show_experiment(holder["dir"])  # type: ignore[attr-defined]
+        runner.start()
+        self.notify(f"Started {request.spec.name}: {holder['dir']}", markup=False)
+
+    def on_experiments_found(self, message: ExperimentsFound) -> None:
+        """An experiment finished: its runs' profiles belong in the browse tree."""
+        self.get_screen("browse").scan()  # type: ignore[attr-defined]
+
+    async def action_quit(self) -> None:
+        if self.active_runs == 0:
+            self.exit(0)
+            return
+        from tui_prof.tui.screens.quit_dialog import LEAVE, STOP, QuitDialog
+
+        def decided(choice: str | None) -> None:
+            if choice == STOP:
+                for r in self.runners.values():
+                    r.stop_all()
+                for r in self.runners.values():
+                    r.wait(timeout=15)
+                self.exit(0)
+            elif choice == LEAVE:
+                self.exit(0)
+
+        self.push_screen(QuitDialog(self.active_runs), decided)

@@ -40,3 +40,25 @@ class LoadProgressed(Message):
 
     def can_replace(self, message: Message) -> bool:
         return isinstance(message, LoadProgressed) and message.session == self.session
+
+
+@dataclass
+class ExperimentsFound(Message):
+    """Experiment directories found under the open path (empty: just rescan)."""
+
+    directories: tuple[str, ...]
+
+
+@dataclass
+class RunnerEventArrived(Message):
+    """An event from a runner's thread (see tui_prof.experiments.events)."""
+
+    directory: str
+    event: object
+
+
+@dataclass
+class ComparisonReady(Message):
+    directory: str
+    report: object | None
+    error: str | None

@@ -1,0 +1,81 @@
+"""The `r` dialog: which spec, which variants, how many repeats; validated before it closes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Button, Input, Label, Static
+
+from tui_prof.experiments.spec import ExperimentSpec, SpecError, check_executable, load_spec, select
+
+SPEC_CANDIDATES = ("tuiprof.toml", "examples/mixed_precision.toml")
+
+
+@dataclass(frozen=True)
+class StartRequest:
+    spec: ExperimentSpec
+
+
+def default_spec_path(base: Path) -> str:
+    for root in (base if base.is_dir() else base.parent, Path.cwd()):
+        for name in SPEC_CANDIDATES:
+            if (root / name).is_file():
+                return str(root / name)
+    return "tuiprof.toml"
+
+
+class StartDialog(ModalScreen[StartRequest | None]):
+    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+
+    def __init__(self, spec_path: str) -> None:
+        super().__init__()
+        self.spec_path = spec_path
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="start-dialog"):
+            yield Label("Start a repeated experiment", id="start-title")
+            yield Label("Spec (TOML)")
+            yield Input(self.spec_path, id="spec")
+            yield Label("Variants (comma-separated; empty: all)")
+            yield Input(placeholder="e.g. float32,mixed", id="variants")
+            yield Label("Repeats (empty: the spec's)")
+            yield Input(placeholder="e.g. 5", id="repeats", type="integer")
+            yield Static(id="start-error")
+            with Horizontal(id="start-buttons"):
+                yield Button("Start", variant="primary", id="start")
+                yield Button("Cancel", id="cancel")
+
+    def _validated(self) -> ExperimentSpec:
+        spec = load_spec(self.query_one("#spec", Input).value.strip())
+        raw = self.query_one("#variants", Input).value
+        variants = [v.strip() for v in raw.split(",") if v.strip()] or None
+        reps = self.query_one("#repeats", Input).value.strip()
+        spec = select(spec, variants=variants, repeats=int(reps) if reps else None)
+        check_executable(spec)
+        return spec
+
+    def _submit(self) -> None:
+        try:
+            spec = self._validated()
+        except (SpecError, OSError, ValueError) as exc:
+            self.query_one("#start-error", Static).update(Text(str(exc), style="bold red"))
+            return
+        self.dismiss(StartRequest(spec))
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        if event.button.id == "start":
+            self._submit()
+        else:
+            self.dismiss(None)
+
+    def on_input_submitted(self) -> None:
+        self._submit()
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
