@@ -67,8 +67,9 @@ def test_gpu_model_confounded_with_the_variant_is_named_with_its_runs() -> None:
         "NVIDIA H100 80GB HBM3": ("fp32-r0", "fp32-r1"),
         "NVIDIA A100-SXM4-40GB": ("mixed-r0", "mixed-r1"),
     }
-    assert d.message.startswith(
-        "GPU model differs between variants: 'NVIDIA H100 80GB HBM3' in fp32-r0, fp32-r1"
+    assert d.message == (
+        "GPU model differs between variants: 'NVIDIA H100 80GB HBM3' in all 2 fp32 runs; "
+        "'NVIDIA A100-SXM4-40GB' in all 2 mixed runs"
     )
     as_json = c.to_dict()
     assert as_json["ok"] is False
@@ -93,6 +94,10 @@ def test_several_fields_within_variants_and_missing_reports() -> None:
     assert fields == ["framework_versions.tensorflow", "dataset_fingerprint", "epochs", "host"]
     by = {d.field: d for d in c.differences}
     assert dict(by["dataset_fingerprint"].values)[NOT_REPORTED] == ("b-r0",)
+    assert (
+        by["epochs"].message
+        == "epochs differs within variants: '5' in all 2 a runs, b-r0; '3' in b-r1"
+    )
     assert dict(by["epochs"].values) == {"5": ("a-r0", "a-r1", "b-r0"), "3": ("b-r1",)}
     assert all(d.scope == "within variants" for d in c.differences)
     assert by["framework_versions.tensorflow"].label == "tensorflow version"

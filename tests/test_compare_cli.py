@@ -137,7 +137,11 @@ def test_differences_are_prominent_in_every_format(tmp_path: Path, capsys: Any) 
     d = str(make_experiment(tmp_path, mixed_gpu="NVIDIA A100"))
     _, out, _ = cli(capsys, d)
     assert "runs are not comparable" in out
-    assert "GPU model differs between variants: 'NVIDIA H100' in fp32-r0" in out
+    flat = " ".join(out.replace("│", " ").split())  # the panel wraps the line at 80 columns
+    assert (
+        "GPU model differs between variants: 'NVIDIA H100' in all 5 fp32 runs; "
+        "'NVIDIA A100' in all 5 mixed runs"
+    ) in flat
     _, out, _ = cli(capsys, d, "--json")
     comp = json.loads(out)["comparability"]
     assert comp["ok"] is False and comp["differences"][0]["field"] == "gpu_model"

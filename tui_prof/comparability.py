@@ -49,13 +49,7 @@ class Difference:
     values: tuple[tuple[str, tuple[str, ...]], ...]  # (value, run ids), most common value first
     scope: str  # "between variants" (confounded with the variant) or "within variants"
     intentional: bool = False
-
-    @property
-    def message(self) -> str:
-        """One line, e.g. "GPU model differs between variants: 'A100' in fp32-r0, ...; ..."."""
-        parts = [f"{value!r} in {_runs_text(runs)}" for value, runs in self.values]
-        why = " (intended by the variants)" if self.intentional else ""
-        return f"{self.label} differs {self.scope}{why}: " + "; ".join(parts)
+    message: str = ""  # one line, e.g. "GPU model differs between variants: 'A100' in all 5 ..."
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -86,9 +80,29 @@ class Comparability:
         }
 
 
-def _runs_text(runs: Sequence[str], limit: int = 6) -> str:
-    shown = ", ".join(runs[:limit])
-    return shown + (f" and {len(runs) - limit} more" if len(runs) > limit else "")
+def _runs_text(runs: Sequence[RunRecord], totals: Mapping[str, int], limit: int = 6) -> str:
+    """ "all 5 fp32 runs, mixed-r0" rather than every id, so a long experiment stays readable."""
+    parts: list[str] = []
+    for variant in dict.fromkeys(r.variant for r in runs):
+        ids = [r.run_id for r in runs if r.variant == variant]
+        if len(ids) == totals[variant] and len(ids) > 1:
+            parts.append(f"all {len(ids)} {variant} runs")
+        else:
+            parts.extend(ids)
+    shown = ", ".join(parts[:limit])
+    return shown + (f" and {len(parts) - limit} more" if len(parts) > limit else "")
+
+
+def _message(
+    label: str,
+    scope: str,
+    intended: bool,
+    values: list[tuple[str, list[RunRecord]]],
+    totals: Mapping[str, int],
+) -> str:
+    why = " (intended by the variants)" if intended else ""
+    parts = [f"{value!r} in {_runs_text(runs, totals)}" for value, runs in values]
+    return f"{label} differs {scope}{why}: " + "; ".join(parts)
 
 
 def _text(value: Any) -> str | None:
@@ -135,25 +149,32 @@ def check_comparability(
     per_run = [(r, _fields_of(r)) for r in runs]
     names = sorted({k for _, f in per_run for k, v in f.items() if v is not None}, key=_order)
     diffs: list[Difference] = []
+    totals: dict[str, int] = {}
+    for r in runs:
+        totals[r.variant] = totals.get(r.variant, 0) + 1
     for name in names:
-        groups: dict[str, list[str]] = {}
+        groups: dict[str, list[RunRecord]] = {}
         by_variant: dict[str, set[str]] = {}
         for run, f in per_run:
             value = f.get(name) or NOT_REPORTED
-            groups.setdefault(value, []).append(run.run_id)
+            groups.setdefault(value, []).append(run)
             by_variant.setdefault(run.variant, set()).add(value)
         if len(groups) < 2:
             continue
-        scope = (
-            "between variants"
-            if all(len(v) == 1 for v in by_variant.values())
-            else "within variants"
+        single = all(len(v) == 1 for v in by_variant.values())
+        scope = "between variants" if single else "within variants"
+        ordered = sorted(groups.items(), key=lambda kv: -len(kv[1]))
+        intended = name in wanted and single
+        diffs.append(
+            Difference(
+                field=name,
+                label=_label(name),
+                values=tuple((v, tuple(r.run_id for r in rs)) for v, rs in ordered),
+                scope=scope,
+                intentional=intended,
+                message=_message(_label(name), scope, intended, ordered, totals),
+            )
         )
-        values = tuple(
-            (v, tuple(ids)) for v, ids in sorted(groups.items(), key=lambda kv: -len(kv[1]))
-        )
-        is_intended = name in wanted and scope == "between variants"
-        diffs.append(Difference(name, _label(name), values, scope, is_intended))
     diffs.sort(key=lambda d: d.intentional)
     return Comparability(
         ok=not any(not d.intentional for d in diffs),
