@@ -27,7 +27,7 @@ def register(subparsers: Any) -> None:
         description=(
             "Summarise an experiment directory made by `tuiprof run`: per metric and variant "
             "n, mean, std, median, p90, min, max and quartiles; box plots on a shared axis; "
-            "each variant against the baseline with a 95%% confidence interval and a plain "
+            "each variant against the baseline with a 95% confidence interval and a plain "
             "verdict; and whether the runs are comparable (GPU, versions, data, epochs, "
             "batch size, host). Only finished, non-warm-up runs count."
         ),
