@@ -39,6 +39,8 @@ def register(subparsers: Any) -> None:
                    help="run what an earlier, interrupted experiment did not finish")
     p.add_argument("--parallel", type=int, default=1, metavar="N",
                    help="runs at the same time (default 1: timings are only comparable one at a time)")
+    p.add_argument("--no-profiler-port", action="store_true",
+                   help="do not give jobs a TUIPROF_PROFILER_PORT (no profiler server, no live capture)")
     p.add_argument("--headless", action="store_true", help="plain progress lines, no live table")
     p.set_defaults(func=run_command)
 
@@ -54,13 +56,15 @@ def _make_runner(args: argparse.Namespace, on_event: Any) -> Any:
 
     if args.resume:
         if args.spec or args.variants or args.warmup is not None or args.output:
-            raise ValueError("--resume takes only --repeats, --parallel and --headless")
-        return Runner.resume(args.resume, repeats=args.repeats, on_event=on_event, parallel=args.parallel)
+            raise ValueError("--resume takes no SPEC, --variants, --warmup or --output")
+        return Runner.resume(args.resume, repeats=args.repeats, on_event=on_event, parallel=args.parallel,
+                             profiler_ports=not args.no_profiler_port)
     if not args.spec:
         raise ValueError("give a SPEC file, or --resume EXPERIMENT_DIR")
     variants = [v.strip() for v in args.variants.split(",") if v.strip()] if args.variants else None
     spec = select(load_spec(args.spec), variants, args.repeats, args.warmup)
-    return Runner.create(spec, args.output, on_event=on_event, parallel=args.parallel)
+    return Runner.create(spec, args.output, on_event=on_event, parallel=args.parallel,
+                         profiler_ports=not args.no_profiler_port)
 
 
 class _Board:
@@ -104,14 +108,16 @@ class _Board:
             out, self.lines = self.lines, []
         return out
 
-    def table(self, metrics: tuple[str, ...], max_rows: int) -> Any:
+    def table(self, title: str, metrics: tuple[str, ...], max_rows: int) -> Any:
         from rich.table import Table
         from rich.text import Text
 
         with self.lock:
             runs = list(self.runs.values())
             now = time.monotonic()
-            t = Table(box=None, pad_edge=False, header_style="bold")
+            done = sum(r.status not in (RUN_PENDING, RUN_RUNNING) for r in runs)
+            t = Table(box=None, pad_edge=False, header_style="bold", title_justify="left",
+                      title=f"{title}: {done}/{len(runs)} runs done", title_style="bold")
             for col in ("run", "status", "elapsed", "progress", *metrics):
                 t.add_column(col, justify="right" if col in ("elapsed", *metrics) else "left")
             if len(runs) > max_rows:  # keep the running ones and their neighbours in view
@@ -175,10 +181,11 @@ def run_command(args: argparse.Namespace) -> int:
         from rich.live import Live
 
         metrics = tuple(m for m in runner.spec.metrics if m != "wall_time_s")[:4]
-        rows = max(5, console.size.height - 4)
-        with Live(board.table(metrics, rows), console=console, refresh_per_second=4,
+        rows = max(5, console.size.height - 5)
+        title = runner.spec.name
+        with Live(board.table(title, metrics, rows), console=console, refresh_per_second=4,
                   transient=False) as live:
-            completed = _wait(runner, lambda: live.update(board.table(metrics, rows)))
+            completed = _wait(runner, lambda: live.update(board.table(title, metrics, rows)))
     else:
         completed = _wait(runner, print_lines)
     board.take_lines()
@@ -187,8 +194,7 @@ def run_command(args: argparse.Namespace) -> int:
     finished = sum(r.status == RUN_FINISHED for r in counted)
     bad = [r for r in record.runs if r.status not in (RUN_FINISHED, RUN_PENDING)]
     print(f"{record.name}: {finished}/{len(counted)} runs finished"
-          + (f", {len(bad)} failed or stopped: " + ", ".join(f"{r.run_id} ({r.status})" for r in bad)
-             if bad else ""))
+          + ("; not finished: " + ", ".join(f"{r.run_id} ({r.status})" for r in bad) if bad else ""))
     print(runner.experiment_dir, flush=True)
     if not completed:
         return 130

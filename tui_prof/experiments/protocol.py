@@ -89,7 +89,7 @@ def apply(state: MetricsState, obj: dict[str, Any]) -> None:
                 state.info[key] = int(n)
         elif n is not None:
             state.final[key] = n
-        elif isinstance(value, bool) or not isinstance(value, (int, float)):  # not NaN/inf
+        elif value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
             state.info[key] = value
     if isinstance(state.info.get("epochs"), int):
         state.epochs = state.info["epochs"]

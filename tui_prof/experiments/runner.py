@@ -103,8 +103,9 @@ class Runner:
 
     def __init__(self, store: ExperimentStore, on_event: EventCallback | None = None,
                  backend: Backend | None = None, parallel: int = 1, poll_interval_s: float = 0.1,
-                 cancel: threading.Event | None = None) -> None:
+                 cancel: threading.Event | None = None, profiler_ports: bool = True) -> None:
         self.store = store
+        self.profiler_ports = profiler_ports  # give each run a free port for its profiler server
         self.spec = store.spec
         self.experiment_dir = store.directory
         self.on_event = on_event
@@ -249,7 +250,7 @@ class Runner:
             self._done.set()
         self._emit(ev.ExperimentFinished(str(self.experiment_dir), counts, cancelled))
 
-    def _env(self, rec: RunRecord, run_dir: Path, metrics_path: Path, port: int) -> dict[str, str]:
+    def _env(self, rec: RunRecord, run_dir: Path, metrics_path: Path, port: int | None) -> dict[str, str]:
         env = dict(os.environ)
         env.setdefault("PYTHONUNBUFFERED", "1")  # so the log (and the live view) is current
         env.update(self.spec.variant(rec.variant).env)
@@ -261,8 +262,10 @@ class Runner:
             "TUIPROF_WARMUP": "1" if rec.is_warmup else "0",
             "TUIPROF_RUN_ID": rec.run_id,
             "TUIPROF_EXPERIMENT_DIR": str(self.experiment_dir),
-            "TUIPROF_PROFILER_PORT": str(port),
         })
+        env.pop("TUIPROF_PROFILER_PORT", None)
+        if port is not None:
+            env["TUIPROF_PROFILER_PORT"] = str(port)
         return env
 
     def _execute(self, run_id: str) -> None:
@@ -271,7 +274,7 @@ class Runner:
         run_dir, log_path, metrics_path = Path(rec.run_dir), Path(rec.log_path), Path(rec.metrics_path)
         run_dir.mkdir(parents=True, exist_ok=True)
         metrics_path.touch()
-        port = free_port()
+        port = free_port() if self.profiler_ports else None
         env = self._env(rec, run_dir, metrics_path, port)
         request = LaunchRequest(run_id, tuple(self.spec.argv(rec.variant)), Path(self.spec.workdir),
                                 env, log_path)
@@ -329,7 +332,7 @@ class Runner:
                                  daemon=True).start()
 
     def _finish(self, rec: RunRecord, code: int, outcome: str, wall: float, started_at: float,
-                port: int, log_path: Path, metrics_path: Path) -> None:
+                port: int | None, log_path: Path, metrics_path: Path) -> None:
         state = self._readers.pop(rec.run_id).state
         metrics = dict(state.final)
         metrics[WALL_TIME] = wall  # tuiprof's own measurement always wins
