@@ -240,7 +240,7 @@ def test_runner_core_imports_neither_textual_nor_tensorflow() -> None:
 @pytest.mark.parametrize("n", [3])
 def test_output_is_streamed_while_the_job_runs(tmp_path: Path, n: int) -> None:
     job = tmp_path / "ticker.py"
-    job.write_text("import time\nfor i in range(%d):\n    print('tick', i, flush=True)\n    time.sleep(0.3)\n" % n)
+    job.write_text(f"import time\nfor i in range({n}):\n    print('tick', i, flush=True)\n    time.sleep(0.3)\n")
     spec = tmp_path / "s.toml"
     spec.write_text(f'name = "tick"\ncommand = ["{sys.executable}", "ticker.py"]\nrepeats = 1\n')
     rec = Recorder()

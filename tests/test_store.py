@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -109,10 +110,8 @@ def test_directory_is_movable_and_readable_read_only(tmp_path: Path) -> None:
 
 def _kill_group_quietly(pgid: int | None) -> None:
     if pgid:
-        try:
+        with contextlib.suppress(OSError):
             os.killpg(pgid, signal.SIGKILL)
-        except OSError:
-            pass
 
 
 def test_sigkill_mid_experiment_loses_no_finished_run_and_resume_runs_only_missing(tmp_path: Path) -> None:
