@@ -195,3 +195,18 @@ def test_direction_and_unit_rules() -> None:
     assert is_time_metric("wall_time_s") and not is_time_metric("val_loss")
     units = [metric_unit(m) for m in ("wall_time_s", "step_ms", "latency_us", "val_accuracy")]
     assert units == ["s", "ms", "µs", ""]
+
+
+def test_unbounded_fieller_set_falls_back_to_the_difference() -> None:
+    # The baseline's mean is not distinguishable from zero, so no finite ratio interval exists.
+    c = compare([0.1, 2.0, 0.05], [5.0, 5.1, 4.9], metric="score", variant_name="m")
+    assert c.ratio is not None and c.ci_low is None and c.method == "welch-difference"
+    assert c.significant and c.verdict.startswith("score: m is 4.28 higher (better), 95% CI ")
+
+
+def test_other_confidence_levels_say_so() -> None:
+    base, fast = [10.0, 10.1, 9.9, 10.05, 9.95], [9.4, 9.45, 9.35, 9.5, 9.42]
+    c = compare(base, fast, metric="wall_time_s", variant_name="m", confidence=0.9)
+    assert ", 90% CI " in c.verdict
+    res = sps.ttest_ind(fast, base, equal_var=False).confidence_interval(0.9)
+    assert (c.diff_ci_low, c.diff_ci_high) == pytest.approx((res.low, res.high), rel=1e-8)

@@ -203,6 +203,10 @@ def _fmt_pct(near: float) -> int:
     return 3
 
 
+def _ci(c: Comparison) -> str:
+    return f"{c.confidence * 100:g}% CI"
+
+
 def _n_text(nb: int, nv: int) -> str:
     return f"n={nb}" if nb == nv else f"n={nb} vs {nv}"
 
@@ -214,9 +218,9 @@ def _ratio_verdict(c: Comparison, time_like: bool) -> str:
         if r < 1:
             s_lo, s_hi = 1 / hi, 1 / lo
             d = _fmt_x(s_lo, s_lo)
-            return f"{v} is {1 / r:.{d}f}× faster, 95% CI {s_lo:.{d}f}–{s_hi:.{d}f}"
+            return f"{v} is {1 / r:.{d}f}× faster, {_ci(c)} {s_lo:.{d}f}–{s_hi:.{d}f}"
         d = _fmt_x(lo, lo)
-        return f"{v} is {r:.{d}f}× slower, 95% CI {lo:.{d}f}–{hi:.{d}f}"
+        return f"{v} is {r:.{d}f}× slower, {_ci(c)} {lo:.{d}f}–{hi:.{d}f}"
     higher = r > 1
     good = higher != c.lower_is_better
     p, p_lo, p_hi = ((r - 1) * 100, (lo - 1) * 100, (hi - 1) * 100)
@@ -226,7 +230,7 @@ def _ratio_verdict(c: Comparison, time_like: bool) -> str:
     word = "higher" if higher else "lower"
     return (
         f"{c.metric}: {v} is {p:.{d}f}% {word} ({'better' if good else 'worse'}), "
-        f"95% CI {p_lo:.{d}f}–{p_hi:.{d}f}% {word}"
+        f"{_ci(c)} {p_lo:.{d}f}–{p_hi:.{d}f}% {word}"
     )
 
 
@@ -242,12 +246,12 @@ def _diff_verdict(c: Comparison, time_like: bool) -> str:
     higher = c.diff > 0
     if time_like:
         word = "slower" if higher else "faster"
-        return f"{c.variant} is {_num(abs(c.diff))}{u} {word}, 95% CI {_num(lo)}–{_num(hi)}{u}"
+        return f"{c.variant} is {_num(abs(c.diff))}{u} {word}, {_ci(c)} {_num(lo)}–{_num(hi)}{u}"
     good = higher != c.lower_is_better
     word = "higher" if higher else "lower"
     return (
         f"{c.metric}: {c.variant} is {_num(abs(c.diff))}{u} {word} "
-        f"({'better' if good else 'worse'}), 95% CI {_num(lo)}–{_num(hi)}{u} {word}"
+        f"({'better' if good else 'worse'}), {_ci(c)} {_num(lo)}–{_num(hi)}{u} {word}"
     )
 
 
@@ -258,7 +262,7 @@ def _no_difference(c: Comparison) -> str:
         if worst < EQUIVALENCE_PCT:
             return (
                 f"no clear difference at {n}: any difference is under {worst:.1f}% "
-                f"(95% CI {c.ci_low:.3f}–{c.ci_high:.3f})"
+                f"({_ci(c)} {c.ci_low:.3f}–{c.ci_high:.3f})"
             )
     return f"no clear difference at {n} — run more repeats"
 
@@ -278,7 +282,7 @@ def _spread(c: Comparison, vb: float, vv: float) -> dict[str, Any]:
     if ratio >= SPREAD_FLAG or ratio <= 1 / SPREAD_FLAG:
         more = ratio > 1
         size = ratio if more else 1 / ratio
-        ci = f"95% CI {lo:.2g}–{hi:.2g}× the baseline's spread"
+        ci = f"{_ci(c)} {lo:.2g}–{hi:.2g}× the baseline's spread"
         confirmed = lo > 1 or hi < 1
         tail = f" ({ci})" if confirmed else f", though {_n_text(nb, nv)} cannot confirm it ({ci})"
         out["spread_note"] = f"{v}'s {metric} varies {size:.1f}× {'more' if more else 'less'}{tail}"
@@ -326,7 +330,9 @@ def compare(
             return _replace(c, verdict=f"no difference: every run gave {_num(mb)}")
         c = _replace(c, significant=True, winner=_winner(c))
         text = _ratio_verdict(c, time_like) if ratio is not None else _diff_verdict(c, time_like)
-        return _replace(c, verdict=text.split(", 95% CI")[0] + " (every run gave the same value)")
+        return _replace(
+            c, verdict=text.split(f", {_ci(c)}")[0] + " (every run gave the same value)"
+        )
     df = welch_df(vb, nb, vv, nv)
     tq = t_ppf(1 - (1 - confidence) / 2, df)
     a, bb = vv / nv, vb / nb  # squared standard errors of the variant and baseline means
@@ -344,7 +350,8 @@ def compare(
         method="welch-difference",
         **spread,
     )
-    # Fieller: the set of θ with (mv - θ mb)^2 <= t^2 (a + θ^2 bb) is an interval when A > 0.
+    # Fieller: the set of θ with (mv - θ mb)^2 <= t^2 (a + θ^2 bb) is an interval when A > 0;
+    # otherwise the ratio keeps its point estimate and the verdict uses the difference.
     big_a = mb * mb - tq * tq * bb
     if ratio is not None and big_a > 0:
         root = tq * math.sqrt(mv * mv * bb + mb * mb * a - tq * tq * a * bb)
@@ -354,8 +361,6 @@ def compare(
             ci_high=(mv * mb + root) / big_a,
             method="fieller-welch",
         )
-    else:
-        c = _replace(c, ratio=None)
     if not significant:
         return _replace(c, verdict=_no_difference(c))
     c = _replace(c, winner=_winner(c))
