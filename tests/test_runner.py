@@ -253,3 +253,14 @@ def test_output_is_streamed_while_the_job_runs(tmp_path: Path, n: int) -> None:
     lines = [line for e in rec.of(ev.RunOutput) for line in e.lines]
     assert lines == [f"tick {i}" for i in range(n)]
     assert len(rec.of(ev.RunOutput)) >= 2
+
+
+def test_tuiprof_variables_in_args_are_expanded_per_run(tmp_path: Path) -> None:
+    spec = tmp_path / "s.toml"
+    spec.write_text(
+        f'name = "seeds"\ncommand = ["{sys.executable}", "-c", "import sys; print(sys.argv[1:])"]\n'
+        'repeats = 2\n[variants.a]\nargs = ["--seed", "${TUIPROF_REPEAT}", "${TUIPROF_VARIANT}-x", "${HOME}", "{}"]\n'
+    )
+    runner, _ = run_to_end(spec)
+    logs = [Path(r.log_path).read_text().strip() for r in load_experiment(runner.experiment_dir).runs]
+    assert logs == ["['--seed', '0', 'a-x', '${HOME}', '{}']", "['--seed', '1', 'a-x', '${HOME}', '{}']"]

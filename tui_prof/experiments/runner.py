@@ -12,6 +12,7 @@ and the others go on.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import sys
@@ -57,6 +58,15 @@ def plan_runs(spec: ExperimentSpec) -> list[PlannedRun]:
     else:
         plan += [PlannedRun(v, r) for r in range(spec.repeats) for v in names]
     return plan
+
+
+_VAR_RE = re.compile(r"\$\{(TUIPROF_[A-Z_]+)\}")
+
+
+def expand_args(argv: list[str], env: dict[str, str]) -> list[str]:
+    """Replace `${TUIPROF_...}` in arguments by the run's value, e.g. `--seed ${TUIPROF_REPEAT}`
+    (only tuiprof's own variables: there is no shell, and other text stays as written)."""
+    return [_VAR_RE.sub(lambda m: env.get(m.group(1), m.group(0)), a) for a in argv]
 
 
 def free_port() -> int:
@@ -276,8 +286,8 @@ class Runner:
         metrics_path.touch()
         port = free_port() if self.profiler_ports else None
         env = self._env(rec, run_dir, metrics_path, port)
-        request = LaunchRequest(run_id, tuple(self.spec.argv(rec.variant)), Path(self.spec.workdir),
-                                env, log_path)
+        argv = tuple(expand_args(self.spec.argv(rec.variant), env))
+        request = LaunchRequest(run_id, argv, Path(self.spec.workdir), env, log_path)
         started_at = time.time()
         t0 = time.perf_counter()
         try:

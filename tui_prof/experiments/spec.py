@@ -2,7 +2,8 @@
 
 Contract: `load_spec(path)` returns a fully validated, resolved `ExperimentSpec` or raises
 `SpecError` with one line naming the file, the field and what was expected, so a typo is found
-before anything starts, including a command whose executable does not exist.
+before anything starts, including a command whose executable does not exist. Arguments may
+contain `${TUIPROF_REPEAT}` (or any other TUIPROF_* variable of the run), replaced per run.
 """
 
 from __future__ import annotations
