@@ -264,3 +264,23 @@ def test_tuiprof_variables_in_args_are_expanded_per_run(tmp_path: Path) -> None:
     runner, _ = run_to_end(spec)
     logs = [Path(r.log_path).read_text().strip() for r in load_experiment(runner.experiment_dir).runs]
     assert logs == ["['--seed', '0', 'a-x', '${HOME}', '{}']", "['--seed', '1', 'a-x', '${HOME}', '{}']"]
+
+
+def test_metrics_reader_follows_a_growing_file_line_by_line(tmp_path: Path) -> None:
+    from tui_prof.experiments.protocol import MetricsReader
+
+    path = tmp_path / "m.jsonl"
+    reader = MetricsReader(path)
+    assert reader.poll() == []  # no file yet
+    with open(path, "a") as f:
+        f.write('{"epoch": 0, "epochs": 3, "acc": 0.5}\n{"metric": "acc", "va')
+    assert reader.poll() == [{"epoch": 0, "epochs": 3, "acc": 0.5}]  # the half line waits
+    assert reader.state.progress() == "epoch 1/3"
+    with open(path, "a") as f:
+        f.write('lue": 0.7}\n[1, 2]\n{"dataset_fingerprint": "d", "ok": true, "x": NaN}\n{"acc": 0.8}')
+    new = reader.poll(final=True)  # the end of a run: the last line counts without its newline
+    assert new[0] == {"acc": 0.7} and new[-1] == {"acc": 0.8}
+    s = reader.state
+    assert s.final == {"acc": 0.8} and s.bad_lines == 1
+    assert s.info == {"epochs": 3, "dataset_fingerprint": "d", "ok": True}
+    assert len(s.series) == 4

@@ -130,8 +130,9 @@ class Runner:
         self._threads: list[threading.Thread] = []
         self._done = threading.Event()
         self._started = False
+        self._closed = False
         self._readers: dict[str, MetricsReader] = {}
-        self._host = host_fingerprint()
+        self._host: dict[str, Any] = {}  # filled in the background: nvidia-smi can take seconds
 
     # -- construction --------------------------------------------------------------------
     @classmethod
@@ -207,7 +208,8 @@ class Runner:
             self._stop_requested.update(self._active)
 
     def result(self) -> ExperimentRecord:
-        return self.store.record() if not self._done.is_set() else _load(self.experiment_dir)
+        """The experiment as stored now (also after the end)."""
+        return _load(self.experiment_dir) if self._closed else self.store.record()
 
     # -- the work ------------------------------------------------------------------------
     def _emit(self, event: Any) -> None:
@@ -243,7 +245,9 @@ class Runner:
                     self._active.pop(run_id, None)
 
     def _main(self) -> None:
+        counts: dict[str, int] = {}
         try:
+            self._host = host_fingerprint()
             self._emit(ev.ExperimentStarted(str(self.experiment_dir), tuple(self.store.runs())))
             workers = [threading.Thread(target=self._worker, name=f"tuiprof-run-{i}", daemon=True)
                        for i in range(self.parallel)]
@@ -251,14 +255,16 @@ class Runner:
                 w.start()
             for w in workers:
                 w.join()
-            counts: dict[str, int] = {}
             for r in self.store.runs():
                 counts[r.status] = counts.get(r.status, 0) + 1
-            cancelled = self.cancel.is_set()
+        except Exception:
+            print("tuiprof: the experiment runner failed:", file=sys.stderr)
+            traceback.print_exc()
         finally:
             self.store.close()
+            self._closed = True
+            self._emit(ev.ExperimentFinished(str(self.experiment_dir), counts, self.cancel.is_set()))
             self._done.set()
-        self._emit(ev.ExperimentFinished(str(self.experiment_dir), counts, cancelled))
 
     def _env(self, rec: RunRecord, run_dir: Path, metrics_path: Path, port: int | None) -> dict[str, str]:
         env = dict(os.environ)
