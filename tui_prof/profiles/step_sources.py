@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tui_prof.profiles.xspace import PlaneEvents
+from tui_prof.profiles.xspace import MISSING, PlaneEvents
 
 _EXPLICIT_MARKER = re.compile(r"^(train|test|TraceContext)[^/]*$")
 _TRAIN_FN = re.compile(r"train|step", re.IGNORECASE)
@@ -65,8 +65,8 @@ def _outermost(host: PlaneEvents, picked: list[tuple[int, int]]) -> list[tuple[i
 def _windows(host: PlaneEvents, picked: list[tuple[int, int]], *, numbered: bool) -> list[Window]:
     picked = _outermost(host, picked)
     picked.sort(key=lambda p: host.lines[p[0]].start_ps[p[1]])
-    nums = [host.lines[li].stats.get(i, {}).get("step_num") for li, i in picked]
-    if not numbered or None in nums or len(set(nums)) != len(nums):
+    nums = [int(host.lines[li].ints["step_num"][i]) for li, i in picked]
+    if not numbered or MISSING in nums or len(set(nums)) != len(nums):
         nums = list(range(len(picked)))
     return [Window(step=int(n), begin_ps=int(host.lines[li].start_ps[i]),
                    end_ps=int(host.lines[li].end_ps[i]), line=li, index=i)
@@ -87,13 +87,13 @@ def _group_windows(host: PlaneEvents) -> list[Window]:
     """A preprocessed CPU profile: per group, its longest explicit or named step marker."""
     names = host.meta.event_names
     best: dict[int, Window] = {}
+    explicit = [k for k, v in names.items() if _EXPLICIT_MARKER.match(v)]
     for li, le in enumerate(host.lines):
-        for i, st in le.stats.items():
-            g = st.get("group_id")
-            name = names.get(int(le.metadata_id[i]), "")
-            if g is None or not (_EXPLICIT_MARKER.match(name) or st.get("step_name")):
-                continue
-            w = Window(int(g), int(le.start_ps[i]), int(le.end_ps[i]), li, i)
+        gid = le.ints["group_id"]
+        marks = np.isin(le.metadata_id, explicit)
+        marks[list(le.texts.get("step_name", {}))] = True
+        for i in np.flatnonzero(marks & (gid != MISSING)).tolist():
+            w = Window(int(gid[i]), int(le.start_ps[i]), int(le.end_ps[i]), li, i)
             old = best.get(w.step)
             if old is None or w.end_ps - w.begin_ps > old.end_ps - old.begin_ps:
                 best[w.step] = w
@@ -104,12 +104,12 @@ def _official_markers(host: PlaneEvents) -> list[Window]:
     names = host.meta.event_names
     picked: list[tuple[int, int]] = []
     named: Counter = Counter()
+    explicit = [k for k, v in names.items() if _EXPLICIT_MARKER.match(v)]
     for li, le in enumerate(host.lines):
-        for i, st in le.stats.items():
-            name = names.get(int(le.metadata_id[i]), "")
-            if "step_num" in st and (_EXPLICIT_MARKER.match(name) or st.get("_r") == 1):
-                picked.append((li, i))
-                named[name] += 1
+        marker = np.isin(le.metadata_id, explicit) | (le.ints["_r"] == 1)
+        for i in np.flatnonzero(marker & (le.ints["step_num"] != MISSING)).tolist():
+            picked.append((li, i))
+            named[names.get(int(le.metadata_id[i]), "")] += 1
     if not picked:  # markers without step numbers: the most frequent explicit marker name
         counts = Counter(names[int(le.metadata_id[i])] for li, i in
                          _named(host, lambda v: bool(_EXPLICIT_MARKER.match(v)))

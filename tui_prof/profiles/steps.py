@@ -29,7 +29,14 @@ import numpy as np
 
 from tui_prof.model import ProfileError, StepBreakdown
 from tui_prof.profiles.step_sources import MARKER_CANDIDATE, Choice, choose_windows
-from tui_prof.profiles.xspace import Cancelled, PlaneEvents, XSpaceFile, host_name, read_plane
+from tui_prof.profiles.xspace import (
+    MISSING,
+    Cancelled,
+    PlaneEvents,
+    XSpaceFile,
+    host_name,
+    read_plane,
+)
 
 Progress = Callable[[float, str], None]
 
@@ -46,8 +53,8 @@ CATEGORY_OF = {HOST_COMPUTE: "host_compute", HOST_COMPILE: "compilation", HOST_T
                DEVICE_COMPUTE_16: "device_compute"}
 _NOT_CPU_COMPUTE = ("EagerExecute", "EagerLocalExecute", "EagerKernelExecute", "FunctionRun")
 _EXPLICIT_MARKER = re.compile(r"^(train|test|TraceContext)[^/]*$")
-_DEVICE_STATS = ("correlation_id", "group_id", "shape")
-_HOST_STATS = ("step_num", "_r", "group_id", "step_name", "tf_function_call", "correlation_id",
+_DEVICE_STATS = ("correlation_id", "group_id")
+_HOST_STATS = ("step_num", "_r", "group_id", "tf_function_call", "correlation_id",
                "_p", "_pt", "_c", "_ct", "id", "iter_num")
 _GET_NEXT_OPS = ("IteratorGetNextOp::DoCompute", "IteratorGetNextAsOptionalOp::DoCompute")
 
@@ -157,18 +164,19 @@ def _host_groups(lines: list, roots: dict[tuple[int, int], int],
         groups.append(g)
         parents.append(parent)
         orders.append(order.tolist())
-        for i, st in le.stats.items():
-            if "_p" in st:
-                producers.setdefault((st.get("_pt"), st["_p"]), []).append((li, i))
-            if "_c" in st:
-                consumers.setdefault((st.get("_ct"), st["_c"]), []).append((li, i))
-            if "iter_num" in st and "id" in st:  # tsl's legacy link: executor -> async GetNext
-                name = names.get(int(le.metadata_id[i]), "")
-                key = ("legacy", st["id"], st["iter_num"])
-                if name == "ExecutorState::Process":
-                    producers.setdefault(key, []).append((li, i))
-                elif name in _GET_NEXT_OPS:
-                    consumers.setdefault(key, []).append((li, i))
+        ints = le.ints
+        for key_a, key_b, table in (("_pt", "_p", producers), ("_ct", "_c", consumers)):
+            for i in np.flatnonzero(ints[key_b] != MISSING).tolist():
+                table.setdefault((int(ints[key_a][i]), int(ints[key_b][i])), []).append((li, i))
+        # tsl's legacy link: an executor step (id, iter_num) -> its async IteratorGetNext ops.
+        linked = np.flatnonzero((ints["iter_num"] != MISSING) & (ints["id"] != MISSING)).tolist()
+        for i in linked:
+            name = names.get(int(le.metadata_id[i]), "")
+            key = ("legacy", int(ints["id"][i]), int(ints["iter_num"][i]))
+            if name == "ExecutorState::Process":
+                producers.setdefault(key, []).append((li, i))
+            elif name in _GET_NEXT_OPS:
+                consumers.setdefault(key, []).append((li, i))
     for (li, i), k in roots.items():
         groups[li][i] = k
     for _ in range(32):
@@ -222,17 +230,14 @@ def _device_steps(devices: list[PlaneEvents], host: PlaneEvents | None,
     for d, pe in enumerate(devices):
         for le in pe.lines:
             n = len(le.start_ps)
-            shapes = {i: st["shape"] for i, st in le.stats.items() if "shape" in st}
             types = _types_of(le.metadata_id, pe.meta.event_names, classify_device)
-            for i, shape in shapes.items():  # the converter prefers shapes over the name
-                if types[i] >= DEVICE_COMPUTE_32:
-                    types[i] = classify_device(pe.meta.event_names.get(int(le.metadata_id[i]), ""),
-                                               shape.decode("utf-8", "replace")
-                                               if isinstance(shape, bytes) else str(shape))
-            corr, group = np.full(n, -1, dtype=np.int64), np.full(n, -1, dtype=np.int64)
-            for i, st in le.stats.items():
-                corr[i] = st.get("correlation_id", -1)
-                group[i] = st.get("group_id", -1)
+            shaped = [(i, "half" in v) for i, v in le.texts["shape"].items() if v]
+            if shaped:  # the converter judges precision by the shapes where there are some
+                idx, half = (np.array(x) for x in zip(*shaped, strict=True))
+                compute = types[idx] >= DEVICE_COMPUTE_32
+                types[idx[compute]] = np.where(half[compute], DEVICE_COMPUTE_16, DEVICE_COMPUTE_32)
+            corr = np.where(le.ints["correlation_id"] == MISSING, -1, le.ints["correlation_id"])
+            group = np.where(le.ints["group_id"] == MISSING, -1, le.ints["group_id"])
             for key, arr in (("start", le.start_ps), ("end", le.end_ps), ("type", types),
                              ("dev", np.full(n, d)), ("corr", corr), ("group", group)):
                 cols[key].append(arr)
@@ -278,13 +283,13 @@ def _launched_in(ev: dict[str, np.ndarray], windows: list, host: PlaneEvents | N
     ends = np.array([w.end_ps for w in windows], dtype=np.int64)
     corr_l, time_l = [], []
     for le in host.lines if host else ():
-        for i, st in le.stats.items():
-            if "correlation_id" in st:
-                corr_l.append(st["correlation_id"])
-                time_l.append(le.start_ps[i])
+        has = le.ints["correlation_id"] != MISSING
+        corr_l.append(le.ints["correlation_id"][has])
+        time_l.append(le.start_ps[has])
+    corr_l = [c for c in corr_l if len(c)]
     step = np.full(len(ev["start"]), -1, dtype=np.int64)
     if corr_l:
-        corr, when = np.array(corr_l, dtype=np.int64), np.array(time_l, dtype=np.int64)
+        corr, when = np.concatenate(corr_l), np.concatenate(time_l)
         order = np.argsort(corr)
         corr, when = corr[order], when[order]
         pos = np.clip(np.searchsorted(corr, ev["corr"]), 0, len(corr) - 1)
@@ -311,11 +316,11 @@ def _host_steps(host: PlaneEvents | None, prefer_official: bool) -> tuple:
     if choice.by_group:
         index = {w.step: k for k, w in enumerate(windows)}
         groups = []
+        numbers = np.array(sorted(index), dtype=np.int64)
         for le in host.lines:
-            g = np.full(len(le.start_ps), -1, dtype=np.int64)
-            for i, st in le.stats.items():
-                g[i] = index.get(st.get("group_id", -1), -1)
-            groups.append(g)
+            gid = le.ints["group_id"]
+            k = np.clip(np.searchsorted(numbers, gid), 0, max(len(numbers) - 1, 0))
+            groups.append(np.where((gid != MISSING) & (numbers[k] == gid), k, -1))
     else:
         roots = {(w.line, w.index): k for k, w in enumerate(windows)}
         groups = _host_groups(host.lines, roots, host.meta.event_names)
@@ -323,9 +328,8 @@ def _host_steps(host: PlaneEvents | None, prefer_official: bool) -> tuple:
     markers = {(w.line, w.index) for w in windows}
     for li, (le, g) in enumerate(zip(host.lines, groups, strict=True)):
         types = _types_of(le.metadata_id, host.meta.event_names, classify_host)
-        for i, st in le.stats.items():  # markers and implicit markers are not compute
-            if st.get("step_name") or (li, i) in markers:
-                types[i] = 0
+        for i in [*le.texts["step_name"], *(i for lj, i in markers if lj == li)]:
+            types[i] = 0  # markers and implicit markers are not compute
         keep = (g >= 0) & (types > 0)
         for key, arr in (("step", g), ("start", le.start_ps), ("end", le.end_ps), ("type", types)):
             cols[key].append(arr[keep])
@@ -342,20 +346,13 @@ def _read_host(path: Path, prefer_official: bool, tick: Callable[[int], None]) -
     with XSpaceFile(path) as space:
         host_ref = next((p for p in space.planes if p.is_host), None)
         dev_refs = [p for p in space.planes if p.device and p.device[0] in ("GPU", "TPU")]
-        devices = [read_plane(space, p, stats=_DEVICE_STATS, all_stats=True, skip_derived=True,
-                              tick=tick) for p in dev_refs]
-        if dev_refs:  # host events only mark steps and launches: read few stats
-            kernels = {n for d in devices for n in d.meta.event_names.values()}
-
-            def want(name: str) -> bool:
-                return (bool(MARKER_CANDIDATE.search(name)) or name in kernels
-                        or name.startswith(("cu", "hip")))
-            host = read_plane(space, host_ref, stats=_HOST_STATS, want=want,
-                              tick=tick) if host_ref else None
+        devices = [read_plane(space, p, stats=_DEVICE_STATS, text_stats=("shape",),
+                              skip_derived=True, tick=tick) for p in dev_refs]
+        host = read_plane(space, host_ref, stats=_HOST_STATS, text_stats=("step_name",),
+                          want=MARKER_CANDIDATE.search, tick=tick) if host_ref else None
+        if dev_refs:  # as in xprof 2.24: with devices, host events only mark steps and launches
             choice, numbers, span, owned, ok = _device_steps(devices, host, prefer_official)
         else:
-            host = read_plane(space, host_ref, stats=_HOST_STATS, all_stats=True,
-                              tick=tick) if host_ref else None
             choice, numbers, span, owned, ok = _host_steps(host, prefer_official)
         name = host_name(path, space)
     steps = _step_dicts(numbers, span, owned, ok)

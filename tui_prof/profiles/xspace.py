@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from tui_prof.model import ProfileError
+from tui_prof.profiles.xline_wire import MISSING, LineEvents, decode_line
 from tui_prof.profiles.xplane_proto import RAW_CLASSES
 
 HOST_PLANE_NAME = "/host:CPU"
@@ -101,18 +102,6 @@ class PlaneMeta:
     event_names: dict[int, str]  # the metadata name (what the converter classifies by)
     stat_names: dict[int, str]
     stats: dict[str, Any]
-
-
-@dataclass
-class LineEvents:
-    """One XLine's events as arrays (absolute picoseconds), plus stats of the events asked for."""
-
-    line_id: int
-    name: str
-    metadata_id: np.ndarray
-    start_ps: np.ndarray
-    end_ps: np.ndarray
-    stats: dict[int, dict[str, Any]] = field(default_factory=dict)  # event index -> name -> value
 
 
 def stat_value(stat: Any, stat_names: dict[int, str]) -> Any:
@@ -202,42 +191,73 @@ class XSpaceFile:
                  for s in msg.stats}
         return PlaneMeta(event_names=event_names, stat_names=stat_names, stats=stats)
 
-    def raw_lines(self, plane: PlaneRef) -> Iterator[Any]:
-        """Each XLine message of a plane in turn (parsed alone, dropped by the caller)."""
+    def lines(self, plane: PlaneRef, stat_ids: dict[int, str], text_stats: frozenset[str],
+              ref_names: dict[int, str], *, skip_ids: range | None = None,
+              ) -> Iterator[tuple[int, LineEvents | None]]:
+        """(bytes, events) of each line in turn; events is None for lines whose id is skipped."""
+        mm = self._mm
         for a, b in plane.line_spans:
-            try:
-                yield _LineMsg.FromString(self._mm[a:b])
-            except Exception as exc:  # upb raises DecodeError, a bare Exception subclass
-                raise ProfileError(f"{self.path.name}: damaged line in {plane.name} ({exc})") from exc
+            if skip_ids is not None and _line_id(mm, a, b) in skip_ids:
+                yield b - a, None
+                continue
+            buf = mm[a:b]
+            decoded = decode_line(buf, stat_ids, text_stats, ref_names)
+            if decoded is None:  # an encoding the fast path does not expect: let upb parse it
+                try:
+                    msg = _LineMsg.FromString(buf)
+                except Exception as exc:  # upb's DecodeError
+                    raise ProfileError(
+                        f"{self.path.name}: damaged line in {plane.name} ({exc})") from exc
+                events = _upb_line_events(msg, stat_ids, text_stats, ref_names)
+            else:
+                events = decoded[1]
+            del buf
+            self._release(a, b)
+            yield b - a, events
+
+    def _release(self, a: int, b: int) -> None:
+        """Drop the mapped pages of a finished line from this process's resident memory."""
+        page = mmap.PAGESIZE
+        lo, hi = (a // page) * page, (b // page) * page
+        if hi > lo and hasattr(mmap, "MADV_DONTNEED"):
+            self._mm.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
 
 
-def line_events(line: Any, *, want: set[int] | None = None, stat_ids: dict[int, str] | None = None,
-                all_stats: bool = False) -> LineEvents:
-    """Pull (metadata id, start, end) of every event; stats only of events whose metadata is in want.
+def _line_id(mm: Any, a: int, b: int) -> int | None:
+    """An XLine's id (its first field, as serialized), without parsing the rest."""
+    for number, wire, value, _, _ in scan_fields(mm, a, b):
+        if number == 1 and wire == 0:
+            return value - (1 << 64) if value >= 1 << 63 else value
+        return None
+    return None
 
-    stat_ids limits which stats are kept (id -> name); all_stats=True reads stats of every event.
-    """
+
+def _upb_line_events(line: Any, stat_ids: dict[int, str], text_stats: frozenset[str],
+                     ref_names: dict[int, str]) -> LineEvents:
+    """The slow path of decode_line, through upb message objects (same result)."""
     events = line.events
     n = len(events)
-    base = line.timestamp_ns * 1000
     triples = np.array([(e.metadata_id, e.offset_ps, e.duration_ps) for e in events],
                        dtype=np.int64).reshape(n, 3)
-    start = triples[:, 1] + base
-    result = LineEvents(line_id=line.id, name=text(line.display_name or line.name),
-                        metadata_id=triples[:, 0], start_ps=start, end_ps=start + triples[:, 2])
-    if stat_ids and (all_stats or want):
-        md = result.metadata_id
-        picked = range(n) if all_stats else np.flatnonzero(np.isin(md, list(want or ())))
-        for i in picked:
-            kept = {}
-            for s in events[int(i)].stats:
-                name = stat_ids.get(s.metadata_id)
-                if name is not None:
-                    kind = s.WhichOneof("value")
-                    kept[name] = getattr(s, kind) if kind else None
-            if kept:
-                result.stats[int(i)] = kept
-    return result
+    start = triples[:, 1] + line.timestamp_ns * 1000
+    out = LineEvents(line_id=line.id, name=text(line.display_name or line.name),
+                     metadata_id=triples[:, 0], start_ps=start, end_ps=start + triples[:, 2])
+    out.ints = {v: np.full(n, MISSING, dtype=np.int64) for v in stat_ids.values()
+                if v not in text_stats}
+    out.texts = {v: {} for v in stat_ids.values() if v in text_stats}
+    for i, e in enumerate(events):
+        for s in e.stats:
+            name = stat_ids.get(s.metadata_id)
+            kind = s.WhichOneof("value") if name else None
+            if kind is None:
+                continue
+            if name in out.texts:
+                value = getattr(s, kind)
+                out.texts[name][i] = (ref_names.get(value, "") if kind == "ref_value"
+                                      else text(value) if isinstance(value, bytes) else str(value))
+            elif kind in ("int64_value", "uint64_value", "ref_value"):
+                out.ints[name][i] = np.uint64(getattr(s, kind)).astype(np.int64)
+    return out
 
 
 def host_name(path: Path, space: XSpaceFile) -> str:
@@ -284,23 +304,31 @@ class PlaneEvents:
 
 
 def read_plane(space: XSpaceFile, plane: PlaneRef, *, stats: Sequence[str] = (),
-               want: Callable[[str], bool] | None = None, all_stats: bool = False,
+               text_stats: Sequence[str] = (), want: Callable[[str], bool] | None = None,
                skip_derived: bool = False,
                tick: Callable[[int], None] | None = None) -> PlaneEvents:
-    """Read a plane line by line; keep the named stats of events whose name want() accepts.
+    """Read a plane line by line, keeping the named stats of every event (text_stats as text);
+    LineEvents.stats gets all of them for the events whose name want() accepts.
 
     tick(bytes) is called after each line, so callers can report progress and cancel.
     """
     meta = space.metadata(plane)
-    stat_ids = {k: v for k, v in meta.stat_names.items() if v in set(stats)}
-    wanted = {k for k, v in meta.event_names.items() if want(v)} if want else set()
+    names = set(stats) | set(text_stats)
+    stat_ids = {k: v for k, v in meta.stat_names.items() if v in names}
+    wanted = [k for k, v in meta.event_names.items() if want(v)] if want else []
     lines: list[LineEvents] = []
-    spans = iter(plane.line_spans)
-    for raw in space.raw_lines(plane):
-        a, b = next(spans)
-        if not (skip_derived and raw.id in DERIVED_LINE_IDS) and len(raw.events):
-            lines.append(line_events(raw, want=wanted, stat_ids=stat_ids, all_stats=all_stats))
-        del raw
+    for size, le in space.lines(plane, stat_ids, frozenset(text_stats), meta.stat_names,
+                                skip_ids=DERIVED_LINE_IDS if skip_derived else None):
+        if le is not None and len(le.start_ps):
+            for name in stats:  # every asked-for stat is there, absent or not
+                if name not in text_stats and name not in le.ints:
+                    le.ints[name] = np.full(len(le.start_ps), MISSING, dtype=np.int64)
+            for name in text_stats:
+                le.texts.setdefault(name, {})
+            if wanted:
+                for i in np.flatnonzero(np.isin(le.metadata_id, wanted)).tolist():
+                    le.stats[i] = le.stats_of(i)
+            lines.append(le)
         if tick:
-            tick(b - a)
+            tick(size)
     return PlaneEvents(plane=plane, meta=meta, lines=lines)
