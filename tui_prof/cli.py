@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 
 # Modules that register headless subcommands, in `--help` order.
-COMMAND_MODULES: tuple[str, ...] = ("tui_prof.summary_cli", "tui_prof.run_cli", "tui_prof.compare_cli")
+COMMAND_MODULES: tuple[str, ...] = ("tui_prof.summary_cli", "tui_prof.run_cli", "tui_prof.compare_cli", "tui_prof.capture_cli")
 
 SUBCOMMANDS: tuple[str, ...] = ("summary", "run", "compare", "capture")
 
