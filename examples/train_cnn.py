@@ -211,6 +211,13 @@ def train_fit(model, train_ds, val_ds, args: argparse.Namespace) -> float:
     """Keras model.fit; the TensorBoard callback profiles batches first..last (Keras counts from 1)."""
     callbacks = [EpochMetrics()]
     profile_steps = args.profile_steps
+    if os.environ.get("TUIPROF_METRICS_FILE"):
+        # Under `tuiprof run`, tuiprof's one-line callback reports each epoch and the result and
+        # profiles those steps inside official step markers.
+        from tui_prof.instrument import TuiprofCallback
+
+        callbacks = [TuiprofCallback(profile_steps=profile_steps, batch_size=args.batch_size)]
+        profile_steps = None
     if profile_steps and args.step_markers:
         callbacks.append(StepMarkerProfiler(args.logdir, *profile_steps))
     elif profile_steps:
