@@ -322,6 +322,8 @@ class Runner:
         while True:
             code = handle.wait(self.poll_interval_s)
             wall = time.perf_counter() - t0
+            if code is not None and getattr(handle, "t_end", None) is not None:
+                wall = handle.t_end - getattr(handle, "t_start", t0)  # the process's own lifetime
             final = code is not None
             lines = log.poll(final=final)
             if lines:

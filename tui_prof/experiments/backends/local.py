@@ -21,8 +21,10 @@ from tui_prof.experiments.backends import LaunchRequest
 class LocalRunHandle:
     """A child process; a waiter thread reaps it the moment it exits."""
 
-    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+    def __init__(self, proc: subprocess.Popen[bytes], t_start: float) -> None:
         self.proc = proc
+        self.t_start = t_start  # perf_counter just before the process was created
+        self.t_end: float | None = None  # ... and just after it was reaped
         self.pid: int | None = proc.pid
         self.pgid: int | None = proc.pid  # start_new_session makes the child its group's leader
         self._done = threading.Event()
@@ -31,6 +33,7 @@ class LocalRunHandle:
 
     def _reap(self) -> None:
         self._code = self.proc.wait()
+        self.t_end = time.perf_counter()
         self._done.set()
 
     def wait(self, timeout: float | None = None) -> int | None:
@@ -76,8 +79,9 @@ class LocalBackend:
     def launch(self, request: LaunchRequest) -> LocalRunHandle:
         request.log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(request.log_path, "ab", buffering=0) as log:
+            t_start = time.perf_counter()
             proc = subprocess.Popen(
                 list(request.argv), cwd=request.cwd, env=request.env, stdin=subprocess.DEVNULL,
                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True, close_fds=True,
             )
-        return LocalRunHandle(proc)
+        return LocalRunHandle(proc, t_start)
