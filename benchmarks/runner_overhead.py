@@ -12,6 +12,7 @@ difference of the medians. Aim (issue 3): under max(2 % of the run, 50 ms).
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import statistics
 import subprocess
@@ -63,7 +64,7 @@ def via_tuiprof(cmd: list[str], runs: int, tmp: Path) -> tuple[list[float], list
     runner.wait()
     exp = load_experiment(runner.experiment_dir)
     assert all(r.status == "finished" for r in exp.runs), [r.error for r in exp.runs]
-    gaps = [b - a for a, b in zip(ends, ends[1:])]
+    gaps = [b - a for a, b in itertools.pairwise(ends)]
     return gaps, [r.wall_time_s or 0.0 for r in exp.runs]
 
 
