@@ -1,0 +1,68 @@
+"""`tuiprof summary FILE --json --no-cache` vs TensorBoard's converter alone, whole processes, same file.
+
+The converter alone is the least any tool built on it can cost: a fresh Python that imports
+xprof.convert.raw_to_tool_data and converts the overview page. tuiprof's process does more
+(three converter tools, its own model, JSON out), so the ratio is the price of everything else.
+Runs alternate A, B, A, B so load from other processes falls on both. Aim: ratio <= 1.5.
+
+    python benchmarks/bench_summary.py [FILE] [--runs 7]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import (
+    CONVERTER_ALONE,
+    PYTHON,
+    default_profile,
+    fmt_series,
+    interleaved,
+    quiet_env,
+    ratio,
+    tuiprof_cmd,
+    write_result,
+)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("file", nargs="?", type=Path, default=None, help="an .xplane.pb (default: the 8-GPU profile)")
+    ap.add_argument("--runs", type=int, default=7)
+    ap.add_argument("--fallback", action="store_true", help="also time `tuiprof summary --fallback`")
+    args = ap.parse_args()
+    f = (args.file or default_profile()).resolve()
+    print(f"profile: {f} ({f.stat().st_size / 1e6:.1f} MB)", file=sys.stderr)
+    with tempfile.TemporaryDirectory(prefix="tuiprof-bench-cache-") as cache:
+        env = quiet_env(TUIPROF_CACHE_DIR=cache)
+        commands = {
+            "converter_alone": ([PYTHON, "-c", CONVERTER_ALONE, str(f)], env),
+            "tuiprof_summary": (tuiprof_cmd("summary", str(f), "--json", "--no-cache"), env),
+            "python_startup": ([PYTHON, "-c", "pass"], env),
+        }
+        if args.fallback:
+            commands["tuiprof_fallback"] = (tuiprof_cmd("summary", str(f), "--json", "--no-cache", "--fallback"), env)
+        series = interleaved(commands, args.runs)
+    r = ratio(series["tuiprof_summary"], series["converter_alone"])
+    print()
+    for name, s in series.items():
+        print(fmt_series(name, s))
+    print(f"tuiprof / converter: {r['of_medians']:.2f}x (per-round median {r['per_round_median']:.2f}, "
+          f"min {r['per_round_min']:.2f}, max {r['per_round_max']:.2f}); aim <= 1.5x")
+    result: dict[str, object] = {
+        "profile": str(f), "profile_bytes": f.stat().st_size,
+        "series": {n: s.stats() for n, s in series.items()},
+        "ratio_tuiprof_over_converter": r,
+    }
+    if "tuiprof_fallback" in series:
+        result["ratio_fallback_over_converter"] = ratio(series["tuiprof_fallback"], series["converter_alone"])
+    write_result("summary", result)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
