@@ -102,3 +102,33 @@ def test_live_table_in_a_terminal(tmp_path: Path) -> None:
     assert "status" in out and "elapsed" in out and "score" in out and "finished" in out
     assert "[1/4] a-r0 started" not in out
     assert out.strip().splitlines()[-1].strip() == str((tmp_path / "o").resolve())
+
+
+def test_sigterm_stops_the_running_job_and_records_it(tmp_path: Path) -> None:
+    import signal
+    import time
+
+    (tmp_path / "slow.py").write_text("import os, time\nprint(os.getpid(), flush=True)\ntime.sleep(60)\n")
+    spec = tmp_path / "s.toml"
+    spec.write_text(f'name = "slow"\ncommand = ["{sys.executable}", "slow.py"]\nrepeats = 2\n')
+    out = tmp_path / "o"
+    proc = subprocess.Popen([sys.executable, "-m", "tui_prof.cli", "run", str(spec), "--headless",
+                             "--output", str(out)], env=ENV, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        log = out / "runs" / "default-r0" / "output.log"
+        deadline = time.monotonic() + 20
+        while not (log.exists() and log.read_text().strip()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        job_pid = int(log.read_text().split()[0])
+        proc.send_signal(signal.SIGTERM)
+        stdout, _ = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 130
+    assert stdout.strip().splitlines()[-1] == str(out.resolve())
+    assert [r.status for r in load_experiment(out).runs] == ["stopped", "pending"]
+    with pytest.raises(ProcessLookupError):
+        os.kill(job_pid, 0)

@@ -9,6 +9,7 @@ Without a terminal on stderr (or with --headless) progress is one plain line per
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 import threading
 import time
@@ -139,6 +140,10 @@ class _Board:
             return t
 
 
+def _terminated(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
 def _wait(runner: Any, tick: Any) -> bool:
     """Wait for the end, calling tick() a few times a second; False if interrupted by Ctrl+C."""
     try:
@@ -176,6 +181,8 @@ def run_command(args: argparse.Namespace) -> int:
         for line in board.take_lines():
             print(line, file=sys.stderr, flush=True)
 
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _terminated)  # a killed `tuiprof run` stops its runs first
     runner.start()
     if live_ok:
         from rich.live import Live

@@ -2,8 +2,9 @@
 
 Contract: the runner calls `on_event(event)` from its own threads (never the caller's), so a UI
 must hand each event to its own thread (Textual: `post_message`/`call_from_thread`). Per run the
-order is RunStarted, then any RunOutput/RunProgress, then exactly one of RunFinished or RunFailed.
-`ExperimentStarted` comes first and `ExperimentFinished` last, once. A callback that raises is
+order is RunStarted, then any RunOutput/RunProgress, then exactly one of RunFinished or RunFailed
+(a run that could not start, or was stopped before it started, has only its RunFailed).
+`ExperimentStarted` comes first and `ExperimentFinished` last, once, before `Runner.wait()` returns. A callback that raises is
 reported on stderr and otherwise ignored: a broken UI never stops an experiment.
 """
 

@@ -98,7 +98,8 @@ class StepProfiler:
     """Official step markers around each step and profiling of the steps first..last (1-based)."""
 
     def __init__(self, profile_steps: tuple[int, int] | None = None, markers: bool = True) -> None:
-        self.active = enabled()
+        self.enabled = enabled()  # under tuiprof: time the steps
+        self.tf_ok = self.enabled and (markers or profile_steps is not None)  # ... and use TensorFlow
         self.profile_steps = profile_steps
         self.markers = markers
         self.profiling = False
@@ -108,29 +109,35 @@ class StepProfiler:
         self._tf: Any = None
 
     def _tensorflow(self) -> Any:
-        if self._tf is None:
-            import tensorflow as tf
-
+        if self._tf is None and self.tf_ok:
+            try:
+                import tensorflow as tf
+            except ImportError:  # e.g. Keras on JAX or PyTorch: report metrics, skip the markers
+                print("tuiprof: TensorFlow is not installed: no step markers, no profile",
+                      file=sys.stderr)
+                self.tf_ok = False
+                return None
             self._tf = tf
         return self._tf
 
     def begin(self, step: int) -> None:
-        if not self.active:
+        if not self.enabled:
             return
-        if self.profile_steps and step == self.profile_steps[0] and not self.profiling:
-            logdir = os.environ.get("TUIPROF_RUN_DIR") or "."
-            try:
-                self._tensorflow().profiler.experimental.start(logdir)
-                self.profiling = True
-            except Exception as exc:  # e.g. another profiler session is active
-                print(f"tuiprof: profiling not started: {exc}", file=sys.stderr)
-        if self.markers:
-            self._trace = self._tensorflow().profiler.experimental.Trace("train", step_num=step, _r=1)
-            self._trace.__enter__()
+        tf = self._tensorflow()
+        if tf is not None:
+            if self.profile_steps and step == self.profile_steps[0] and not self.profiling:
+                try:
+                    tf.profiler.experimental.start(os.environ.get("TUIPROF_RUN_DIR") or ".")
+                    self.profiling = True
+                except Exception as exc:  # e.g. another profiler session is active
+                    print(f"tuiprof: profiling not started: {exc}", file=sys.stderr)
+            if self.markers:
+                self._trace = tf.profiler.experimental.Trace("train", step_num=step, _r=1)
+                self._trace.__enter__()
         self._t0 = time.perf_counter()
 
     def end(self, step: int) -> None:
-        if not self.active:
+        if not self.enabled:
             return
         self.step_times_s.append(time.perf_counter() - self._t0)
         if self._trace is not None:
