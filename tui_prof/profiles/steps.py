@@ -54,6 +54,7 @@ CATEGORY_OF = {HOST_COMPUTE: "host_compute", HOST_COMPILE: "compilation", HOST_T
 _NOT_CPU_COMPUTE = ("EagerExecute", "EagerLocalExecute", "EagerKernelExecute", "FunctionRun")
 _EXPLICIT_MARKER = re.compile(r"^(train|test|TraceContext)[^/]*$")
 _DEVICE_STATS = ("correlation_id", "group_id")
+# Host stats: those before "_p" mark steps and launches; the rest link a CPU-only step's threads.
 _HOST_STATS = ("step_num", "_r", "group_id", "tf_function_call", "correlation_id",
                "_p", "_pt", "_c", "_ct", "id", "iter_num")
 _GET_NEXT_OPS = ("IteratorGetNextOp::DoCompute", "IteratorGetNextAsOptionalOp::DoCompute")
@@ -224,7 +225,7 @@ def _step_dicts(numbers: list[int], span_ps: np.ndarray, owned: dict[int, np.nda
     return out
 
 
-def _device_steps(devices: list[PlaneEvents], host: PlaneEvents | None,
+def _device_steps(devices: list[PlaneEvents], read_host: Callable[[], PlaneEvents | None],
                   prefer_official: bool) -> tuple:
     cols: dict[str, list[np.ndarray]] = {k: [] for k in ("start", "end", "type", "dev", "corr", "group")}
     for d, pe in enumerate(devices):
@@ -250,6 +251,7 @@ def _device_steps(devices: list[PlaneEvents], host: PlaneEvents | None,
         step = np.searchsorted(numbers, ev["group"])
         step[~ok_ev | (ev["group"] < 0)] = -1
     else:
+        host = read_host()  # only now: a preprocessed profile never needs its host plane
         choice = choose_windows(host, prefer_official=prefer_official)
         if choice is None:
             raise ProfileError("no step markers, Keras batches or train-step tf.function calls found")
@@ -348,12 +350,21 @@ def _read_host(path: Path, prefer_official: bool, tick: Callable[[int], None]) -
         dev_refs = [p for p in space.planes if p.device and p.device[0] in ("GPU", "TPU")]
         devices = [read_plane(space, p, stats=_DEVICE_STATS, text_stats=("shape",),
                               skip_derived=True, tick=tick) for p in dev_refs]
-        host = read_plane(space, host_ref, stats=_HOST_STATS, text_stats=("step_name",),
-                          want=MARKER_CANDIDATE.search, tick=tick) if host_ref else None
+
+        def host() -> PlaneEvents | None:
+            if host_ref is None:
+                return None
+            if not dev_refs:  # CPU-only: every host event may belong to a step
+                return read_plane(space, host_ref, stats=_HOST_STATS, text_stats=("step_name",),
+                                  want=MARKER_CANDIDATE.search, tick=tick)
+            return read_plane(  # with devices, hold only marker candidates and launches
+                space, host_ref, stats=_HOST_STATS[:_HOST_STATS.index("_p")],
+                text_stats=("step_name",), want=MARKER_CANDIDATE.search, tick=tick,
+                keep=lambda le, picked: picked | (le.ints["correlation_id"] != MISSING))
         if dev_refs:  # as in xprof 2.24: with devices, host events only mark steps and launches
             choice, numbers, span, owned, ok = _device_steps(devices, host, prefer_official)
         else:
-            choice, numbers, span, owned, ok = _host_steps(host, prefer_official)
+            choice, numbers, span, owned, ok = _host_steps(host(), prefer_official)
         name = host_name(path, space)
     steps = _step_dicts(numbers, span, owned, ok)
     if not steps:

@@ -36,6 +36,18 @@ class LineEvents:
     texts: dict[str, dict[int, str]] = field(default_factory=dict)
     stats: dict[int, dict[str, Any]] = field(default_factory=dict)
 
+    def subset(self, keep: np.ndarray) -> LineEvents:
+        """Only the events where keep is true (renumbered in order)."""
+        idx = np.flatnonzero(keep)
+        new_of = {int(i): k for k, i in enumerate(idx.tolist())}
+        return LineEvents(
+            line_id=self.line_id, name=self.name, metadata_id=self.metadata_id[idx],
+            start_ps=self.start_ps[idx], end_ps=self.end_ps[idx],
+            ints={k: v[idx] for k, v in self.ints.items()},
+            texts={k: {new_of[i]: t for i, t in v.items() if i in new_of}
+                   for k, v in self.texts.items()},
+            stats={new_of[i]: st for i, st in self.stats.items() if i in new_of})
+
     def stats_of(self, i: int) -> dict[str, Any]:
         """Every asked-for stat of event i."""
         out: dict[str, Any] = {k: int(v[i]) for k, v in self.ints.items() if v[i] != MISSING}
@@ -74,43 +86,123 @@ def _optional(arr: np.ndarray, pos: np.ndarray, end: np.ndarray, tag: int) -> np
     return out
 
 
-def _event_spans(buf: bytes) -> tuple[dict[int, Any], list[int], list[int]]:
-    """Walk the line's top level: header fields, and where each event's payload starts and ends."""
-    header: dict[int, Any] = {}
+def _header_field(buf: bytes, pos: int, header: dict[int, Any]) -> int:
+    """Read one non-event XLine field at pos into header; returns the position after it."""
+    tag = buf[pos]
+    v, p = _varints(np.frombuffer(buf, np.uint8), np.array([pos + 1]))
+    if tag in (0x08, 0x18, 0x48, 0x50):  # id, timestamp_ns, duration_ps, display_id
+        header[tag >> 3] = int(v[0].astype(np.int64))
+        return int(p[0])
+    if tag in (0x12, 0x5A):  # name, display_name
+        header[tag >> 3] = bytes(buf[int(p[0]):int(p[0]) + int(v[0])])
+        return int(p[0]) + int(v[0])
+    raise _Unexpected(f"XLine tag {tag}")
+
+
+def _chase(buf: bytes, pos: int, end: int) -> tuple[list[int], list[int], int]:
+    """Walk event records one by one from pos (the slow, always-right way)."""
     starts: list[int] = []
     ends: list[int] = []
     add_start, add_end = starts.append, ends.append
-    pos, end = 0, len(buf)
-    while pos < end:
-        tag = buf[pos]
-        if tag == 0x22:  # field 4: an XEvent; its length is a varint, mostly of 1-2 bytes
-            n = buf[pos + 1]
-            if n < 0x80:
-                pos += 2
-            elif buf[pos + 2] < 0x80:
-                n = (n & 0x7F) | (buf[pos + 2] << 7)
-                pos += 3
-            else:
-                v, p = _varints(np.frombuffer(buf, np.uint8), np.array([pos + 1]))
-                n, pos = int(v[0]), int(p[0])
-            add_start(pos)
-            pos += n
-            add_end(pos)
-        elif tag in (0x08, 0x18, 0x48, 0x50):  # id, timestamp_ns, duration_ps, display_id
-            v, p = _varints(np.frombuffer(buf, np.uint8), np.array([pos + 1]))
-            header[tag >> 3], pos = int(v[0].astype(np.int64)), int(p[0])
-        elif tag in (0x12, 0x5A):  # name, display_name
-            v, p = _varints(np.frombuffer(buf, np.uint8), np.array([pos + 1]))
-            pos = int(p[0]) + int(v[0])
-            header[tag >> 3] = buf[int(p[0]):pos]
+    while pos < end and buf[pos] == 0x22:
+        n = buf[pos + 1]
+        if n < 0x80:
+            pos += 2
+        elif buf[pos + 2] < 0x80:
+            n = (n & 0x7F) | (buf[pos + 2] << 7)
+            pos += 3
         else:
-            raise _Unexpected(f"XLine tag {tag}")
+            v, p = _varints(np.frombuffer(buf, np.uint8), np.array([pos + 1]))
+            n, pos = int(v[0]), int(p[0])
+        add_start(pos)
+        pos += n
+        add_end(pos)
+    return starts, ends, pos
+
+
+_CHUNK = 1 << 22  # bytes per scanning window: bounds the temporaries of a 100 MB line
+
+
+def _scan(arr: np.ndarray, patterns: list[list[tuple[int, np.ndarray | int]]]) -> list[np.ndarray]:
+    """For each pattern, the positions k where arr[k + offset] equals the byte (or one of the
+    bytes) of every (offset, byte) in it. Whole-window comparisons stream through memory where
+    gathers at millions of scattered positions would not; windows bound the temporaries."""
+    span = max(off for pat in patterns for off, _ in pat) + 1
+    found: list[list[np.ndarray]] = [[] for _ in patterns]
+    n = len(arr)
+    for c0 in range(0, max(n - span + 1, 0), _CHUNK):
+        c1 = min(n - span + 1, c0 + _CHUNK)
+        window = arr[c0:c1 + span - 1]
+        width = c1 - c0
+        eq: dict[Any, np.ndarray] = {}
+        for k, pat in enumerate(patterns):
+            mask = None
+            for off, byte in pat:
+                key = byte if isinstance(byte, int) else tuple(byte.tolist())
+                if key not in eq:
+                    values = [byte] if isinstance(byte, int) else byte.tolist()
+                    eq[key] = window == values[0]
+                    for v in values[1:]:
+                        eq[key] |= window == v
+                seg = eq[key][off:off + width]
+                mask = seg.copy() if mask is None else np.logical_and(mask, seg, out=mask)
+            found[k].append(np.flatnonzero(mask) + c0)
+    return [np.concatenate(f) if f else np.zeros(0, dtype=np.int64) for f in found]
+
+
+def _varint_len_ok(arr: np.ndarray, at: np.ndarray, size: int) -> np.ndarray:
+    """Whether the varint at each position is exactly size bytes long (1 or 2)."""
+    last = len(arr) - 1
+    if size == 1:
+        return arr[np.minimum(at, last)] < 0x80
+    return (arr[np.minimum(at, last)] >= 0x80) & (arr[np.minimum(at + 1, last)] < 0x80)
+
+
+def _length_at(arr: np.ndarray, at: np.ndarray, size: int) -> np.ndarray:
+    lo = arr[at].astype(np.int64)
+    return lo if size == 1 else (lo & 0x7F) | (arr[at + 1].astype(np.int64) << 7)
+
+
+def _event_spans(buf: bytes, arr: np.ndarray) -> tuple[dict[int, Any], np.ndarray, np.ndarray]:
+    """Header fields, and where each event's payload starts and ends.
+
+    Event records are found all at once: a record head whose metadata_id is followed by the
+    offset_ps tag (0x10), which no XStat record has (its field 2 is a double, tag 0x11). They must tile the events block exactly;
+    if they do not (an event at offset 0, a look-alike inside a string), walk record by record.
+    """
+    header: dict[int, Any] = {}
+    pos, end = 0, len(buf)
+    while pos < end and buf[pos] != 0x22:
+        pos = _header_field(buf, pos, header)
+    first = pos
+    # 0x22, length (1-2 bytes), 0x08, metadata_id (1-2 bytes), 0x10
+    shapes = [(ln, md) for ln in (1, 2) for md in (1, 2)]
+    hits = _scan(arr, [[(0, 0x22), (1 + ln, 0x08), (2 + ln + md, 0x10)] for ln, md in shapes])
+    found = []
+    for (ln, md), at in zip(shapes, hits, strict=True):
+        at = at[(at >= first) & _varint_len_ok(arr, at + 1, ln) & _varint_len_ok(arr, at + 2 + ln, md)]
+        found.append((at, at + 1 + ln, _length_at(arr, at + 1, ln)))
+    at = np.concatenate([f[0] for f in found])
+    order = np.argsort(at, kind="stable")
+    at = at[order]
+    body = np.concatenate([f[1] for f in found])[order]
+    length = np.concatenate([f[2] for f in found])[order]
+    stops = body + length
+    if len(at) and at[0] == first and (stops[:-1] == at[1:]).all():
+        starts, pos = body, int(stops[-1])
+    else:
+        s_l, e_l, pos = _chase(buf, first, end)
+        starts, stops = np.array(s_l, dtype=np.int64), np.array(e_l, dtype=np.int64)
+    while pos < end:
+        if buf[pos] == 0x22:
+            raise _Unexpected("events not contiguous")
+        pos = _header_field(buf, pos, header)
     if pos != end:
         raise _Unexpected("XLine runs past its end")
-    return header, starts, ends
+    return header, starts, stops
 
 
-def decode_line(buf: bytes, stat_ids: dict[int, str], text_stats: frozenset[str],
+def decode_line(buf: bytes | memoryview, stat_ids: dict[int, str], text_stats: frozenset[str],
                 ref_names: dict[int, str]) -> tuple[dict[int, Any], LineEvents] | None:
     """(header fields by number, events) of a serialized XLine; None if it is encoded unusually.
 
@@ -125,40 +217,55 @@ def decode_line(buf: bytes, stat_ids: dict[int, str], text_stats: frozenset[str]
 
 def _decode(buf: bytes, stat_ids: dict[int, str], text_stats: frozenset[str],
             ref_names: dict[int, str]) -> tuple[dict[int, Any], LineEvents]:
-    header, starts_l, ends_l = _event_spans(buf)
     arr = np.frombuffer(buf, np.uint8)
     last = len(arr) - 1
-    ev_start = np.array(starts_l, dtype=np.int64)
-    ev_end = np.array(ends_l, dtype=np.int64)
+    header, ev_start, ev_end = _event_spans(buf, arr)
     pos = ev_start.copy()
     md = _optional(arr, pos, ev_end, 0x08).view(np.int64)
     offset = _optional(arr, pos, ev_end, 0x10).view(np.int64)
     duration = _optional(arr, pos, ev_end, 0x18).view(np.int64)
+    nxt = arr[np.minimum(pos, last)]
+    if not ((pos == ev_end) | (nxt == 0x22) | (nxt == 0x28)).all():
+        raise _Unexpected("event fields out of the usual order")
     n = len(ev_start)
     ints = {name: np.full(n, MISSING, dtype=np.int64) for name in stat_ids.values()
             if name not in text_stats}
     texts: dict[str, dict[int, str]] = {name: {} for name in stat_ids.values() if name in text_stats}
-    sids = np.array(sorted(stat_ids), dtype=np.int64)
-    todo = np.flatnonzero((pos < ev_end) & (arr[np.minimum(pos, last)] == 0x22))
-    while len(todo):  # one pass per stat slot: the k-th stat of every event that has k stats
-        length, p = _varints(arr, pos[todo] + 1)
-        s_end = p + length.astype(np.int64)
-        hit = np.flatnonzero((p < s_end) & (arr[np.minimum(p, last)] == 0x08))
-        mid, q = _varints(arr, p[hit] + 1)
-        keep = np.isin(mid.view(np.int64), sids)
-        hit, mid, q = hit[keep], mid[keep].view(np.int64), q[keep]
-        if len(hit):
-            _stat_values(buf, arr, todo[hit], mid, q, s_end[hit], stat_ids, ints, texts, ref_names)
-        pos[todo] = s_end
-        todo = todo[(s_end < ev_end[todo]) & (arr[np.minimum(s_end, last)] == 0x22)]
-    _optional(arr, pos, ev_end, 0x28)  # num_occurrences, after the stats
-    if (pos != ev_end).any():
-        raise _Unexpected("event fields out of the usual order")
+    if stat_ids and n:
+        _find_stats(buf, arr, pos, ev_start, ev_end, stat_ids, ints, texts, ref_names)
     start = offset + int(header.get(3, 0)) * 1000
     name = header.get(11) or header.get(2) or b""
     return header, LineEvents(line_id=int(header.get(1, 0)),
                               name=name.decode("utf-8", "replace"), metadata_id=md,
                               start_ps=start, end_ps=start + duration, ints=ints, texts=texts)
+
+
+def _find_stats(buf: bytes, arr: np.ndarray, stats_from: np.ndarray, ev_start: np.ndarray,
+                ev_end: np.ndarray, stat_ids: dict[int, str], ints: dict[str, np.ndarray],
+                texts: dict[str, dict[int, str]], ref_names: dict[int, str]) -> None:
+    """Find the wanted XStat records directly: a record head with a wanted metadata_id and a
+    value whose size matches the record's length, inside an event's stats."""
+    sids = np.array(sorted(stat_ids), dtype=np.int64)
+    if sids.max(initial=0) >= 1 << 14:
+        raise _Unexpected("stat metadata ids past two varint bytes")
+    firsts = np.unique(np.where(sids < 0x80, sids, (sids & 0x7F) | 0x80)).astype(np.uint8)
+    hits = _scan(arr, [[(0, 0x22), (1 + ln, 0x08), (2 + ln, firsts)] for ln in (1, 2)])
+    found = []
+    for ln, at in zip((1, 2), hits, strict=True):
+        at = at[_varint_len_ok(arr, at + 1, ln)]
+        found.append((at, at + 1 + ln, _length_at(arr, at + 1, ln)))
+    at = np.concatenate([f[0] for f in found])
+    body = np.concatenate([f[1] for f in found])
+    length = np.concatenate([f[2] for f in found])
+    mid, q = _varints(arr, body + 1)
+    keep = np.isin(mid.view(np.int64), sids)
+    at, body, length, mid, q = at[keep], body[keep], length[keep], mid[keep].view(np.int64), q[keep]
+    owner = np.searchsorted(ev_start, at, side="right") - 1
+    owner_c = np.maximum(owner, 0)
+    inside = (owner >= 0) & (at >= stats_from[owner_c]) & (body + length <= ev_end[owner_c])
+    sel = np.flatnonzero(inside)
+    _stat_values(buf, arr, owner[sel], mid[sel], q[sel], (body + length)[sel], stat_ids, ints,
+                 texts, ref_names)
 
 
 def _stat_values(buf: bytes, arr: np.ndarray, events: np.ndarray, mid: np.ndarray, q: np.ndarray,
@@ -169,7 +276,8 @@ def _stat_values(buf: bytes, arr: np.ndarray, events: np.ndarray, mid: np.ndarra
     varint = (tags == 0x18) | (tags == 0x20) | (tags == 0x38)
     values = np.zeros(len(q), dtype=np.uint64)
     if varint.any():
-        values[varint] = _varints(arr, q[varint] + 1)[0]
+        values[varint], after = _varints(arr, q[varint] + 1)
+        varint[np.flatnonzero(varint)[after != s_end[varint]]] = False  # not a real record
     for sid in np.unique(mid).tolist():
         name = stat_ids[sid]
         sel = mid == sid
@@ -183,6 +291,7 @@ def _stat_values(buf: bytes, arr: np.ndarray, events: np.ndarray, mid: np.ndarra
         strings = np.flatnonzero(sel & ((tags == 0x2A) | (tags == 0x32)))
         if len(strings):
             length, at = _varints(arr, q[strings] + 1)
-            for e, a, k in zip(events[strings].tolist(), at.tolist(), length.tolist(),
-                               strict=True):
-                texts[name][e] = buf[a:a + k].decode("utf-8", "replace")
+            for e, a, k, stop in zip(events[strings].tolist(), at.tolist(), length.tolist(),
+                                     s_end[strings].tolist(), strict=True):
+                if a + k == stop:
+                    texts[name][e] = bytes(buf[a:a + k]).decode("utf-8", "replace")

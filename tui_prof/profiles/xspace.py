@@ -200,7 +200,7 @@ class XSpaceFile:
             if skip_ids is not None and _line_id(mm, a, b) in skip_ids:
                 yield b - a, None
                 continue
-            buf = mm[a:b]
+            buf = memoryview(mm)[a:b]  # no copy: numpy reads the mapped pages in place
             decoded = decode_line(buf, stat_ids, text_stats, ref_names)
             if decoded is None:  # an encoding the fast path does not expect: let upb parse it
                 try:
@@ -211,7 +211,8 @@ class XSpaceFile:
                 events = _upb_line_events(msg, stat_ids, text_stats, ref_names)
             else:
                 events = decoded[1]
-            del buf
+            del decoded
+            buf.release()
             self._release(a, b)
             yield b - a, events
 
@@ -306,11 +307,13 @@ class PlaneEvents:
 def read_plane(space: XSpaceFile, plane: PlaneRef, *, stats: Sequence[str] = (),
                text_stats: Sequence[str] = (), want: Callable[[str], bool] | None = None,
                skip_derived: bool = False,
+               keep: Callable[[LineEvents, np.ndarray], np.ndarray] | None = None,
                tick: Callable[[int], None] | None = None) -> PlaneEvents:
     """Read a plane line by line, keeping the named stats of every event (text_stats as text);
     LineEvents.stats gets all of them for the events whose name want() accepts.
 
-    tick(bytes) is called after each line, so callers can report progress and cancel.
+    keep(events, wanted) chooses which events of a line to hold on to (wanted: those want()
+    accepts); tick(bytes) is called after each line, so callers can report progress and cancel.
     """
     meta = space.metadata(plane)
     names = set(stats) | set(text_stats)
@@ -325,10 +328,14 @@ def read_plane(space: XSpaceFile, plane: PlaneRef, *, stats: Sequence[str] = (),
                     le.ints[name] = np.full(len(le.start_ps), MISSING, dtype=np.int64)
             for name in text_stats:
                 le.texts.setdefault(name, {})
-            if wanted:
-                for i in np.flatnonzero(np.isin(le.metadata_id, wanted)).tolist():
-                    le.stats[i] = le.stats_of(i)
-            lines.append(le)
+            picked = np.isin(le.metadata_id, wanted)
+            if keep is not None:
+                le = le.subset(keep(le, picked))
+                picked = np.isin(le.metadata_id, wanted)
+            for i in np.flatnonzero(picked).tolist():
+                le.stats[i] = le.stats_of(i)
+            if len(le.start_ps):
+                lines.append(le)
         if tick:
             tick(size)
     return PlaneEvents(plane=plane, meta=meta, lines=lines)
