@@ -284,3 +284,19 @@ def test_metrics_reader_follows_a_growing_file_line_by_line(tmp_path: Path) -> N
     assert s.final == {"acc": 0.8} and s.bad_lines == 1
     assert s.info == {"epochs": 3, "dataset_fingerprint": "d", "ok": True}
     assert len(s.series) == 4
+
+
+def test_a_run_that_cannot_start_is_failed_without_a_start_event(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    spec_path = tmp_path / "s.toml"
+    spec_path.write_text(f'name = "gone"\ncommand = ["{sys.executable}", "-c", "pass"]\nworkdir = "work"\n'
+                         "repeats = 1\n")
+    spec = load_spec(spec_path)
+    work.rmdir()  # the working directory disappears after the spec was checked
+    rec = Recorder()
+    runner = Runner.create(spec, tmp_path / "exp", on_event=rec).start()
+    assert runner.wait(10)
+    run = load_experiment(runner.experiment_dir).runs[0]
+    assert run.status == RUN_FAILED and run.error.startswith("could not start")
+    assert not rec.of(ev.RunStarted) and [e.run_id for e in rec.of(ev.RunFailed)] == ["default-r0"]
