@@ -146,56 +146,75 @@ def _host_groups(lines: list, roots: dict[tuple[int, int], int],
                  names: dict[int, str]) -> list[np.ndarray]:
     """Each host event's step (or -1): the roots' call trees on their own thread, then events
     linked to them as consumers of a producer (`_p`/`_pt` = `_c`/`_ct`, or an executor's step id
-    and iteration for async IteratorGetNext ops), and so on: tsl's grouping, for host threads."""
-    groups, parents, orders = [], [], []
-    producers: dict[tuple, list[tuple[int, int]]] = {}
-    consumers: dict[tuple, list[tuple[int, int]]] = {}
-    for li, le in enumerate(lines):
-        order = np.lexsort((-le.end_ps, le.start_ps))
-        parent = np.full(len(order), -1, dtype=np.int64)
-        stack: list[int] = []
-        ends = le.end_ps
-        for i in order.tolist():
-            while stack and ends[stack[-1]] < ends[i]:
-                stack.pop()
-            if stack:
-                parent[i] = stack[-1]
-            stack.append(i)
-        g = np.full(len(order), -1, dtype=np.int64)
-        groups.append(g)
-        parents.append(parent)
-        orders.append(order.tolist())
-        ints = le.ints
-        for key_a, key_b, table in (("_pt", "_p", producers), ("_ct", "_c", consumers)):
-            for i in np.flatnonzero(ints[key_b] != MISSING).tolist():
-                table.setdefault((int(ints[key_a][i]), int(ints[key_b][i])), []).append((li, i))
-        # tsl's legacy link: an executor step (id, iter_num) -> its async IteratorGetNext ops.
-        linked = np.flatnonzero((ints["iter_num"] != MISSING) & (ints["id"] != MISSING)).tolist()
-        for i in linked:
-            name = names.get(int(le.metadata_id[i]), "")
-            key = ("legacy", int(ints["id"][i]), int(ints["iter_num"][i]))
-            if name == "ExecutorState::Process":
-                producers.setdefault(key, []).append((li, i))
-            elif name in _GET_NEXT_OPS:
-                consumers.setdefault(key, []).append((li, i))
+    and iteration for async IteratorGetNext ops), and so on: tsl's grouping, for host threads.
+    Vectorised per thread; a CPU-only profile can hold millions of host events."""
+    sizes = [len(le.start_ps) for le in lines]
+    base = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    group = np.full(int(base[-1]), -1, dtype=np.int64)
     for (li, i), k in roots.items():
-        groups[li][i] = k
-    for _ in range(32):
-        changed = False
-        for g, parent, order in zip(groups, parents, orders, strict=True):
-            for i in order:
-                if g[i] < 0 and parent[i] >= 0 and g[parent[i]] >= 0:
-                    g[i] = g[parent[i]]
-                    changed = True
-        for key, prods in producers.items():
-            owner = next((groups[li][i] for li, i in prods if groups[li][i] >= 0), -1)
-            for li, i in consumers.get(key, ()) if owner >= 0 else ():
-                if groups[li][i] < 0:
-                    groups[li][i] = owner
-                    changed = True
-        if not changed:
+        group[base[li] + i] = k
+    prod_key, prod_at, cons_key, cons_at = [], [], [], []
+    executor = [k for k, v in names.items() if v == "ExecutorState::Process"]
+    get_next = [k for k, v in names.items() if v in _GET_NEXT_OPS]
+    for li, le in enumerate(lines):
+        ints = le.ints
+        for kind, key_a, key_b, keys, at in ((1, "_pt", "_p", prod_key, prod_at),
+                                             (1, "_ct", "_c", cons_key, cons_at)):
+            i = np.flatnonzero(ints[key_b] != MISSING)
+            keys.append(_link_key(kind, ints[key_a][i], ints[key_b][i]))
+            at.append(base[li] + i)
+        # tsl's legacy link: an executor step (id, iter_num) -> its async IteratorGetNext ops.
+        both = (ints["iter_num"] != MISSING) & (ints["id"] != MISSING)
+        for ids, keys, at in ((executor, prod_key, prod_at), (get_next, cons_key, cons_at)):
+            i = np.flatnonzero(both & np.isin(le.metadata_id, ids))
+            keys.append(_link_key(2, ints["id"][i], ints["iter_num"][i]))
+            at.append(base[li] + i)
+    prod_key, prod_at = np.concatenate(prod_key), np.concatenate(prod_at)
+    cons_key, cons_at = np.concatenate(cons_key), np.concatenate(cons_at)
+    order = np.argsort(prod_key, kind="stable")
+    prod_key, prod_at = prod_key[order], prod_at[order]
+    for _ in range(64):
+        before = int((group >= 0).sum())
+        for li, le in enumerate(lines):
+            _nest(group[base[li]:base[li + 1]], le.start_ps, le.end_ps)
+        if len(prod_key) and len(cons_key):
+            # A consumer joins the step of the first grouped producer of its key.
+            owner = np.full(len(prod_key), -1, dtype=np.int64)
+            owner[:] = group[prod_at]
+            grouped = owner >= 0
+            keys, first = np.unique(prod_key[grouped], return_index=True)
+            pos = np.clip(np.searchsorted(keys, cons_key), 0, max(len(keys) - 1, 0))
+            hit = (len(keys) > 0) & (keys[pos] == cons_key) if len(keys) else np.zeros(0, bool)
+            if len(keys):
+                take = hit & (group[cons_at] < 0)
+                group[cons_at[take]] = owner[grouped][first][pos[take]]
+        if int((group >= 0).sum()) == before:
             break
-    return groups
+    return [group[base[li]:base[li + 1]] for li in range(len(lines))]
+
+
+def _link_key(kind: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """One int64 per (kind, a, b) link key (a hash; a collision would need 2^-64 luck)."""
+    with np.errstate(over="ignore"):
+        return (b.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+                + a.astype(np.uint64) * np.uint64(1000003) + np.uint64(kind)).view(np.int64)
+
+
+def _nest(group: np.ndarray, start: np.ndarray, end: np.ndarray) -> None:
+    """Give each ungrouped event the step of a grouped event on its thread that contains it."""
+    has = np.flatnonzero(group >= 0)
+    if not len(has) or len(has) == len(group):
+        return
+    order = has[np.lexsort((-end[has], start[has]))]
+    s, e = start[order], end[order]
+    reach = np.maximum.accumulate(e)
+    outer = np.ones(len(order), dtype=bool)
+    outer[1:] = e[1:] > reach[:-1]  # not inside an earlier grouped event
+    order, s, e = order[outer], s[outer], e[outer]
+    free = np.flatnonzero(group < 0)
+    k = np.searchsorted(s, start[free], side="right") - 1
+    inside = (k >= 0) & (end[free] <= e[np.maximum(k, 0)])
+    group[free[inside]] = group[order[k[inside]]]
 
 
 @dataclass
