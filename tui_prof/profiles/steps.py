@@ -32,6 +32,7 @@ from tui_prof.profiles.step_sources import MARKER_CANDIDATE, Choice, choose_wind
 from tui_prof.profiles.xspace import (
     MISSING,
     Cancelled,
+    LineEvents,
     PlaneEvents,
     XSpaceFile,
     host_name,
@@ -298,23 +299,29 @@ def _device_steps(devices: list[PlaneEvents], read_host: Callable[[], PlaneEvent
 
 
 def _launched_in(ev: dict[str, np.ndarray], windows: list, host: PlaneEvents | None) -> np.ndarray:
-    """Each device event's step: the step whose marker holds its launch (CUPTI correlation id);
-    without launch records, the step whose marker began last before the event did."""
+    """Each device event's step, by its launch (CUPTI correlation id): the step whose call tree
+    holds the launch (tsl's grouping, as the converter does), else the step whose marker spans
+    it; without launch records, the step whose marker began last before the event did."""
     begins = np.array([w.begin_ps for w in windows], dtype=np.int64)
     ends = np.array([w.end_ps for w in windows], dtype=np.int64)
-    corr_l, time_l = [], []
-    for le in host.lines if host else ():
-        has = le.ints["correlation_id"] != MISSING
-        corr_l.append(le.ints["correlation_id"][has])
-        time_l.append(le.start_ps[has])
-    corr_l = [c for c in corr_l if len(c)]
     step = np.full(len(ev["start"]), -1, dtype=np.int64)
-    if corr_l:
-        corr, when = np.concatenate(corr_l), np.concatenate(time_l)
+    lines = host.lines if host else []
+    corr_l = [le.ints["correlation_id"] for le in lines]
+    has = [c != MISSING for c in corr_l]
+    if lines and any(h.any() for h in has):
+        groups = _host_groups(lines, {(w.line, w.index): k for k, w in enumerate(windows)},
+                              host.meta.event_names)
+        corr = np.concatenate([c[h] for c, h in zip(corr_l, has, strict=True)])
+        when = np.concatenate([le.start_ps[h] for le, h in zip(lines, has, strict=True)])
+        owner = np.concatenate([g[h] for g, h in zip(groups, has, strict=True)])
         order = np.argsort(corr)
-        corr, when = corr[order], when[order]
+        corr, when, owner = corr[order], when[order], owner[order]
         pos = np.clip(np.searchsorted(corr, ev["corr"]), 0, len(corr) - 1)
         found = (corr[pos] == ev["corr"]) & (ev["corr"] >= 0)
+        if (found & (owner[pos] >= 0)).any():
+            take = found & (owner[pos] >= 0)
+            step[take] = owner[pos][take]
+            return step
         if found.any():
             t = when[pos]
             k = np.searchsorted(begins, t, side="right") - 1
@@ -363,6 +370,16 @@ def _host_steps(host: PlaneEvents | None, prefer_official: bool) -> tuple:
     return choice, [w.step for w in windows], end - begin, owned, ok
 
 
+def _linked(le: LineEvents, picked: np.ndarray) -> np.ndarray:
+    """Host events a GPU step needs: marker candidates, launches, and events that link threads
+    (grouping spreads by time containment, so plain events in between are not needed)."""
+    ints = le.ints
+    keep = picked | (ints["correlation_id"] != MISSING)
+    for name in ("_p", "_c", "iter_num"):
+        keep |= ints[name] != MISSING
+    return keep
+
+
 def _read_host(path: Path, prefer_official: bool, tick: Callable[[int], None]) -> _HostResult:
     with XSpaceFile(path) as space:
         host_ref = next((p for p in space.planes if p.is_host), None)
@@ -376,10 +393,9 @@ def _read_host(path: Path, prefer_official: bool, tick: Callable[[int], None]) -
             if not dev_refs:  # CPU-only: every host event may belong to a step
                 return read_plane(space, host_ref, stats=_HOST_STATS, text_stats=("step_name",),
                                   want=MARKER_CANDIDATE.search, tick=tick)
-            return read_plane(  # with devices, hold only marker candidates and launches
-                space, host_ref, stats=_HOST_STATS[:_HOST_STATS.index("_p")],
-                text_stats=("step_name",), want=MARKER_CANDIDATE.search, tick=tick,
-                keep=lambda le, picked: picked | (le.ints["correlation_id"] != MISSING))
+            return read_plane(  # with devices, hold only markers, launches and linked events
+                space, host_ref, stats=_HOST_STATS, text_stats=("step_name",),
+                want=MARKER_CANDIDATE.search, tick=tick, keep=_linked)
         if dev_refs:  # as in xprof 2.24: with devices, host events only mark steps and launches
             choice, numbers, span, owned, ok = _device_steps(devices, host, prefer_official)
         else:
