@@ -100,7 +100,7 @@ def test_interleaved_runs_report_metrics_env_and_wall_time(tmp_path: Path) -> No
     a, b = runs["a-r1"], runs["b-r1"]
     assert a.metrics["acc"] == 0.9 and b.metrics["acc"] == 0.8  # the last value wins over 0.5
     assert a.metrics["loss"] == 1.0
-    assert 0.3 <= a.wall_time_s < 10.0 and 0 < b.wall_time_s  # a sleeps 0.3 s; tuiprof timed it
+    assert 0.3 <= a.wall_time_s < 10.0 and b.wall_time_s > 0  # a sleeps 0.3 s; tuiprof timed it
     assert a.metrics["wall_time_s"] == a.wall_time_s
     assert a.progress == "epoch 2/2"
     assert a.environment["reported"]["seen"]["TUIPROF_RUN_ID"] == "a-r1"  # all the job said
