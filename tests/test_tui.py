@@ -49,7 +49,12 @@ async def test_navigating_with_j_and_tabs_loads_another_session() -> None:
         await _settle(pilot)
         tree = app.screen.query_one(ProfileTree)
         assert app.focused is tree
-        await pilot.press("j", "j")  # → input_bound run → its session
+        target = sample_session("input_bound")
+        for _ in range(40):  # j until the cursor is on input_bound's session, as a user would
+            node = tree.cursor_node
+            if node is not None and getattr(node.data, "path", None) == target:
+                break
+            await pilot.press("j")
         await _settle(pilot)
         assert "Input-bound" in _static_text(app, "#headline")
         await pilot.press("2")

@@ -9,12 +9,13 @@ from textual.app import App
 from textual.binding import Binding
 
 from tui_prof.tui.commands import TuiprofCommands
-from tui_prof.tui.messages import ExperimentsFound, RunnerEventArrived
+from tui_prof.tui.messages import Captured, ExperimentsFound, RunnerEventArrived
 from tui_prof.tui.screens.browse import BrowseScreen
 from tui_prof.tui.screens.help import HelpScreen
 
 if TYPE_CHECKING:
     from tui_prof.experiments.runner import Runner
+    from tui_prof.tui.screens.capture_dialog import CaptureRequest
     from tui_prof.tui.screens.start_dialog import StartRequest
 
 
@@ -29,6 +30,9 @@ class TuiprofApp(App[int]):
         Binding("e", "show('experiments')", "Experiments", id="experiments"),
         Binding("r", "start_experiment", "Run experiment", id="run_experiment",
                 tooltip="Start a repeated experiment (variants × repeats)"),
+        Binding("a", "capture", "Capture", id="capture",
+                tooltip="Capture a profile from a running job's profiler server"),
+        Binding("c", "show('captures')", "Captures", id="captures", show=False),
     ]
 
     def __init__(self, path: Path) -> None:
@@ -41,7 +45,10 @@ class TuiprofApp(App[int]):
         from tui_prof.tui.screens.experiments import ExperimentsScreen
 
         self.install_screen(BrowseScreen(self.path), "browse")
+        from tui_prof.tui.screens.captures import CapturesScreen
+
         self.install_screen(ExperimentsScreen(self.path), "experiments")
+        self.install_screen(CapturesScreen(), "captures")
         self.push_screen("browse")
 
     def on_resize(self) -> None:
@@ -84,6 +91,35 @@ class TuiprofApp(App[int]):
         screen.show_experiment(holder["dir"])  # type: ignore[attr-defined]
         runner.start()
         self.notify(f"Started {request.spec.name}: {holder['dir']}", markup=False)
+
+    # -- capture -------------------------------------------------------------------------
+    def _capture_defaults(self) -> tuple[str, str]:
+        """A running run selected in Experiments: its own profiler port and logdir."""
+        from tui_prof.model import RUN_RUNNING
+        from tui_prof.tui.widgets.run_table import RunTable
+
+        if self.screen is self.get_screen("experiments"):
+            run = self.screen.query_one(RunTable).selected_run
+            if run is not None and run.status == RUN_RUNNING and run.profiler_port:
+                return f"localhost:{run.profiler_port}", run.run_dir
+        base = self.path if self.path.is_dir() else self.path.parent
+        return "localhost:6009", str(base)
+
+    def action_capture(self) -> None:
+        from tui_prof.tui.screens.capture_dialog import CaptureDialog
+
+        address, logdir = self._capture_defaults()
+        self.push_screen(CaptureDialog(address, logdir), self._capture)
+
+    def _capture(self, request: CaptureRequest | None) -> None:
+        if request is None:
+            return
+        screen = self.get_screen("captures")
+        self.action_show("captures")
+        screen.start(request)  # type: ignore[attr-defined]
+
+    def on_captured(self, message: Captured) -> None:
+        self.get_screen("browse").scan()  # type: ignore[attr-defined]
 
     def on_experiments_found(self, message: ExperimentsFound) -> None:
         """An experiment finished: its runs' profiles belong in the browse tree."""

@@ -62,3 +62,36 @@ class ComparisonReady(Message):
     directory: str
     report: object | None
     error: str | None
+
+
+@dataclass
+class CaptureProgressed(Message):
+    fraction: float
+    text: str
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, CaptureProgressed)
+
+
+@dataclass
+class Captured(Message):
+    """One capture finished: its result and, where it could be read, its summary."""
+
+    result: object
+    summary: ProfileSummary | None
+    error: str | None
+
+
+@dataclass
+class CaptureEnded(Message):
+    """A capture (or series) ended: with an error line, or None when it simply finished."""
+
+    error: str | None
+    empty: bool
+
+
+@dataclass
+class LogdirChanged(Message):
+    """The followed logdir has new or changed files (see tui_prof.follow)."""
+
+    events: list  # list[FollowEvent]

@@ -16,7 +16,13 @@ from textual.widgets import Footer, Header, Tree
 
 from tui_prof.model import ProfileError
 from tui_prof.profiles.discover import Discovery, HostFile, Session, discover
-from tui_prof.tui.messages import LoadProgressed, LogdirScanned, ProfileFailed, ProfileLoaded
+from tui_prof.tui.messages import (
+    LoadProgressed,
+    LogdirChanged,
+    LogdirScanned,
+    ProfileFailed,
+    ProfileLoaded,
+)
 from tui_prof.tui.widgets.profile_tree import NodeData, ProfileTree
 from tui_prof.tui.widgets.session_view import SessionView
 
@@ -40,6 +46,7 @@ class BrowseScreen(Screen[None]):
         self.force_fallback = False
         self._cancel: threading.Event | None = None
         self._current: Session | None = None
+        self._follower: object | None = None
 
     def compose(self) -> ComposeResult:
         yield Header(show_clock=False)
@@ -51,6 +58,37 @@ class BrowseScreen(Screen[None]):
     def on_mount(self) -> None:
         self.query_one(SessionView).show_message(f"Listing {self.root} …")
         self.scan()
+        self._follow()
+
+    def _follow(self) -> None:
+        """Watch the open directory, so a running job's new sessions appear without a restart."""
+        if not self.root.is_dir():
+            return
+        from tui_prof.follow import LogdirFollower
+
+        self._follower = LogdirFollower(
+            self.root, lambda events: self.post_message(LogdirChanged(events))
+        ).start()
+
+    def on_unmount(self) -> None:
+        if self._follower is not None:
+            self._follower.stop(timeout=1.0)  # type: ignore[attr-defined]
+
+    def on_logdir_changed(self, message: LogdirChanged) -> None:
+        from tui_prof.follow import PROFILE, SESSION
+
+        new_sessions = [e.path for e in message.events if e.kind == SESSION]
+        if new_sessions:
+            names = ", ".join(Text(p.name).plain for p in new_sessions[:3])
+            self.notify(f"New profile session: {names}", markup=False)
+        if any(e.kind in (SESSION, PROFILE) for e in message.events) or new_sessions:
+            self.scan()
+        current = self._current
+        if current is not None and any(
+            e.kind == PROFILE and e.path.parent == current.path for e in message.events
+        ):
+            self._current = None
+            self.load(current)
 
     @work(thread=True, exclusive=True, group="scan")
     def scan(self) -> None:
