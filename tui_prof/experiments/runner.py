@@ -193,7 +193,7 @@ class Runner:
         A run that has not started yet is recorded as stopped and skipped."""
         with self._lock:
             self._stop_requested.add(run_id)
-            skipped = run_id in self._todo and run_id not in self._active
+            skipped = run_id in self._todo and run_id not in self._active and not self._closed
             if skipped:
                 self._todo.remove(run_id)
         if skipped:
