@@ -300,3 +300,28 @@ def test_a_run_that_cannot_start_is_failed_without_a_start_event(tmp_path: Path)
     run = load_experiment(runner.experiment_dir).runs[0]
     assert run.status == RUN_FAILED and run.error.startswith("could not start")
     assert not rec.of(ev.RunStarted) and [e.run_id for e in rec.of(ev.RunFailed)] == ["default-r0"]
+
+
+def test_gpu_fingerprint_parses_nvidia_smi_output(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tui_prof.experiments.fingerprint import framework_versions, gpu_info
+
+    # No GPU on this machine: nvidia-smi's real output formats, replayed by a stand-in on PATH.
+    tool = tmp_path / "nvidia-smi"
+    tool.write_text(
+        "#!/bin/sh\n"
+        'if [ "$1" = "--query-gpu=name,driver_version,memory.total" ]; then\n'
+        "  echo 'NVIDIA H100 80GB HBM3, 550.54.15, 81559 MiB'\n"
+        "  echo 'NVIDIA H100 80GB HBM3, 550.54.15, 81559 MiB'\n"
+        "else\n"
+        "  echo '| NVIDIA-SMI 550.54.15              Driver Version: 550.54.15      CUDA Version: 12.4     |'\n"
+        "fi\n"
+    )
+    tool.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    info = gpu_info()
+    assert info == {"gpu_model": "NVIDIA H100 80GB HBM3", "gpu_count": 2, "gpu_driver": "550.54.15",
+                    "gpu_memory": "81559 MiB", "cuda_version": "12.4"}
+    tool.write_text("#!/bin/sh\necho 'NVIDIA-SMI has failed because it couldn't communicate with the driver'\nexit 9\n")
+    assert gpu_info()["gpu_model"] is None  # a broken driver reads as no GPU, not as an error
+    versions = framework_versions()  # from package metadata, nothing imported
+    assert any(k.startswith("tensorflow") for k in versions) and "tensorflow" not in sys.modules
