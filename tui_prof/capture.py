@@ -278,13 +278,16 @@ def _capture_once(
     if outcome.get("ok") and written:
         session_dir = max(written, key=lambda p: p.parent.name).parent
         files = tuple(p for p in written if p.parent == session_dir)
-        missing = [a for a in addrs if not any(f.name == _host_file(a) for f in files)]
+        by_name = {f.name: after[f][0] for f in files}
+        warnings = [
+            f"{a}: did not answer; no profile from it"
+            if _host_file(a) not in by_name
+            else f"{a}: answered but recorded no events (idle?)"
+            for a in addrs
+            if by_name.get(_host_file(a), 0) <= EMPTY_XPLANE_BYTES
+        ]
         say(1.0, f"captured {session_dir.name}")
-        return (
-            session_dir,
-            files,
-            tuple(f"{a}: did not answer; no profile from it" for a in missing),
-        )
+        return session_dir, files, tuple(warnings)
     if outcome.get("ok"):
         raise CaptureError(
             "not_local",

@@ -26,6 +26,8 @@ from pathlib import Path
 import watchfiles
 
 XPLANE_SUFFIX = ".xplane.pb"
+# How long a new directory is re-walked on each tick (inotify watches it only once it exists).
+FRESH_DIR_S = 3.0
 
 # Kinds of FollowEvent, in the order a batch lists them for one new profile.
 RUN, SESSION, PROFILE, METRICS, TFEVENTS, REMOVED = (
@@ -136,6 +138,7 @@ class _Tracker:
         self.known_sessions: set[Path] = set()
         self.reported: dict[Path, tuple[int, int]] = {}
         self.pending: dict[Path, tuple[tuple[int, int], float]] = {}
+        self.fresh_dirs: dict[Path, float] = {}
 
     def baseline(self) -> None:
         """Remember what exists now, silently; recent profiles stay pending in case still written."""
@@ -152,8 +155,19 @@ class _Tracker:
                 self.reported[path] = st
 
     def notice(self, paths: set[Path]) -> list[FollowEvent]:
-        """Handle paths the watcher says changed (added, modified or deleted)."""
+        """Handle paths the watcher says changed (added, modified or deleted).
+
+        A new directory is walked now and for a few seconds after: files written into it
+        before the OS watch on it was in place raise no event of their own.
+        """
         events: list[FollowEvent] = []
+        now = time.monotonic()
+        for path in list(paths):
+            if _kind_of(path) is None and path.is_dir():
+                self.fresh_dirs[path] = now
+        self.fresh_dirs = {d: t for d, t in self.fresh_dirs.items() if now - t < FRESH_DIR_S}
+        for d in self.fresh_dirs:
+            paths |= _walk(d)
         for path in sorted(paths):
             kind = _kind_of(path)
             if kind is None:
@@ -165,7 +179,8 @@ class _Tracker:
                     events.append(FollowEvent(REMOVED, path, run_dir_of(path)))
                 continue
             if kind == PROFILE:
-                self.pending[path] = (st, time.monotonic())
+                if self.reported.get(path) != st and self.pending.get(path, (None,))[0] != st:
+                    self.pending[path] = (st, now)
             elif self.reported.get(path) != st:
                 self.reported[path] = st
                 events.extend(self._new(path, kind))
@@ -219,8 +234,10 @@ def _walk(root: Path) -> set[Path]:
     return found
 
 
-def _watch_filter(_change: watchfiles.Change, path: str) -> bool:
-    return _kind_of(Path(path)) is not None
+def _watch_filter(change: watchfiles.Change, path: str) -> bool:
+    if _kind_of(Path(path)) is not None:
+        return True
+    return change == watchfiles.Change.added and os.path.isdir(path)
 
 
 def iter_changes(

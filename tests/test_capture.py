@@ -1,0 +1,441 @@
+"""Capture from real profiler servers: a real TensorFlow job, the real xprof client, real errors.
+
+The TensorFlow profiler server binds all interfaces, so the jobs and the captures that talk to
+them run inside a private network namespace (`unshare -n`, loopback only): this file re-runs
+itself there as a script (`python tests/test_capture.py SCENARIO WORKDIR`) and the tests read the
+JSON it prints. Fast error cases (bad address, nothing listening, a silent listener) need no job
+and bind 127.0.0.1 only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+JOB = REPO / "examples" / "profiler_server_job.py"
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(REPO) + (
+        os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else ""
+    )
+    return env
+
+
+def _cli(args: list[str], timeout: float = 120.0) -> dict[str, object]:
+    """Run `tuiprof ARGS` as a user would; its outcome with wall-clock start and end."""
+    start = time.time()
+    proc = subprocess.run(
+        [sys.executable, "-m", "tui_prof.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=_env(),
+        cwd=REPO,
+    )
+    return {
+        "rc": proc.returncode,
+        "stdout": proc.stdout,
+        "stderr": proc.stderr,
+        "start": start,
+        "end": time.time(),
+    }
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# ---------------------------------------------------------------- the namespace scenario
+
+
+def _start_job(port: int, *extra: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, str(JOB), "--port", str(port), "--seconds", "240", *extra],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        start_new_session=True,
+        env=_env(),
+    )
+
+
+def _wait_ready(job: subprocess.Popen[str], timeout: float = 120.0) -> None:
+    ready = threading.Event()
+
+    def read() -> None:
+        assert job.stdout is not None
+        for line in job.stdout:
+            if line.startswith("READY"):
+                ready.set()
+
+    threading.Thread(target=read, daemon=True).start()
+    if not ready.wait(timeout):
+        raise RuntimeError("the example job never printed READY")
+
+
+def _stop(job: subprocess.Popen[str]) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(job.pid, signal.SIGKILL)
+    job.wait(10)
+
+
+def scenario(workdir: Path) -> dict[str, object]:
+    """Inside the namespace: a training job and an idle one, captured every way that matters."""
+    busy, idle = _start_job(6009), _start_job(6010, "--idle")
+    out: dict[str, object] = {}
+    try:
+        _wait_ready(busy)
+        _wait_ready(idle)
+        out["single"] = _cli(
+            [
+                "capture",
+                "localhost:6009",
+                "--duration-ms",
+                "1500",
+                "--logdir",
+                str(workdir / "single"),
+            ]
+        )
+        out["series"] = _cli(
+            [
+                "capture",
+                "127.0.0.1:6009",
+                "--duration-ms",
+                "800",
+                "--every",
+                "2",
+                "--count",
+                "2",
+                "--logdir",
+                str(workdir / "series"),
+            ]
+        )
+        out["multi"] = _cli(
+            [
+                "capture",
+                "localhost:6009,localhost:6010",
+                "--duration-ms",
+                "1000",
+                "--retries",
+                "0",
+                "--logdir",
+                str(workdir / "multi"),
+            ]
+        )
+        out["empty"] = _cli(
+            [
+                "capture",
+                "localhost:6010",
+                "--duration-ms",
+                "500",
+                "--retries",
+                "1",
+                "--logdir",
+                str(workdir / "empty"),
+            ]
+        )
+        killer = threading.Timer(2.0, _stop, args=(idle,))
+        killer.start()
+        out["died"] = _cli(
+            [
+                "capture",
+                "localhost:6010",
+                "--duration-ms",
+                "15000",
+                "--retries",
+                "0",
+                "--logdir",
+                str(workdir / "died"),
+            ]
+        )
+        killer.join()
+        out["died"]["killed_after_s"] = 2.0  # type: ignore[index]
+    finally:
+        _stop(busy)
+        _stop(idle)
+    return out
+
+
+def _unshare_prefix() -> list[str] | None:
+    for prefix in (["unshare", "-n"], ["unshare", "-rn"]):
+        try:
+            ok = subprocess.run([*prefix, "true"], capture_output=True, timeout=10).returncode == 0
+        except (OSError, subprocess.TimeoutExpired):
+            ok = False
+        if ok:
+            return prefix
+    return None
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
+    """Run the scenario once in a private network namespace, following its logdir meanwhile."""
+    pytest.importorskip("tensorflow", reason="the example job needs TensorFlow (pip install .[tf])")
+    prefix = _unshare_prefix()
+    if prefix is None:
+        pytest.skip("unshare -n is not permitted here; the profiler server binds all interfaces")
+    from tui_prof.follow import LogdirFollower
+
+    workdir = tmp_path_factory.mktemp("capture")
+    seen: list[tuple[float, object]] = []
+    follower = LogdirFollower(workdir, lambda evs: seen.extend((time.time(), e) for e in evs))
+    follower.start()
+    time.sleep(0.5)
+    script = f"ip link set lo up && exec {sys.executable} {__file__} scenario {workdir}"
+    proc = subprocess.run(
+        [*prefix, "sh", "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=540,
+        env=_env(),
+        cwd=REPO,
+    )
+    time.sleep(2.0)
+    follower.stop()
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    result["workdir"] = workdir
+    result["follow"] = seen
+    return result
+
+
+def _official_events(xplane: Path) -> dict[str, int]:
+    """Occurrences per op type from TensorBoard's own converter (framework_op_stats)."""
+    os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
+    from xprof.convert import _pywrap_profiler_plugin as plugin
+
+    data, ok = plugin.xspace_to_tools_data([str(xplane)], "framework_op_stats", {})
+    assert ok, f"the official converter could not read {xplane}"
+    table = json.loads(data)[0]
+    cols = [c["id"] for c in table["cols"]]
+    counts: dict[str, int] = {}
+    for row in table["rows"]:
+        cells = dict(zip(cols, (c["v"] for c in row["c"]), strict=False))
+        counts[cells["type"]] = counts.get(cells["type"], 0) + int(cells["occurrences"])
+    return counts
+
+
+@pytest.mark.slow
+def test_capture_writes_a_session_the_official_converter_reads(live: dict) -> None:
+    r = live["single"]
+    assert r["rc"] == 0, r["stderr"]
+    session = Path(r["stdout"].strip().splitlines()[-1])
+    assert session.parent == live["workdir"] / "single" / "plugins" / "profile"
+    files = sorted(session.glob("*.xplane.pb"))
+    assert [f.name for f in files] == ["localhost_6009.xplane.pb"]
+    counts = _official_events(files[0])
+    matmuls = sum(n for op, n in counts.items() if "MatMul" in op)  # _FusedMatMul with oneDNN
+    assert matmuls > 0, counts  # the Dense layers ran while we traced
+    assert r["end"] - r["start"] < 30, "a 1.5 s capture should finish well within 30 s"
+    assert r["stderr"] == ""
+    from tui_prof.profiles.xplane import summarize_session
+
+    summary = summarize_session(session)
+    assert summary.steps and summary.average is not None
+    assert 0 < summary.average.step_time_ms < 1500
+
+
+@pytest.mark.slow
+def test_series_prints_one_line_per_capture_with_its_step_time(live: dict) -> None:
+    r = live["series"]
+    assert r["rc"] == 0, r["stderr"]
+    lines = r["stdout"].strip().splitlines()
+    assert len(lines) == 2
+    sessions = [Path(line.split("\t")[0]) for line in lines]
+    assert len(set(sessions)) == 2 and all(s.is_dir() for s in sessions)
+    for line in lines:
+        assert "avg step" in line.split("\t")[1], line
+
+
+@pytest.mark.slow
+def test_multi_host_capture_writes_one_file_per_answering_host(live: dict) -> None:
+    r = live["multi"]
+    assert r["rc"] == 0, r["stderr"]
+    session = Path(r["stdout"].strip().splitlines()[-1])
+    names = {f.name for f in session.glob("*.xplane.pb")}
+    assert "localhost_6009.xplane.pb" in names
+    # The idle job answers with an empty trace: kept (TensorBoard keeps it too), but said.
+    assert "localhost:6010: answered but recorded no events" in r["stderr"]
+    assert "localhost:6009" not in r["stderr"]
+
+
+@pytest.mark.slow
+def test_idle_job_gives_an_empty_capture_explained(live: dict) -> None:
+    r = live["empty"]
+    assert r["rc"] == 1
+    lines = r["stderr"].strip().splitlines()
+    assert len(lines) == 1, r["stderr"]
+    assert "recorded no events" in lines[0] and "idle" in lines[0]
+    assert not list((live["workdir"] / "empty").rglob("*.xplane.pb")), "empty files left behind"
+
+
+@pytest.mark.slow
+def test_server_dying_mid_capture_is_reported_promptly(live: dict) -> None:
+    r = live["died"]
+    assert r["rc"] == 1
+    lines = r["stderr"].strip().splitlines()
+    assert len(lines) == 1, r["stderr"]
+    assert "went away during the capture" in lines[0]
+    assert r["end"] - r["start"] < 12, "should fail when the server dies, not after 15 s"
+
+
+@pytest.mark.slow
+def test_follower_reports_the_captured_session_within_a_second_or_two(live: dict) -> None:
+    from tui_prof.follow import PROFILE, SESSION
+
+    single = Path(live["single"]["stdout"].strip().splitlines()[-1])
+    seen = live["follow"]
+    profile = [t for t, e in seen if e.kind == PROFILE and e.path.parent == single]
+    assert [e for _, e in seen if e.kind == SESSION and e.path == single]
+    assert profile, [e for _, e in seen]
+    xplane = single / "localhost_6009.xplane.pb"
+    latency = profile[0] - xplane.stat().st_mtime
+    assert 0 <= latency < 2.5, latency
+
+
+# ---------------------------------------------------------------- fast error cases
+
+
+@pytest.mark.parametrize(
+    ("address", "says"),
+    [
+        ("nonsense", "bad address 'nonsense'"),
+        ("localhost:99999", "ports are 1 to 65535"),
+        ("localhost:0", "ports are 1 to 65535"),
+        ("localhost:6009,:7", "bad address ':7'"),
+        ("http://localhost:6009", "bad address"),
+    ],
+)
+def test_bad_address_is_refused_before_trying(address: str, says: str, tmp_path: Path) -> None:
+    r = _cli(["capture", address, "--logdir", str(tmp_path)])
+    assert r["rc"] == 2
+    assert r["stdout"] == ""
+    lines = r["stderr"].strip().splitlines()
+    assert len(lines) == 1 and says in lines[0], r["stderr"]
+    assert not list(tmp_path.iterdir())
+
+
+def test_parse_addresses_accepts_lists_prefixes_and_ipv6() -> None:
+    from tui_prof.capture import parse_addresses
+
+    assert parse_addresses("a:1, grpc://b:2,,[::1]:3") == ("a:1", "b:2", "[::1]:3")
+    assert parse_addresses(["a:1", "a:1,c:4"]) == ("a:1", "c:4")
+
+
+def test_no_server_fails_fast_with_one_clear_line(tmp_path: Path) -> None:
+    port = _free_port()
+    r = _cli(["capture", f"127.0.0.1:{port}", "--duration-ms", "1000", "--logdir", str(tmp_path)])
+    assert r["rc"] == 1
+    lines = r["stderr"].strip().splitlines()
+    assert len(lines) == 1, r["stderr"]
+    assert f"no profiler server at 127.0.0.1:{port}" in lines[0]
+    assert r["end"] - r["start"] < 10
+    assert not list(tmp_path.rglob("*.xplane.pb"))
+
+
+class _SilentListener:
+    """Accepts TCP connections on 127.0.0.1 and never answers: a hung or non-gRPC server."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(8)
+        self.port = self.sock.getsockname()[1]
+        self.conns: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                self.conns.append(self.sock.accept()[0])
+            except OSError:
+                return
+
+    def close(self) -> None:
+        self.sock.close()
+        for c in self.conns:
+            c.close()
+
+
+@pytest.fixture
+def silent() -> _SilentListener:
+    listener = _SilentListener()
+    yield listener
+    listener.close()
+
+
+def test_timeout_bounds_a_hung_server(silent: _SilentListener, tmp_path: Path) -> None:
+    from tui_prof.capture import CaptureError, capture
+
+    t0 = time.monotonic()
+    with pytest.raises(CaptureError) as info:
+        capture(f"127.0.0.1:{silent.port}", logdir=tmp_path, duration_ms=500, timeout_s=2.0)
+    elapsed = time.monotonic() - t0
+    assert info.value.kind == "timeout"
+    assert 1.9 < elapsed < 6.0
+    assert "\n" not in str(info.value)
+
+
+def test_cancel_stops_a_capture_at_once(silent: _SilentListener, tmp_path: Path) -> None:
+    from tui_prof.capture import CaptureError, capture
+
+    cancel = threading.Event()
+    threading.Timer(0.5, cancel.set).start()
+    progress: list[tuple[float, str]] = []
+    t0 = time.monotonic()
+    with pytest.raises(CaptureError) as info:
+        capture(
+            f"127.0.0.1:{silent.port}",
+            logdir=tmp_path,
+            duration_ms=5000,
+            cancel=cancel,
+            progress=lambda f, m: progress.append((f, m)),
+        )
+    assert info.value.kind == "cancelled"
+    assert time.monotonic() - t0 < 3.0
+    assert progress and all(0.0 <= f <= 1.0 for f, _ in progress)
+
+
+@pytest.mark.slow
+def test_silent_server_is_no_server_after_the_connect_timeout(
+    silent: _SilentListener, tmp_path: Path
+) -> None:
+    r = _cli(
+        ["capture", f"127.0.0.1:{silent.port}", "--duration-ms", "500", "--logdir", str(tmp_path)]
+    )
+    assert r["rc"] == 1
+    lines = r["stderr"].strip().splitlines()
+    assert len(lines) == 1 and "no profiler server answered" in lines[0], r["stderr"]
+    assert r["end"] - r["start"] < 40
+
+
+def test_capture_series_stops_on_a_fatal_error(tmp_path: Path) -> None:
+    from tui_prof.capture import CaptureError, capture_series
+
+    items = list(
+        capture_series(
+            f"127.0.0.1:{_free_port()}", logdir=tmp_path, every_s=0.1, count=5, duration_ms=200
+        )
+    )
+    assert len(items) == 1 and isinstance(items[0], CaptureError)
+    assert items[0].kind == "no_server"
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["scenario"]:
+        print(json.dumps(scenario(Path(sys.argv[2]))))
