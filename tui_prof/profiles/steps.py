@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tui_prof.model import ProfileError, StepBreakdown
+from tui_prof.model import CATEGORIES, ProfileError, StepBreakdown
 from tui_prof.profiles.step_sources import MARKER_CANDIDATE, Choice, choose_windows
 from tui_prof.profiles.xspace import (
     MISSING,
@@ -235,12 +235,12 @@ def _step_dicts(numbers: list[int], span_ps: np.ndarray, owned: dict[int, np.nda
     for k, num in enumerate(numbers):
         if not ok[k]:
             continue  # xprof drops steps that are not "well formed"
-        cats: dict[str, float] = {}
+        cats: dict[str, float] = dict.fromkeys(CATEGORIES, 0.0)
         for t, ps in owned.items():
             if t in CATEGORY_OF:
                 cats[CATEGORY_OF[t]] = cats.get(CATEGORY_OF[t], 0.0) + float(ps[k]) / 1e9
         total = float(span_ps[k]) / 1e9
-        cats["other"] = max(0.0, total - sum(cats.values()))
+        cats["other"] = max(0.0, total - sum(v for c, v in cats.items() if c != "other"))
         out[num] = (total, cats)
     return out
 

@@ -227,6 +227,7 @@ def _decode(buf: bytes, stat_ids: dict[int, str], text_stats: frozenset[str],
     nxt = arr[np.minimum(pos, last)]
     if not ((pos == ev_end) | (nxt == 0x22) | (nxt == 0x28)).all():
         raise _Unexpected("event fields out of the usual order")
+    _check_layout(buf, pos, ev_end)
     n = len(ev_start)
     ints = {name: np.full(n, MISSING, dtype=np.int64) for name in stat_ids.values()
             if name not in text_stats}
@@ -238,6 +239,33 @@ def _decode(buf: bytes, stat_ids: dict[int, str], text_stats: frozenset[str],
     return header, LineEvents(line_id=int(header.get(1, 0)),
                               name=name.decode("utf-8", "replace"), metadata_id=md,
                               start_ps=start, end_ps=start + duration, ints=ints, texts=texts)
+
+
+def _check_layout(buf: Any, stats_from: np.ndarray, ev_end: np.ndarray, sample: int = 64) -> None:
+    """Walk the stats of a sample of events (first, last, evenly spread) to their end: a writer
+    that orders fields unusually does so throughout, and then upb must read the line."""
+    n = len(ev_end)
+    for i in sorted({0, n - 1, *range(0, n, max(1, n // sample))}) if n else ():
+        pos, end = int(stats_from[i]), int(ev_end[i])
+        while pos < end and buf[pos] == 0x22:
+            length, pos = _py_varint(buf, pos + 1)
+            pos += length
+        if pos < end and buf[pos] == 0x28:  # num_occurrences
+            pos = _py_varint(buf, pos + 1)[1]
+        if pos != end:
+            raise _Unexpected("event fields out of the usual order")
+
+
+def _py_varint(buf: Any, pos: int) -> tuple[int, int]:
+    value = shift = 0
+    while shift < 70:
+        b = buf[pos]
+        value |= (b & 0x7F) << shift
+        pos += 1
+        if b < 0x80:
+            return value, pos
+        shift += 7
+    raise _Unexpected("varint longer than 10 bytes")
 
 
 def _find_stats(buf: bytes, arr: np.ndarray, stats_from: np.ndarray, ev_start: np.ndarray,

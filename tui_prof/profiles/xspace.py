@@ -256,8 +256,10 @@ def _upb_line_events(line: Any, stat_ids: dict[int, str], text_stats: frozenset[
                 value = getattr(s, kind)
                 out.texts[name][i] = (ref_names.get(value, "") if kind == "ref_value"
                                       else text(value) if isinstance(value, bytes) else str(value))
-            elif kind in ("int64_value", "uint64_value", "ref_value"):
-                out.ints[name][i] = np.uint64(getattr(s, kind)).astype(np.int64)
+            elif kind == "int64_value":
+                out.ints[name][i] = s.int64_value
+            elif kind in ("uint64_value", "ref_value"):  # stored as the same 64 bits
+                out.ints[name][i] = np.array([getattr(s, kind)], dtype=np.uint64).view(np.int64)[0]
     return out
 
 
