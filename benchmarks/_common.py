@@ -20,11 +20,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:  # in-process imports of tui_prof work from a plain checkout too
+    sys.path.insert(1, str(REPO))
 OUT = REPO / "benchmarks" / "out"
 SHARED_GPU = (REPO.parent / "shared" / "traces" / "tf_gpu_multi_worker" / "plugins" / "profile" / "2020_demo"
               / "34.83.195.179_6003.xplane.pb")
 SAMPLE = REPO / "sample_traces" / "keras_fit_step_markers"
 PYTHON = sys.executable
+LOAD_AT_START = os.getloadavg()
 
 # The converter alone, as a user would call it: one process, overview page of one file. It reads
 # a symlink in a fresh temporary directory because it writes a cache (ALL_HOSTS.op_stats_v2.pb)
@@ -38,6 +41,12 @@ CONVERTER_ALONE = (
     "    os.symlink(os.path.abspath(sys.argv[1]), link)\n"
     "    data, _ = r.xspace_to_tool_data([link], 'overview_page', {'use_saved_result': False})\n"
     "assert data, 'converter returned nothing'\n"
+)
+# The same, for the three tools tuiprof reads (what its own conversion costs at least).
+CONVERTER_THREE_TOOLS = CONVERTER_ALONE.replace(
+    "    data, _ = r.xspace_to_tool_data([link], 'overview_page', {'use_saved_result': False})\n",
+    "    for tool in ('overview_page', 'framework_op_stats', 'kernel_stats'):\n"
+    "        data, _ = r.xspace_to_tool_data([link], tool, {'use_saved_result': True})\n",
 )
 
 
@@ -154,7 +163,9 @@ def machine() -> dict[str, object]:
         "date_utc": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "host": socket.gethostname(),
         "cpus": os.cpu_count(),
-        "loadavg_at_start": os.getloadavg(),
+        # Other work on this machine shows here; compare runs only at similar load.
+        "loadavg_at_start": LOAD_AT_START,
+        "loadavg_at_end": os.getloadavg(),
         "python": platform.python_version(),
         "platform": platform.platform(),
         **git_state(),
@@ -166,7 +177,7 @@ def git_state() -> dict[str, object]:
     def git(*args: str) -> str:
         try:
             return subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True,
-                                  timeout=10).stdout.strip()
+                                  timeout=10).stdout.rstrip("\n")
         except (OSError, subprocess.TimeoutExpired):
             return ""
 

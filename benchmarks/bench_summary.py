@@ -3,7 +3,10 @@
 The converter alone is the least any tool built on it can cost: a fresh Python that imports
 xprof.convert.raw_to_tool_data and converts the overview page. tuiprof's process does more
 (three converter tools, its own model, JSON out), so the ratio is the price of everything else.
-Runs alternate A, B, A, B so load from other processes falls on both. Aim: ratio <= 1.5.
+For reading the gap: the converter doing the three tools tuiprof reads (op stats shared through
+its saved result, as tuiprof's wrapper lets it), `tuiprof summary --help` (the CLI's own start-up:
+Python, argparse and every subcommand module) and a bare Python.
+Runs alternate A, B, C, ... so load from other processes falls on all. Aim: ratio <= 1.5.
 
     python benchmarks/bench_summary.py [FILE] [--runs 7]
 """
@@ -18,6 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import (
     CONVERTER_ALONE,
+    CONVERTER_THREE_TOOLS,
     PYTHON,
     default_profile,
     fmt_series,
@@ -42,6 +46,8 @@ def main() -> int:
         commands = {
             "converter_alone": ([PYTHON, "-c", CONVERTER_ALONE, str(f)], env),
             "tuiprof_summary": (tuiprof_cmd("summary", str(f), "--json", "--no-cache"), env),
+            "converter_three_tools": ([PYTHON, "-c", CONVERTER_THREE_TOOLS, str(f)], env),
+            "tuiprof_cli_startup": (tuiprof_cmd("summary", "--help"), env),
             "python_startup": ([PYTHON, "-c", "pass"], env),
         }
         if args.fallback:
