@@ -19,7 +19,6 @@ Hosts of one session: steps whose number every host has, each taken from its slo
 
 from __future__ import annotations
 
-import re
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -28,6 +27,17 @@ from pathlib import Path
 import numpy as np
 
 from tui_prof.model import CATEGORIES, ProfileError, StepBreakdown
+from tui_prof.profiles.step_events import (
+    CATEGORY_OF,
+    DEVICE_COMPUTE_16,
+    DEVICE_COMPUTE_32,
+    HOST_COMPUTE,
+    classify_device,
+    classify_host,
+    coverage,
+    host_groups,
+    types_of,
+)
 from tui_prof.profiles.step_sources import MARKER_CANDIDATE, Choice, choose_windows
 from tui_prof.profiles.xspace import (
     MISSING,
@@ -41,24 +51,10 @@ from tui_prof.profiles.xspace import (
 
 Progress = Callable[[float, str], None]
 
-# xprof's EventType values (event_span.h): where events overlap, the higher value owns the time.
-HOST_COMPUTE, HOST_COMPILE, HOST_TO_HOST, HOST_TO_DEVICE, HOST_PREPARE = 10, 60, 70, 80, 90
-DEVICE_COLLECTIVES, HOST_WAIT_INPUT, DEVICE_TO_DEVICE, DEVICE_TO_HOST = 100, 110, 120, 130
-DEVICE_COMPUTE_32, DEVICE_COMPUTE_16 = 140, 150
-# How the converter's input-pipeline analysis folds them into the overview's categories.
-# HOST_TO_HOST belongs to none there; here it ends up in "other" with the uncovered time.
-CATEGORY_OF = {HOST_COMPUTE: "host_compute", HOST_COMPILE: "compilation", HOST_TO_DEVICE: "input",
-               HOST_PREPARE: "kernel_launch", DEVICE_COLLECTIVES: "device_collectives",
-               HOST_WAIT_INPUT: "input", DEVICE_TO_DEVICE: "device_to_device",
-               DEVICE_TO_HOST: "output", DEVICE_COMPUTE_32: "device_compute",
-               DEVICE_COMPUTE_16: "device_compute"}
-_NOT_CPU_COMPUTE = ("EagerExecute", "EagerLocalExecute", "EagerKernelExecute", "FunctionRun")
-_EXPLICIT_MARKER = re.compile(r"^(train|test|TraceContext)[^/]*$")
 _DEVICE_STATS = ("correlation_id", "group_id")
 # Host stats: those before "_p" mark steps and launches; the rest link a CPU-only step's threads.
 _HOST_STATS = ("step_num", "_r", "group_id", "tf_function_call", "correlation_id",
                "_p", "_pt", "_c", "_ct", "id", "iter_num")
-_GET_NEXT_OPS = ("IteratorGetNextOp::DoCompute", "IteratorGetNextAsOptionalOp::DoCompute")
 
 
 @dataclass(frozen=True)
@@ -70,152 +66,6 @@ class FoundSteps:
     steps: tuple[StepBreakdown, ...]
     hosts: tuple[str, ...] = ()
     device_compute_16bit_percent: float | None = None  # share of device compute, where devices exist
-
-
-def _memcpy(name: str) -> str:
-    """tsl's GetMemcpyOp: "htod"/"dtoh"/"dtod"/"htoh" for names like MemcpyHToD, else ""."""
-    low = name.lower()
-    if ":" in name or not low.startswith("memcpy"):
-        return ""
-    return low[6:10] if low[6:10] in ("htod", "dtoh", "dtod", "htoh") else ""
-
-
-def classify_device(name: str, shapes: str = "") -> int:
-    """xprof ClassifyGpuEvent: memcpy direction, NCCL, else compute at 16 or 32 bits."""
-    kind = _memcpy(name)
-    if kind == "htod":
-        return HOST_TO_DEVICE
-    if kind == "dtoh":
-        return DEVICE_TO_HOST
-    if kind == "dtod":
-        return DEVICE_TO_DEVICE
-    if name.lower().startswith("nccl"):
-        return DEVICE_COLLECTIVES
-    half = "half" in shapes if shapes else ("half" in name or "fp16" in name)
-    return DEVICE_COMPUTE_16 if half else DEVICE_COMPUTE_32
-
-
-def classify_host(name: str) -> int:
-    """xprof ClassifyCpuEvent for a CPU-only profile (no kernel launches); 0 = not CPU compute."""
-    if name.startswith(_NOT_CPU_COMPUTE) or _EXPLICIT_MARKER.match(name):
-        return 0
-    kind = _memcpy(name)
-    if kind == "htod" or name.partition(":")[2].startswith("InfeedEnqueue"):
-        return HOST_TO_DEVICE
-    if kind == "htoh":
-        return HOST_TO_HOST
-    if name.lower().startswith("iteratorgetnext"):
-        return HOST_WAIT_INPUT
-    return HOST_COMPUTE
-
-
-def _types_of(metadata_id: np.ndarray, names: dict[int, str], fn: Callable[[str], int]) -> np.ndarray:
-    uniq, inverse = np.unique(metadata_id, return_inverse=True)
-    return np.array([fn(names.get(int(u), "")) for u in uniq], dtype=np.int64)[inverse]
-
-
-def coverage(step: np.ndarray, start: np.ndarray, end: np.ndarray, etype: np.ndarray,
-             span_begin: np.ndarray, span_end: np.ndarray) -> dict[int, np.ndarray]:
-    """Per event type, picoseconds of each step it owns (xprof ToNonOverlappedEvents + clipping)."""
-    n_steps = len(span_begin)
-    b = np.maximum(start, span_begin[step])
-    e = np.minimum(end, span_end[step])
-    keep = e > b
-    step, b, e, etype = step[keep], b[keep], e[keep], etype[keep]
-    # Lay the steps end to end on one axis so a single sort and sweep serves them all.
-    stride = int((span_end - span_begin).max(initial=0)) + 1
-    shift = step * stride - span_begin[step]
-    b, e = b + shift, e + shift
-    owned: dict[int, np.ndarray] = {}
-    above = np.zeros(n_steps)
-    for t in sorted(set(etype.tolist()), reverse=True):
-        m = etype >= t
-        vb, ve = b[m], e[m]
-        order = np.argsort(vb, kind="stable")
-        vb, ve = vb[order], np.maximum.accumulate(ve[order])
-        new = np.ones(len(vb), dtype=bool)
-        new[1:] = vb[1:] > ve[:-1]
-        first = np.flatnonzero(new)
-        last = np.append(first[1:] - 1, len(vb) - 1)
-        union = np.bincount(vb[first] // stride, weights=ve[last] - vb[first], minlength=n_steps)
-        owned[t] = union - above
-        above = union
-    return owned
-
-
-def _host_groups(lines: list, roots: dict[tuple[int, int], int],
-                 names: dict[int, str]) -> list[np.ndarray]:
-    """Each host event's step (or -1): the roots' call trees on their own thread, then events
-    linked to them as consumers of a producer (`_p`/`_pt` = `_c`/`_ct`, or an executor's step id
-    and iteration for async IteratorGetNext ops), and so on: tsl's grouping, for host threads.
-    Vectorised per thread; a CPU-only profile can hold millions of host events."""
-    sizes = [len(le.start_ps) for le in lines]
-    base = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-    group = np.full(int(base[-1]), -1, dtype=np.int64)
-    for (li, i), k in roots.items():
-        group[base[li] + i] = k
-    prod_key, prod_at, cons_key, cons_at = [], [], [], []
-    executor = [k for k, v in names.items() if v == "ExecutorState::Process"]
-    get_next = [k for k, v in names.items() if v in _GET_NEXT_OPS]
-    for li, le in enumerate(lines):
-        ints = le.ints
-        for kind, key_a, key_b, keys, at in ((1, "_pt", "_p", prod_key, prod_at),
-                                             (1, "_ct", "_c", cons_key, cons_at)):
-            i = np.flatnonzero(ints[key_b] != MISSING)
-            keys.append(_link_key(kind, ints[key_a][i], ints[key_b][i]))
-            at.append(base[li] + i)
-        # tsl's legacy link: an executor step (id, iter_num) -> its async IteratorGetNext ops.
-        both = (ints["iter_num"] != MISSING) & (ints["id"] != MISSING)
-        for ids, keys, at in ((executor, prod_key, prod_at), (get_next, cons_key, cons_at)):
-            i = np.flatnonzero(both & np.isin(le.metadata_id, ids))
-            keys.append(_link_key(2, ints["id"][i], ints["iter_num"][i]))
-            at.append(base[li] + i)
-    prod_key, prod_at = np.concatenate(prod_key), np.concatenate(prod_at)
-    cons_key, cons_at = np.concatenate(cons_key), np.concatenate(cons_at)
-    order = np.argsort(prod_key, kind="stable")
-    prod_key, prod_at = prod_key[order], prod_at[order]
-    for _ in range(64):
-        before = int((group >= 0).sum())
-        for li, le in enumerate(lines):
-            _nest(group[base[li]:base[li + 1]], le.start_ps, le.end_ps)
-        if len(prod_key) and len(cons_key):
-            # A consumer joins the step of the first grouped producer of its key.
-            owner = np.full(len(prod_key), -1, dtype=np.int64)
-            owner[:] = group[prod_at]
-            grouped = owner >= 0
-            keys, first = np.unique(prod_key[grouped], return_index=True)
-            pos = np.clip(np.searchsorted(keys, cons_key), 0, max(len(keys) - 1, 0))
-            hit = (len(keys) > 0) & (keys[pos] == cons_key) if len(keys) else np.zeros(0, bool)
-            if len(keys):
-                take = hit & (group[cons_at] < 0)
-                group[cons_at[take]] = owner[grouped][first][pos[take]]
-        if int((group >= 0).sum()) == before:
-            break
-    return [group[base[li]:base[li + 1]] for li in range(len(lines))]
-
-
-def _link_key(kind: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """One int64 per (kind, a, b) link key (a hash; a collision would need 2^-64 luck)."""
-    with np.errstate(over="ignore"):
-        return (b.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
-                + a.astype(np.uint64) * np.uint64(1000003) + np.uint64(kind)).view(np.int64)
-
-
-def _nest(group: np.ndarray, start: np.ndarray, end: np.ndarray) -> None:
-    """Give each ungrouped event the step of a grouped event on its thread that contains it."""
-    has = np.flatnonzero(group >= 0)
-    if not len(has) or len(has) == len(group):
-        return
-    order = has[np.lexsort((-end[has], start[has]))]
-    s, e = start[order], end[order]
-    reach = np.maximum.accumulate(e)
-    outer = np.ones(len(order), dtype=bool)
-    outer[1:] = e[1:] > reach[:-1]  # not inside an earlier grouped event
-    order, s, e = order[outer], s[outer], e[outer]
-    free = np.flatnonzero(group < 0)
-    k = np.searchsorted(s, start[free], side="right") - 1
-    inside = (k >= 0) & (end[free] <= e[np.maximum(k, 0)])
-    group[free[inside]] = group[order[k[inside]]]
 
 
 @dataclass
@@ -251,7 +101,7 @@ def _device_steps(devices: list[PlaneEvents], read_host: Callable[[], PlaneEvent
     for d, pe in enumerate(devices):
         for le in pe.lines:
             n = len(le.start_ps)
-            types = _types_of(le.metadata_id, pe.meta.event_names, classify_device)
+            types = types_of(le.metadata_id, pe.meta.event_names, classify_device)
             shaped = [(i, "half" in v) for i, v in le.texts["shape"].items() if v]
             if shaped:  # the converter judges precision by the shapes where there are some
                 idx, half = (np.array(x) for x in zip(*shaped, strict=True))
@@ -309,7 +159,7 @@ def _launched_in(ev: dict[str, np.ndarray], windows: list, host: PlaneEvents | N
     corr_l = [le.ints["correlation_id"] for le in lines]
     has = [c != MISSING for c in corr_l]
     if lines and any(h.any() for h in has):
-        groups = _host_groups(lines, {(w.line, w.index): k for k, w in enumerate(windows)},
+        groups = host_groups(lines, {(w.line, w.index): k for k, w in enumerate(windows)},
                               host.meta.event_names)
         corr = np.concatenate([c[h] for c, h in zip(corr_l, has, strict=True)])
         when = np.concatenate([le.start_ps[h] for le, h in zip(lines, has, strict=True)])
@@ -351,11 +201,11 @@ def _host_steps(host: PlaneEvents | None, prefer_official: bool) -> tuple:
             groups.append(np.where((gid != MISSING) & (numbers[k] == gid), k, -1))
     else:
         roots = {(w.line, w.index): k for k, w in enumerate(windows)}
-        groups = _host_groups(host.lines, roots, host.meta.event_names)
+        groups = host_groups(host.lines, roots, host.meta.event_names)
     cols: dict[str, list[np.ndarray]] = {"step": [], "start": [], "end": [], "type": []}
     markers = {(w.line, w.index) for w in windows}
     for li, (le, g) in enumerate(zip(host.lines, groups, strict=True)):
-        types = _types_of(le.metadata_id, host.meta.event_names, classify_host)
+        types = types_of(le.metadata_id, host.meta.event_names, classify_host)
         for i in [*le.texts["step_name"], *(i for lj, i in markers if lj == li)]:
             types[i] = 0  # markers and implicit markers are not compute
         keep = (g >= 0) & (types > 0)

@@ -1,0 +1,178 @@
+"""What happens inside a step: xprof's event types, tsl's grouping of host threads, and coverage.
+
+Contract: the converter's own rules, reproduced from xprof (xplane_to_step_events.cc,
+event_span.cc, op_stats_to_input_pipeline_analysis.cc) and tsl (group_events.cc):
+`classify_device`/`classify_host` give an event xprof's EventType; `coverage` splits each step's
+time among the types, the higher type owning time where events overlap; `host_groups` finds
+which host events belong to which step. All work on numpy arrays, one call per profile.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+import numpy as np
+
+from tui_prof.profiles.xspace import MISSING
+
+# xprof's EventType values (event_span.h): where events overlap, the higher value owns the time.
+HOST_COMPUTE, HOST_COMPILE, HOST_TO_HOST, HOST_TO_DEVICE, HOST_PREPARE = 10, 60, 70, 80, 90
+DEVICE_COLLECTIVES, HOST_WAIT_INPUT, DEVICE_TO_DEVICE, DEVICE_TO_HOST = 100, 110, 120, 130
+DEVICE_COMPUTE_32, DEVICE_COMPUTE_16 = 140, 150
+# How the converter's input-pipeline analysis folds them into the overview's categories.
+# HOST_TO_HOST belongs to none there; here it ends up in "other" with the uncovered time.
+CATEGORY_OF = {HOST_COMPUTE: "host_compute", HOST_COMPILE: "compilation", HOST_TO_DEVICE: "input",
+               HOST_PREPARE: "kernel_launch", DEVICE_COLLECTIVES: "device_collectives",
+               HOST_WAIT_INPUT: "input", DEVICE_TO_DEVICE: "device_to_device",
+               DEVICE_TO_HOST: "output", DEVICE_COMPUTE_32: "device_compute",
+               DEVICE_COMPUTE_16: "device_compute"}
+_NOT_CPU_COMPUTE = ("EagerExecute", "EagerLocalExecute", "EagerKernelExecute", "FunctionRun")
+_EXPLICIT_MARKER = re.compile(r"^(train|test|TraceContext)[^/]*$")
+_GET_NEXT_OPS = ("IteratorGetNextOp::DoCompute", "IteratorGetNextAsOptionalOp::DoCompute")
+
+
+def _memcpy(name: str) -> str:
+    """tsl's GetMemcpyOp: "htod"/"dtoh"/"dtod"/"htoh" for names like MemcpyHToD, else ""."""
+    low = name.lower()
+    if ":" in name or not low.startswith("memcpy"):
+        return ""
+    return low[6:10] if low[6:10] in ("htod", "dtoh", "dtod", "htoh") else ""
+
+
+def classify_device(name: str, shapes: str = "") -> int:
+    """xprof ClassifyGpuEvent: memcpy direction, NCCL, else compute at 16 or 32 bits."""
+    kind = _memcpy(name)
+    if kind == "htod":
+        return HOST_TO_DEVICE
+    if kind == "dtoh":
+        return DEVICE_TO_HOST
+    if kind == "dtod":
+        return DEVICE_TO_DEVICE
+    if name.lower().startswith("nccl"):
+        return DEVICE_COLLECTIVES
+    half = "half" in shapes if shapes else ("half" in name or "fp16" in name)
+    return DEVICE_COMPUTE_16 if half else DEVICE_COMPUTE_32
+
+
+def classify_host(name: str) -> int:
+    """xprof ClassifyCpuEvent for a CPU-only profile (no kernel launches); 0 = not CPU compute."""
+    if name.startswith(_NOT_CPU_COMPUTE) or _EXPLICIT_MARKER.match(name):
+        return 0
+    kind = _memcpy(name)
+    if kind == "htod" or name.partition(":")[2].startswith("InfeedEnqueue"):
+        return HOST_TO_DEVICE
+    if kind == "htoh":
+        return HOST_TO_HOST
+    if name.lower().startswith("iteratorgetnext"):
+        return HOST_WAIT_INPUT
+    return HOST_COMPUTE
+
+
+def types_of(metadata_id: np.ndarray, names: dict[int, str], fn: Callable[[str], int]) -> np.ndarray:
+    uniq, inverse = np.unique(metadata_id, return_inverse=True)
+    return np.array([fn(names.get(int(u), "")) for u in uniq], dtype=np.int64)[inverse]
+
+
+def coverage(step: np.ndarray, start: np.ndarray, end: np.ndarray, etype: np.ndarray,
+             span_begin: np.ndarray, span_end: np.ndarray) -> dict[int, np.ndarray]:
+    """Per event type, picoseconds of each step it owns (xprof ToNonOverlappedEvents + clipping)."""
+    n_steps = len(span_begin)
+    b = np.maximum(start, span_begin[step])
+    e = np.minimum(end, span_end[step])
+    keep = e > b
+    step, b, e, etype = step[keep], b[keep], e[keep], etype[keep]
+    # Lay the steps end to end on one axis so a single sort and sweep serves them all.
+    stride = int((span_end - span_begin).max(initial=0)) + 1
+    shift = step * stride - span_begin[step]
+    b, e = b + shift, e + shift
+    owned: dict[int, np.ndarray] = {}
+    above = np.zeros(n_steps)
+    for t in sorted(set(etype.tolist()), reverse=True):
+        m = etype >= t
+        vb, ve = b[m], e[m]
+        order = np.argsort(vb, kind="stable")
+        vb, ve = vb[order], np.maximum.accumulate(ve[order])
+        new = np.ones(len(vb), dtype=bool)
+        new[1:] = vb[1:] > ve[:-1]
+        first = np.flatnonzero(new)
+        last = np.append(first[1:] - 1, len(vb) - 1)
+        union = np.bincount(vb[first] // stride, weights=ve[last] - vb[first], minlength=n_steps)
+        owned[t] = union - above
+        above = union
+    return owned
+
+
+def host_groups(lines: list, roots: dict[tuple[int, int], int],
+                 names: dict[int, str]) -> list[np.ndarray]:
+    """Each host event's step (or -1): the roots' call trees on their own thread, then events
+    linked to them as consumers of a producer (`_p`/`_pt` = `_c`/`_ct`, or an executor's step id
+    and iteration for async IteratorGetNext ops), and so on: tsl's grouping, for host threads.
+    Vectorised per thread; a CPU-only profile can hold millions of host events."""
+    sizes = [len(le.start_ps) for le in lines]
+    base = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    group = np.full(int(base[-1]), -1, dtype=np.int64)
+    for (li, i), k in roots.items():
+        group[base[li] + i] = k
+    prod_key, prod_at, cons_key, cons_at = [], [], [], []
+    executor = [k for k, v in names.items() if v == "ExecutorState::Process"]
+    get_next = [k for k, v in names.items() if v in _GET_NEXT_OPS]
+    for li, le in enumerate(lines):
+        ints = le.ints
+        for kind, key_a, key_b, keys, at in ((1, "_pt", "_p", prod_key, prod_at),
+                                             (1, "_ct", "_c", cons_key, cons_at)):
+            i = np.flatnonzero(ints[key_b] != MISSING)
+            keys.append(_link_key(kind, ints[key_a][i], ints[key_b][i]))
+            at.append(base[li] + i)
+        # tsl's legacy link: an executor step (id, iter_num) -> its async IteratorGetNext ops.
+        both = (ints["iter_num"] != MISSING) & (ints["id"] != MISSING)
+        for ids, keys, at in ((executor, prod_key, prod_at), (get_next, cons_key, cons_at)):
+            i = np.flatnonzero(both & np.isin(le.metadata_id, ids))
+            keys.append(_link_key(2, ints["id"][i], ints["iter_num"][i]))
+            at.append(base[li] + i)
+    prod_key, prod_at = np.concatenate(prod_key), np.concatenate(prod_at)
+    cons_key, cons_at = np.concatenate(cons_key), np.concatenate(cons_at)
+    order = np.argsort(prod_key, kind="stable")
+    prod_key, prod_at = prod_key[order], prod_at[order]
+    for _ in range(64):
+        before = int((group >= 0).sum())
+        for li, le in enumerate(lines):
+            _nest(group[base[li]:base[li + 1]], le.start_ps, le.end_ps)
+        if len(prod_key) and len(cons_key):
+            # A consumer joins the step of the first grouped producer of its key.
+            owner = np.full(len(prod_key), -1, dtype=np.int64)
+            owner[:] = group[prod_at]
+            grouped = owner >= 0
+            keys, first = np.unique(prod_key[grouped], return_index=True)
+            pos = np.clip(np.searchsorted(keys, cons_key), 0, max(len(keys) - 1, 0))
+            hit = (len(keys) > 0) & (keys[pos] == cons_key) if len(keys) else np.zeros(0, bool)
+            if len(keys):
+                take = hit & (group[cons_at] < 0)
+                group[cons_at[take]] = owner[grouped][first][pos[take]]
+        if int((group >= 0).sum()) == before:
+            break
+    return [group[base[li]:base[li + 1]] for li in range(len(lines))]
+
+
+def _link_key(kind: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """One int64 per (kind, a, b) link key (a hash; a collision would need 2^-64 luck)."""
+    with np.errstate(over="ignore"):
+        return (b.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+                + a.astype(np.uint64) * np.uint64(1000003) + np.uint64(kind)).view(np.int64)
+
+
+def _nest(group: np.ndarray, start: np.ndarray, end: np.ndarray) -> None:
+    """Give each ungrouped event the step of a grouped event on its thread that contains it."""
+    has = np.flatnonzero(group >= 0)
+    if not len(has) or len(has) == len(group):
+        return
+    order = has[np.lexsort((-end[has], start[has]))]
+    s, e = start[order], end[order]
+    reach = np.maximum.accumulate(e)
+    outer = np.ones(len(order), dtype=bool)
+    outer[1:] = e[1:] > reach[:-1]  # not inside an earlier grouped event
+    order, s, e = order[outer], s[outer], e[outer]
+    free = np.flatnonzero(group < 0)
+    k = np.searchsorted(s, start[free], side="right") - 1
+    inside = (k >= 0) & (end[free] <= e[np.maximum(k, 0)])
+    group[free[inside]] = group[order[k[inside]]]
