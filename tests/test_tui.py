@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -24,8 +25,13 @@ async def _settle(pilot) -> None:
 
 
 def _static_text(app: TuiprofApp, selector: str) -> str:
+    """What a Static shows, as plain text (Rich renderables rendered as a terminal would)."""
+    from rich.console import Console
+
     w = app.screen.query_one(selector, Static)
-    return str(w.render())
+    console = Console(width=200, color_system=None, record=True, file=open(os.devnull, "w"))  # noqa: SIM115
+    console.print(w.content)
+    return console.export_text()
 
 
 async def test_opens_first_session_and_shows_its_numbers() -> None:
@@ -112,3 +118,66 @@ async def test_op_names_with_markup_are_shown_as_text() -> None:
         assert ops.row_count > 0
         cell = ops.get_row_at(0)[0]
         assert cell.plain  # a Text, never parsed as markup
+
+
+async def _wait_for(pilot, predicate, timeout: float = 20.0) -> None:
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out waiting for the screen to change"
+        await pilot.pause(0.2)
+
+
+async def test_followed_logdir_shows_a_new_session_without_restart(tmp_path: Path) -> None:
+    app = TuiprofApp(tmp_path)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await _settle(pilot)
+        assert "No profiles" in _static_text(app, "#status")
+        src = sample_session("custom_loop")
+        dst = tmp_path / "job" / "plugins" / "profile" / src.name
+        dst.mkdir(parents=True)
+        data = next(src.glob("*.xplane.pb")).read_bytes()
+        target = dst / "vm.xplane.pb"
+        with open(target, "wb") as f:  # written in two halves, as a copy in progress would be
+            f.write(data[: len(data) // 2])
+            f.flush()
+            await pilot.pause(1.0)
+            f.write(data[len(data) // 2 :])
+        await _wait_for(pilot, lambda: "official step markers" in _static_text(app, "#headline"))
+
+
+async def test_r_starts_an_experiment_and_rows_turn_finished(tmp_path: Path) -> None:
+    import sys
+
+    from tui_prof.tui.widgets.run_table import RunTable
+
+    job = tmp_path / "job.py"
+    job.write_text(
+        "import json, os\n"
+        "with open(os.environ['TUIPROF_METRICS_FILE'], 'a') as f:\n"
+        "    f.write(json.dumps({'metric': 'score', 'value': 1.0}) + '\\n')\n"
+    )
+    spec = tmp_path / "tuiprof.toml"
+    spec.write_text(
+        f'name = "tiny"\ncommand = ["{sys.executable}", "job.py"]\nrepeats = 2\n'
+        f'output = "{tmp_path / "out"}"\n'
+        "[variants.a]\n[variants.b]\nenv = { X = \"1\" }\n"
+    )
+    app = TuiprofApp(tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _settle(pilot)
+        await pilot.press("r")
+        await pilot.pause()
+        spec_input = app.screen.query_one("#spec")
+        spec_input.value = str(spec)
+        await pilot.click("#start")
+        await pilot.pause()
+        table = app.get_screen("experiments").query_one(RunTable)
+        await _wait_for(pilot, lambda: app.screen is app.get_screen("experiments"))
+        await _wait_for(
+            pilot,
+            lambda: len(table.runs) == 4 and all(r.status == "finished" for r in table.runs.values()),
+            timeout=60,
+        )
+        await _wait_for(pilot, lambda: "score" in _static_text(app, "#comparison"), timeout=20)

@@ -82,7 +82,9 @@ def _run_name(run_dir: Path, root: Path) -> str:
         rel = run_dir.relative_to(root)
     except ValueError:
         return display_name(run_dir.name or str(run_dir))
-    return "." if str(rel) == "." else display_name(rel.as_posix())
+    if str(rel) == ".":  # sessions right under the opened directory: name the run after it
+        return display_name(run_dir.resolve().name or str(run_dir))
+    return display_name(rel.as_posix())
 
 
 def display_path(path: Path) -> str:

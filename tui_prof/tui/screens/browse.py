@@ -99,7 +99,6 @@ class BrowseScreen(Screen[None]):
         self.post_message(LogdirScanned(found))
 
     def on_logdir_scanned(self, message: LogdirScanned) -> None:
-        first_scan = self.discovery is None
         self.discovery = message.discovery
         tree = self.query_one(ProfileTree)
         tree.populate(message.discovery)
@@ -115,7 +114,7 @@ class BrowseScreen(Screen[None]):
                 error=True,
             )
             return
-        if first_scan:
+        if self._current is None:  # first scan, or the first sessions of a followed logdir
             node = tree.first_session_node()
             if node is not None:
                 # The tree lays out its lines on the next refresh; move the cursor after it.

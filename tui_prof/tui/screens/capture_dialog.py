@@ -24,6 +24,7 @@ class CaptureRequest:
 
 
 class CaptureDialog(ModalScreen[CaptureRequest | None]):
+    AUTO_FOCUS = "#address"
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
 
     def __init__(self, address: str, logdir: str) -> None:

@@ -71,6 +71,8 @@ class ExperimentsScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self.set_interval(1.0, self._tick)
+        if self.current is not None:
+            self.show_experiment(self.current)
         self.scan()
 
     def _tick(self) -> None:
@@ -101,6 +103,8 @@ class ExperimentsScreen(Screen[None]):
 
     def show_experiment(self, directory: str) -> None:
         self.current = directory
+        if not self.is_mounted:  # installed but not shown yet: on_mount shows it
+            return
         select = self.query_one("#experiment-select", Select)
         if select.value != directory:
             options = [v for _, v in select._options if isinstance(v, str)]

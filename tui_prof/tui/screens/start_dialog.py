@@ -31,6 +31,7 @@ def default_spec_path(base: Path) -> str:
 
 
 class StartDialog(ModalScreen[StartRequest | None]):
+    AUTO_FOCUS = "#spec"
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
 
     def __init__(self, spec_path: str) -> None:
