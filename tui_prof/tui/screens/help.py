@@ -12,7 +12,12 @@ HELP = """\
 # tuiprof
 
 Browse TensorBoard profiles (`*.xplane.pb`) offline: runs → sessions → hosts on the left,
-the selected session on the right.
+the selected session on the right. The tree follows the logdir: sessions a running job writes
+appear within a second or two.
+
+**Experiments** (`e`): runs of repeated experiments, live, with the selected run's log and the
+comparison (statistics, confidence intervals, box plots). **Captures** (`c`): profiles captured
+from running jobs with `a`, one breakdown bar per capture.
 
 ## Keys
 | Key | Action |
@@ -23,6 +28,11 @@ the selected session on the right.
 | `1` `2` `3` `4` | Overview, Steps, Top ops, Kernels tab |
 | `F` | use tuiprof's own step finder instead of official markers (cross-check) |
 | `f5`, `ctrl+r` | list the logdir again |
+| `b` / `e` / `c` | Browse, Experiments, Captures view |
+| `r` | start a repeated experiment (spec, variants, repeats) |
+| `x` / `X` | Experiments: stop the selected run / all runs |
+| `a` | capture a profile from a running job's profiler server (once or every N seconds) |
+| `s` | Captures: stop capturing |
 | `ctrl+p` | command palette |
 | `?` | this help |
 | `q` | quit |
