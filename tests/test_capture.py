@@ -74,7 +74,7 @@ def _start_job(port: int, *extra: str) -> subprocess.Popen[str]:
     )
 
 
-def _wait_ready(job: subprocess.Popen[str], timeout: float = 120.0) -> None:
+def _wait_ready(job: subprocess.Popen[str], timeout: float = 300.0) -> None:
     ready = threading.Event()
 
     def read() -> None:
@@ -207,7 +207,8 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     )
     time.sleep(2.0)
     follower.stop()
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    why = [ln for ln in proc.stderr.splitlines() if not ln[:1] in "IW" or "Error" in ln]
+    assert proc.returncode == 0, "\n".join(why[-40:])
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     result["workdir"] = workdir
     result["follow"] = seen
@@ -311,41 +312,11 @@ def test_follower_reports_the_captured_session_within_a_second_or_two(live: dict
 # ---------------------------------------------------------------- fast error cases
 
 
-@pytest.mark.parametrize(
-    ("address", "says"),
-    [
-        ("nonsense", "bad address 'nonsense'"),
-        ("localhost:99999", "ports are 1 to 65535"),
-        ("localhost:0", "ports are 1 to 65535"),
-        ("localhost:6009,:7", "bad address ':7'"),
-        ("http://localhost:6009", "bad address"),
-    ],
-)
-def test_bad_address_is_refused_before_trying(address: str, says: str, tmp_path: Path) -> None:
-    r = _cli(["capture", address, "--logdir", str(tmp_path)])
-    assert r["rc"] == 2
-    assert r["stdout"] == ""
-    lines = r["stderr"].strip().splitlines()
-    assert len(lines) == 1 and says in lines[0], r["stderr"]
-    assert not list(tmp_path.iterdir())
-
-
 def test_parse_addresses_accepts_lists_prefixes_and_ipv6() -> None:
     from tui_prof.capture import parse_addresses
 
     assert parse_addresses("a:1, grpc://b:2,,[::1]:3") == ("a:1", "b:2", "[::1]:3")
     assert parse_addresses(["a:1", "a:1,c:4"]) == ("a:1", "c:4")
-
-
-def test_no_server_fails_fast_with_one_clear_line(tmp_path: Path) -> None:
-    port = _free_port()
-    r = _cli(["capture", f"127.0.0.1:{port}", "--duration-ms", "1000", "--logdir", str(tmp_path)])
-    assert r["rc"] == 1
-    lines = r["stderr"].strip().splitlines()
-    assert len(lines) == 1, r["stderr"]
-    assert f"no profiler server at 127.0.0.1:{port}" in lines[0]
-    assert r["end"] - r["start"] < 10
-    assert not list(tmp_path.rglob("*.xplane.pb"))
 
 
 class _SilentListener:
@@ -409,19 +380,6 @@ def test_cancel_stops_a_capture_at_once(silent: _SilentListener, tmp_path: Path)
     assert info.value.kind == "cancelled"
     assert time.monotonic() - t0 < 3.0
     assert progress and all(0.0 <= f <= 1.0 for f, _ in progress)
-
-
-@pytest.mark.slow
-def test_silent_server_is_no_server_after_the_connect_timeout(
-    silent: _SilentListener, tmp_path: Path
-) -> None:
-    r = _cli(
-        ["capture", f"127.0.0.1:{silent.port}", "--duration-ms", "500", "--logdir", str(tmp_path)]
-    )
-    assert r["rc"] == 1
-    lines = r["stderr"].strip().splitlines()
-    assert len(lines) == 1 and "no profiler server answered" in lines[0], r["stderr"]
-    assert r["end"] - r["start"] < 40
 
 
 def test_capture_series_stops_on_a_fatal_error(tmp_path: Path) -> None:
