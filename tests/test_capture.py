@@ -207,7 +207,7 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     )
     time.sleep(2.0)
     follower.stop()
-    why = [ln for ln in proc.stderr.splitlines() if not ln[:1] in "IW" or "Error" in ln]
+    why = [ln for ln in proc.stderr.splitlines() if ln[:1] not in "IW" or "Error" in ln]
     assert proc.returncode == 0, "\n".join(why[-40:])
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     result["workdir"] = workdir
