@@ -63,9 +63,22 @@ def _free_port() -> int:
 # ---------------------------------------------------------------- the namespace scenario
 
 
-def _start_job(port: int, *extra: str) -> subprocess.Popen[str]:
+def _start_job(port: int, *extra: str, hide: Path | None = None) -> subprocess.Popen[str]:
+    """The example job; with `hide`, in its own mount namespace where that dir is a tmpfs."""
+    cmd = [sys.executable, str(JOB), "--port", str(port), "--seconds", "240", *extra]
+    if hide is not None:  # what the job writes there, tuiprof cannot see: another machine
+        hide.mkdir(parents=True)
+        cmd = [
+            "unshare",
+            "-m",
+            "sh",
+            "-c",
+            f'mount -t tmpfs tmpfs "{hide}" && exec "$@"',
+            "sh",
+            *cmd,
+        ]
     return subprocess.Popen(
-        [sys.executable, str(JOB), "--port", str(port), "--seconds", "240", *extra],
+        cmd,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
@@ -96,7 +109,8 @@ def _stop(job: subprocess.Popen[str]) -> None:
 
 def scenario(workdir: Path) -> dict[str, object]:
     """Inside the namespace: a training job and an idle one, captured every way that matters."""
-    busy, idle = _start_job(6009), _start_job(6010, "--idle")
+    busy = _start_job(6009, hide=workdir / "elsewhere")
+    idle = _start_job(6010, "--idle")
     out: dict[str, object] = {}
     try:
         _wait_ready(busy)
@@ -147,6 +161,16 @@ def scenario(workdir: Path) -> dict[str, object]:
                 "1",
                 "--logdir",
                 str(workdir / "empty"),
+            ]
+        )
+        out["not_local"] = _cli(
+            [
+                "capture",
+                "localhost:6009",
+                "--duration-ms",
+                "500",
+                "--logdir",
+                str(workdir / "elsewhere"),
             ]
         )
         killer = threading.Timer(2.0, _stop, args=(idle,))
@@ -283,6 +307,15 @@ def test_idle_job_gives_an_empty_capture_explained(live: dict) -> None:
     assert len(lines) == 1, r["stderr"]
     assert "recorded no events" in lines[0] and "idle" in lines[0]
     assert not list((live["workdir"] / "empty").rglob("*.xplane.pb")), "empty files left behind"
+
+
+@pytest.mark.slow
+def test_logdir_the_job_cannot_share_is_explained(live: dict) -> None:
+    r = live["not_local"]
+    assert r["rc"] == 1
+    lines = r["stderr"].strip().splitlines()
+    assert len(lines) == 1, r["stderr"]
+    assert "no profile appeared under" in lines[0] and "the job writes the file itself" in lines[0]
 
 
 @pytest.mark.slow
