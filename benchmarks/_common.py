@@ -50,6 +50,16 @@ CONVERTER_THREE_TOOLS = CONVERTER_ALONE.replace(
 )
 
 
+def preflight(*modules: str) -> None:
+    """Stop with one line when run by an interpreter that lacks what the benchmark times."""
+    import importlib.util
+
+    missing = [m for m in ("tui_prof", *modules) if importlib.util.find_spec(m) is None]
+    if missing:
+        sys.exit(f"{PYTHON} cannot import {', '.join(missing)}: activate tuiprof's environment "
+                 "(. .venv/bin/activate) or pip install -e '.[dev,tf]' first")
+
+
 def default_profile() -> Path:
     """The 3 MB 8-GPU profile where ../shared exists, else a shipped sample."""
     if SHARED_GPU.exists():

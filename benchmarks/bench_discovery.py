@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import PYTHON, REPO, interleaved, quiet_env, write_result
+from _common import PYTHON, REPO, interleaved, preflight, quiet_env, write_result
 
 LIST_ONCE = (
     "import sys\n"
@@ -48,6 +48,7 @@ def main() -> int:
     ap.add_argument("--sessions", type=int, default=1000)
     ap.add_argument("--runs", type=int, default=7)
     args = ap.parse_args()
+    preflight()
     from tui_prof.profiles.discover import discover
 
     with tempfile.TemporaryDirectory(prefix="tuiprof-bench-logdir-") as tmp:

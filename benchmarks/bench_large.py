@@ -34,6 +34,7 @@ from _common import (
     default_profile,
     fmt_series,
     interleaved,
+    preflight,
     quiet_env,
     ratio,
     tuiprof_cmd,
@@ -109,6 +110,7 @@ def main() -> int:
     ap.add_argument("--regen", action="store_true", help="make the large profile again")
     ap.add_argument("--no-progress-check", action="store_true")
     args = ap.parse_args()
+    preflight("xprof")
     f = large_profile(args.size_mb, args.regen)
     print(f"profile: {f} ({f.stat().st_size / 1e6:.0f} MB)", file=sys.stderr)
     cache = OUT / "cache-large"

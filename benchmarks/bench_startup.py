@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import PYTHON, REPO, SAMPLE, SHARED_GPU, tuiprof_cmd, write_result
+from _common import PYTHON, REPO, SAMPLE, SHARED_GPU, preflight, tuiprof_cmd, write_result
 
 ANSI = re.compile(rb"\x1b\[[0-9;?<>=$ ]*[A-Za-z@~]|\x1b[()][0-9A-Za-z]|\x1b[=>]|\x1b\][^\x07\x1b]*(\x07|\x1b\\)")
 HEADLINE_MARKS = (b"per step", b"No steps found")
@@ -133,6 +133,7 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--no-headless", action="store_true", help="skip the App.run_test measurement")
     args = ap.parse_args()
+    preflight("textual")
     path = args.path.resolve()
     print(f"opening: {path}", file=sys.stderr)
     base_env = dict(os.environ, TERM="xterm-256color", COLUMNS="120", LINES="40", TF_CPP_MIN_LOG_LEVEL="3")

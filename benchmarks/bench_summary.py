@@ -3,7 +3,8 @@
 The converter alone is the least any tool built on it can cost: a fresh Python that imports
 xprof.convert.raw_to_tool_data and converts the overview page. tuiprof's process does more
 (three converter tools, its own model, JSON out), so the ratio is the price of everything else.
-For reading the gap: the converter doing the three tools tuiprof reads (op stats shared through
+For reading the gap: tuiprof's analysis and JSON in a bare `python -c` (no CLI), the converter
+doing the three tools tuiprof reads (op stats shared through
 its saved result, as tuiprof's wrapper lets it), `tuiprof summary --help` (the CLI's own start-up:
 Python, argparse and every subcommand module) and a bare Python.
 Runs alternate A, B, C, ... so load from other processes falls on all. Aim: ratio <= 1.5.
@@ -26,10 +27,19 @@ from _common import (
     default_profile,
     fmt_series,
     interleaved,
+    preflight,
     quiet_env,
     ratio,
     tuiprof_cmd,
     write_result,
+)
+
+# tuiprof's analysis and JSON without the CLI around it: what `tuiprof summary` would cost if
+# its start-up imported nothing else.
+CORE_ONLY = (
+    "import json, sys\n"
+    "from tui_prof.profiles.xplane import load_summary\n"
+    "print(json.dumps({'sessions': [load_summary(sys.argv[1], use_cache=False).to_dict()]}))\n"
 )
 
 
@@ -39,6 +49,7 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--fallback", action="store_true", help="also time `tuiprof summary --fallback`")
     args = ap.parse_args()
+    preflight("xprof")
     f = (args.file or default_profile()).resolve()
     print(f"profile: {f} ({f.stat().st_size / 1e6:.1f} MB)", file=sys.stderr)
     with tempfile.TemporaryDirectory(prefix="tuiprof-bench-cache-") as cache:
@@ -46,6 +57,7 @@ def main() -> int:
         commands = {
             "converter_alone": ([PYTHON, "-c", CONVERTER_ALONE, str(f)], env),
             "tuiprof_summary": (tuiprof_cmd("summary", str(f), "--json", "--no-cache"), env),
+            "core_without_cli": ([PYTHON, "-c", CORE_ONLY, str(f)], env),
             "converter_three_tools": ([PYTHON, "-c", CONVERTER_THREE_TOOLS, str(f)], env),
             "tuiprof_cli_startup": (tuiprof_cmd("summary", "--help"), env),
             "python_startup": ([PYTHON, "-c", "pass"], env),

@@ -33,7 +33,7 @@ import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import PYTHON, SAMPLE, SHARED_GPU, tuiprof_cmd, write_result
+from _common import PYTHON, SAMPLE, SHARED_GPU, preflight, tuiprof_cmd, write_result
 from bench_startup import pty_time_to_text
 
 
@@ -108,6 +108,7 @@ def main() -> int:
     ap.add_argument("logdir", nargs="?", type=Path, default=default)
     ap.add_argument("--runs", type=int, default=3)
     args = ap.parse_args()
+    preflight("tensorboard", "xprof")
     src = args.logdir.resolve()
     tb_times: list[float] = []
     tb_runs: list[dict[str, float | bool | str]] = []

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import OUT, default_profile
+from _common import OUT, default_profile, preflight
 
 SHIFTED_STATS = ("group_id", "correlation_id", "_p", "_c", "element_id", "parent_id")
 GOLDEN = 0x9E3779B97F4A7C15  # odd, so k*GOLDEN mod 2**64 differs for every k < 2**64
@@ -175,6 +175,7 @@ def main() -> int:
     ap.add_argument("--copies", type=int, default=None, help="number of copies (overrides --size-mb)")
     ap.add_argument("--out", type=Path, default=OUT / "large", help="directory; the file goes in a session dir")
     args = ap.parse_args()
+    preflight()
     src = (args.source or default_profile()).resolve()
     t = time.perf_counter()
     info = replicate(src, args.out, args.copies, args.size_mb * 1e6)
