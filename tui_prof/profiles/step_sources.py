@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tui_prof.profiles.xspace import MISSING, PlaneEvents
+from tui_prof.profiles.xline_wire import MISSING
+from tui_prof.profiles.xspace import PlaneEvents
 
 _EXPLICIT_MARKER = re.compile(r"^(train|test|TraceContext)[^/]*$")
 _TRAIN_FN = re.compile(r"train|step", re.IGNORECASE)
@@ -21,8 +22,7 @@ _INFERENCE = re.compile(r"^EagerLocalExecute: __inference_(.+)_\d+$")
 KERAS_BATCH = "Profiled batch"
 
 # Names worth reading stats of on a big host plane (the step finder reads no other host stats).
-MARKER_CANDIDATE = re.compile(
-    r"^(train|test|TraceContext)|Profiled batch|step|iterator|__inference_|function", re.IGNORECASE)
+MARKER_CANDIDATE = re.compile(r"^(test|TraceContext)|train|step|Profiled batch", re.IGNORECASE)
 
 
 @dataclass(frozen=True)

@@ -39,8 +39,8 @@ from tui_prof.profiles.step_events import (
     types_of,
 )
 from tui_prof.profiles.step_sources import MARKER_CANDIDATE, Choice, choose_windows
+from tui_prof.profiles.xline_wire import MISSING
 from tui_prof.profiles.xspace import (
-    MISSING,
     Cancelled,
     LineEvents,
     PlaneEvents,
@@ -208,7 +208,7 @@ def _host_steps(host: PlaneEvents | None, prefer_official: bool) -> tuple:
         types = types_of(le.metadata_id, host.meta.event_names, classify_host)
         for i in [*le.texts["step_name"], *(i for lj, i in markers if lj == li)]:
             types[i] = 0  # markers and implicit markers are not compute
-        keep = (g >= 0) & (types > 0)
+        keep = (g >= 0) & (types > 0) & (le.end_ps > le.start_ps)  # instants own no time
         for key, arr in (("step", g), ("start", le.start_ps), ("end", le.end_ps), ("type", types)):
             cols[key].append(arr[keep])
     ev = {k: np.concatenate(v) if v else np.zeros(0, dtype=np.int64) for k, v in cols.items()}

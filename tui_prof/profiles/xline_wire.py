@@ -10,6 +10,7 @@ A profile's largest lines hold millions of events, where per-event Python object
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,12 +20,70 @@ MISSING = np.iinfo(np.int64).min  # a numeric stat an event does not carry
 _U7, _HIGH = np.uint64(0x7F), 0x80
 
 
+class StatColumns(Mapping[str, np.ndarray]):
+    """Numeric stats of one line's events, kept sparse (most events carry few of the stats asked
+    for); reading one gives its dense column, MISSING where an event lacks it."""
+
+    def __init__(self, n: int, names: Iterable[str]) -> None:
+        self._n = n
+        self._parts: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {k: [] for k in names}
+        self._cols: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+
+    def add(self, name: str, events: np.ndarray, values: np.ndarray) -> None:
+        """Record values for these events (a later value for the same event wins)."""
+        self._cols.pop(name, None)
+        self._parts.setdefault(name, []).append((np.asarray(events, dtype=np.int64),
+                                                 np.asarray(values, dtype=np.int64)))
+
+    def sparse(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """(event indices in order, values) of the events that carry this stat."""
+        if name not in self._cols:
+            parts = self._parts.get(name) or [(np.zeros(0, np.int64), np.zeros(0, np.int64))]
+            idx = np.concatenate([p[0] for p in parts])
+            val = np.concatenate([p[1] for p in parts])
+            order = np.argsort(idx, kind="stable")
+            idx, val = idx[order], val[order]
+            last = np.append(idx[1:] != idx[:-1], True) if len(idx) else np.zeros(0, bool)
+            self._cols[name] = (idx[last], val[last])
+            self._parts[name] = [self._cols[name]]
+        return self._cols[name]
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        dense = np.full(self._n, MISSING, dtype=np.int64)
+        if name in self._parts:
+            idx, val = self.sparse(name)
+            dense[idx] = val
+        return dense
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._parts)
+
+    def __len__(self) -> int:
+        return len(self._parts)
+
+    def value(self, name: str, i: int) -> int:
+        """One event's value, MISSING where it has none."""
+        idx, val = self.sparse(name)
+        k = int(np.searchsorted(idx, i))
+        return int(val[k]) if k < len(idx) and idx[k] == i else int(MISSING)
+
+    def subset(self, keep: np.ndarray) -> StatColumns:
+        """The columns of only the events where keep is true (renumbered in order)."""
+        new_index = np.cumsum(keep) - 1
+        out = StatColumns(int(keep.sum()), self._parts)
+        for name in self._parts:
+            idx, val = self.sparse(name)
+            inside = keep[idx]
+            out.add(name, new_index[idx[inside]], val[inside])
+        return out
+
+
 @dataclass
 class LineEvents:
     """One XLine's events as arrays (absolute picoseconds) and the stats asked for.
 
-    ints holds each numeric stat for every event (MISSING where absent); texts each text stat by
-    event index; stats every asked-for stat of the events a reader's want() picked.
+    ints holds each numeric stat (dense on reading, MISSING where absent); texts each text stat
+    by event index; stats every asked-for stat of the events a reader's want() picked.
     """
 
     line_id: int
@@ -32,7 +91,7 @@ class LineEvents:
     metadata_id: np.ndarray
     start_ps: np.ndarray
     end_ps: np.ndarray
-    ints: dict[str, np.ndarray] = field(default_factory=dict)
+    ints: StatColumns = field(default_factory=lambda: StatColumns(0, ()))
     texts: dict[str, dict[int, str]] = field(default_factory=dict)
     stats: dict[int, dict[str, Any]] = field(default_factory=dict)
 
@@ -42,15 +101,18 @@ class LineEvents:
         new_of = {int(i): k for k, i in enumerate(idx.tolist())}
         return LineEvents(
             line_id=self.line_id, name=self.name, metadata_id=self.metadata_id[idx],
-            start_ps=self.start_ps[idx], end_ps=self.end_ps[idx],
-            ints={k: v[idx] for k, v in self.ints.items()},
+            start_ps=self.start_ps[idx], end_ps=self.end_ps[idx], ints=self.ints.subset(keep),
             texts={k: {new_of[i]: t for i, t in v.items() if i in new_of}
                    for k, v in self.texts.items()},
             stats={new_of[i]: st for i, st in self.stats.items() if i in new_of})
 
     def stats_of(self, i: int) -> dict[str, Any]:
         """Every asked-for stat of event i."""
-        out: dict[str, Any] = {k: int(v[i]) for k, v in self.ints.items() if v[i] != MISSING}
+        out: dict[str, Any] = {}
+        for k in self.ints:
+            v = self.ints.value(k, i)
+            if v != MISSING:
+                out[k] = v
         out.update({k: v[i] for k, v in self.texts.items() if i in v})
         return out
 
@@ -123,19 +185,21 @@ def _chase(buf: bytes, pos: int, end: int) -> tuple[list[int], list[int], int]:
 _CHUNK = 1 << 22  # bytes per scanning window: bounds the temporaries of a 100 MB line
 
 
-def _scan(arr: np.ndarray, patterns: list[list[tuple[int, np.ndarray | int]]]) -> list[np.ndarray]:
-    """For each pattern, the positions k where arr[k + offset] equals the byte (or one of the
-    bytes) of every (offset, byte) in it. Whole-window comparisons stream through memory where
-    gathers at millions of scattered positions would not; windows bound the temporaries."""
+def _scan_chunks(arr: np.ndarray, patterns: list[list[tuple[int, np.ndarray | int]]]
+                 ) -> Iterator[list[np.ndarray]]:
+    """Per window of the buffer, for each pattern, the positions k where arr[k + offset] equals
+    the byte (or one of the bytes) of every (offset, byte) in it. Whole-window comparisons
+    stream through memory where gathers at scattered positions would not; windows bound the
+    temporaries, and callers that consume each window's hits at once bound their own."""
     span = max(off for pat in patterns for off, _ in pat) + 1
-    found: list[list[np.ndarray]] = [[] for _ in patterns]
     n = len(arr)
     for c0 in range(0, max(n - span + 1, 0), _CHUNK):
         c1 = min(n - span + 1, c0 + _CHUNK)
         window = arr[c0:c1 + span - 1]
         width = c1 - c0
         eq: dict[Any, np.ndarray] = {}
-        for k, pat in enumerate(patterns):
+        found = []
+        for pat in patterns:
             mask = None
             for off, byte in pat:
                 key = byte if isinstance(byte, int) else tuple(byte.tolist())
@@ -146,8 +210,14 @@ def _scan(arr: np.ndarray, patterns: list[list[tuple[int, np.ndarray | int]]]) -
                         eq[key] |= window == v
                 seg = eq[key][off:off + width]
                 mask = seg.copy() if mask is None else np.logical_and(mask, seg, out=mask)
-            found[k].append(np.flatnonzero(mask) + c0)
-    return [np.concatenate(f) if f else np.zeros(0, dtype=np.int64) for f in found]
+            found.append(np.flatnonzero(mask) + c0)
+        yield found
+
+
+def _scan(arr: np.ndarray, patterns: list[list[tuple[int, np.ndarray | int]]]) -> list[np.ndarray]:
+    """All of _scan_chunks' hits, per pattern."""
+    per = list(zip(*_scan_chunks(arr, patterns), strict=True)) or [() for _ in patterns]
+    return [np.concatenate(f) if f else np.zeros(0, dtype=np.int64) for f in per]
 
 
 def _varint_len_ok(arr: np.ndarray, at: np.ndarray, size: int) -> np.ndarray:
@@ -229,8 +299,7 @@ def _decode(buf: bytes, stat_ids: dict[int, str], text_stats: frozenset[str],
         raise _Unexpected("event fields out of the usual order")
     _check_layout(buf, pos, ev_end)
     n = len(ev_start)
-    ints = {name: np.full(n, MISSING, dtype=np.int64) for name in stat_ids.values()
-            if name not in text_stats}
+    ints = StatColumns(n, [name for name in stat_ids.values() if name not in text_stats])
     texts: dict[str, dict[int, str]] = {name: {} for name in stat_ids.values() if name in text_stats}
     if stat_ids and n:
         _find_stats(buf, arr, pos, ev_start, ev_end, stat_ids, ints, texts, ref_names)
@@ -269,7 +338,7 @@ def _py_varint(buf: Any, pos: int) -> tuple[int, int]:
 
 
 def _find_stats(buf: bytes, arr: np.ndarray, stats_from: np.ndarray, ev_start: np.ndarray,
-                ev_end: np.ndarray, stat_ids: dict[int, str], ints: dict[str, np.ndarray],
+                ev_end: np.ndarray, stat_ids: dict[int, str], ints: StatColumns,
                 texts: dict[str, dict[int, str]], ref_names: dict[int, str]) -> None:
     """Find the wanted XStat records directly: a record head with a wanted metadata_id and a
     value whose size matches the record's length, inside an event's stats."""
@@ -277,27 +346,32 @@ def _find_stats(buf: bytes, arr: np.ndarray, stats_from: np.ndarray, ev_start: n
     if sids.max(initial=0) >= 1 << 14:
         raise _Unexpected("stat metadata ids past two varint bytes")
     firsts = np.unique(np.where(sids < 0x80, sids, (sids & 0x7F) | 0x80)).astype(np.uint8)
-    hits = _scan(arr, [[(0, 0x22), (1 + ln, 0x08), (2 + ln, firsts)] for ln in (1, 2)])
-    found = []
-    for ln, at in zip((1, 2), hits, strict=True):
-        at = at[_varint_len_ok(arr, at + 1, ln)]
-        found.append((at, at + 1 + ln, _length_at(arr, at + 1, ln)))
-    at = np.concatenate([f[0] for f in found])
-    body = np.concatenate([f[1] for f in found])
-    length = np.concatenate([f[2] for f in found])
-    mid, q = _varints(arr, body + 1)
-    keep = np.isin(mid.view(np.int64), sids)
-    at, body, length, mid, q = at[keep], body[keep], length[keep], mid[keep].view(np.int64), q[keep]
-    owner = np.searchsorted(ev_start, at, side="right") - 1
-    owner_c = np.maximum(owner, 0)
-    inside = (owner >= 0) & (at >= stats_from[owner_c]) & (body + length <= ev_end[owner_c])
-    sel = np.flatnonzero(inside)
-    _stat_values(buf, arr, owner[sel], mid[sel], q[sel], (body + length)[sel], stat_ids, ints,
-                 texts, ref_names)
+    patterns = [[(0, 0x22), (1 + ln, 0x08), (2 + ln, firsts)] for ln in (1, 2)]
+    for hits in _scan_chunks(arr, patterns):  # a window at a time: millions of stats per line
+        found = []
+        for ln, at in zip((1, 2), hits, strict=True):
+            at = at[_varint_len_ok(arr, at + 1, ln)]
+            found.append((at, at + 1 + ln, _length_at(arr, at + 1, ln)))
+        at = np.concatenate([f[0] for f in found])
+        body = np.concatenate([f[1] for f in found])
+        length = np.concatenate([f[2] for f in found])
+        if sids.max(initial=0) < 0x80:  # one-byte ids: the first byte was the whole id
+            mid, q = arr[body + 1].astype(np.int64), body + 2
+        else:
+            wide, q = _varints(arr, body + 1)
+            keep = np.isin(wide.view(np.int64), sids)
+            at, body, length, q = at[keep], body[keep], length[keep], q[keep]
+            mid = wide[keep].view(np.int64)
+        owner = np.searchsorted(ev_start, at, side="right") - 1
+        owner_c = np.maximum(owner, 0)
+        inside = (owner >= 0) & (at >= stats_from[owner_c]) & (body + length <= ev_end[owner_c])
+        sel = np.flatnonzero(inside)
+        _stat_values(buf, arr, owner[sel], mid[sel], q[sel], (body + length)[sel], stat_ids,
+                     ints, texts, ref_names)
 
 
 def _stat_values(buf: bytes, arr: np.ndarray, events: np.ndarray, mid: np.ndarray, q: np.ndarray,
-                 s_end: np.ndarray, stat_ids: dict[int, str], ints: dict[str, np.ndarray],
+                 s_end: np.ndarray, stat_ids: dict[int, str], ints: StatColumns,
                  texts: dict[str, dict[int, str]], ref_names: dict[int, str]) -> None:
     """Store the values of wanted stats (metadata ids mid, value fields at q) of these events."""
     tags = np.where(q < s_end, arr[np.minimum(q, len(arr) - 1)], 0)
@@ -311,7 +385,7 @@ def _stat_values(buf: bytes, arr: np.ndarray, events: np.ndarray, mid: np.ndarra
         sel = mid == sid
         if name not in texts:
             num = sel & varint
-            ints[name][events[num]] = values[num].view(np.int64)
+            ints.add(name, events[num], values[num].view(np.int64))
             continue
         for e, v in zip(events[sel & (tags == 0x38)].tolist(),
                         values[sel & (tags == 0x38)].tolist(), strict=True):

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from tui_prof.model import ProfileError
-from tui_prof.profiles.xline_wire import MISSING, LineEvents, decode_line
+from tui_prof.profiles.xline_wire import LineEvents, StatColumns, decode_line
 from tui_prof.profiles.xplane_proto import RAW_CLASSES
 
 HOST_PLANE_NAME = "/host:CPU"
@@ -243,8 +243,7 @@ def _upb_line_events(line: Any, stat_ids: dict[int, str], text_stats: frozenset[
     start = triples[:, 1] + line.timestamp_ns * 1000
     out = LineEvents(line_id=line.id, name=text(line.display_name or line.name),
                      metadata_id=triples[:, 0], start_ps=start, end_ps=start + triples[:, 2])
-    out.ints = {v: np.full(n, MISSING, dtype=np.int64) for v in stat_ids.values()
-                if v not in text_stats}
+    out.ints = StatColumns(n, [v for v in stat_ids.values() if v not in text_stats])
     out.texts = {v: {} for v in stat_ids.values() if v in text_stats}
     for i, e in enumerate(events):
         for s in e.stats:
@@ -257,9 +256,10 @@ def _upb_line_events(line: Any, stat_ids: dict[int, str], text_stats: frozenset[
                 out.texts[name][i] = (ref_names.get(value, "") if kind == "ref_value"
                                       else text(value) if isinstance(value, bytes) else str(value))
             elif kind == "int64_value":
-                out.ints[name][i] = s.int64_value
+                out.ints.add(name, np.array([i]), np.array([s.int64_value]))
             elif kind in ("uint64_value", "ref_value"):  # stored as the same 64 bits
-                out.ints[name][i] = np.array([getattr(s, kind)], dtype=np.uint64).view(np.int64)[0]
+                out.ints.add(name, np.array([i]),
+                             np.array([getattr(s, kind)], dtype=np.uint64).view(np.int64))
     return out
 
 
@@ -327,7 +327,7 @@ def read_plane(space: XSpaceFile, plane: PlaneRef, *, stats: Sequence[str] = (),
         if le is not None and len(le.start_ps):
             for name in stats:  # every asked-for stat is there, absent or not
                 if name not in text_stats and name not in le.ints:
-                    le.ints[name] = np.full(len(le.start_ps), MISSING, dtype=np.int64)
+                    le.ints.add(name, np.zeros(0, np.int64), np.zeros(0, np.int64))
             for name in text_stats:
                 le.texts.setdefault(name, {})
             picked = np.isin(le.metadata_id, wanted)
