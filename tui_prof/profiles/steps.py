@@ -10,11 +10,13 @@ first source that yields any, in this order (the id is `FoundSteps.source`):
 Each step is split with the converter's own rules (xprof xplane_to_step_events.cc, event_span.cc,
 step_events_to_steps_db.cc): events get its event types, overlaps go to the higher-priority type,
 and each type's covered time inside the step is summed; "other" is the step time not covered.
-With devices, only device events count (as in xprof 2.24); a step's device events are those
-launched inside its marker (CUPTI correlation ids), and it lasts from the first to the last of them
-on the busiest device. CPU-only, the host events of the marker's call tree (nesting, and
-producer/consumer links across threads) count, and the marker's span is the step.
-Hosts of one session: steps whose number every host has, each taken from its slowest host.
+A step's events are those of its marker's call tree, found as tsl's grouping finds them: events
+nested in it on its thread, then events linked to those across threads (producer/consumer `_p`/`_c`
+stats, an executor's step id for async IteratorGetNext), and so on. With devices, only device
+events count (as in xprof 2.24): the kernels and copies whose launch (CUPTI correlation id) lies in
+the call tree; the step lasts from the first to the last of them on its busiest device. CPU-only,
+the call tree's host events count, and the marker's span is the step.
+Hosts of one session: the steps whose number every host has, each taken from its slowest host.
 """
 
 from __future__ import annotations
@@ -97,6 +99,7 @@ def _step_dicts(numbers: list[int], span_ps: np.ndarray, owned: dict[int, np.nda
 
 def _device_steps(devices: list[PlaneEvents], read_host: Callable[[], PlaneEvents | None],
                   prefer_official: bool) -> tuple:
+    """(choice, step numbers, step spans, owned time per type, well-formed) from device events."""
     cols: dict[str, list[np.ndarray]] = {k: [] for k in ("start", "end", "type", "dev", "corr", "group")}
     for d, pe in enumerate(devices):
         for le in pe.lines:
@@ -187,6 +190,7 @@ def _launched_in(ev: dict[str, np.ndarray], windows: list, host: PlaneEvents | N
 
 
 def _host_steps(host: PlaneEvents | None, prefer_official: bool) -> tuple:
+    """The same as _device_steps, for a CPU-only profile: from host events."""
     choice = choose_windows(host, prefer_official=prefer_official)
     if choice is None or host is None:
         raise ProfileError("no step markers, Keras batches or train-step tf.function calls found")
