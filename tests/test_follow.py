@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -252,6 +253,57 @@ def test_missing_or_vanishing_root_never_crashes(tmp_path: Path) -> None:
         stop.set()
         t.join(5)
     assert not t.is_alive()
+
+
+UNPRIVILEGED_FOLLOWER = """
+import os, sys, threading
+from pathlib import Path
+from tui_prof.follow import iter_changes
+import platform  # watchfiles imports it lazily; nobody cannot read root's Python install
+if os.getuid() == 0:  # root reads everything: drop to nobody so the directory is unreadable
+    os.setgid(65534); os.setuid(65534)
+stop = threading.Event()
+threading.Timer(float(sys.argv[2]), stop.set).start()
+print("READY", flush=True)
+for events in iter_changes(sys.argv[1], stop=stop, on_error=lambda m: print("ERROR", m, flush=True)):
+    for e in events:
+        print(e.kind, e.path, flush=True)
+print("END", flush=True)
+"""
+
+
+def test_unreadable_directory_is_skipped_not_fatal() -> None:
+    # Not under pytest's basetemp: other pytest runs reset that to 0700, unreadable to nobody.
+    with tempfile.TemporaryDirectory(prefix="tuiprof-follow-") as tmp:
+        _unreadable_case(Path(tmp))
+
+
+def _unreadable_case(base: Path) -> None:
+    os.chmod(base, 0o755)
+    bad = base / "bad" / "plugins" / "profile" / "s"
+    bad.mkdir(parents=True)
+    shutil.copyfile(_sample_xplane(), bad / "h.xplane.pb")
+    os.chmod(base / "bad", 0o000)
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", UNPRIVILEGED_FOLLOWER, str(base), "5"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "READY"
+        time.sleep(1.5)
+        ok = base / "ok" / "plugins" / "profile" / "s" / "h.xplane.pb"
+        ok.parent.mkdir(parents=True)
+        shutil.copyfile(_sample_xplane(), ok)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        os.chmod(base / "bad", 0o755)
+    assert proc.returncode == 0, err
+    assert f"profile {ok}" in out.splitlines(), out
+    assert out.strip().endswith("END") and "Traceback" not in err
 
 
 if __name__ == "__main__":

@@ -163,7 +163,7 @@ class _Tracker:
         events: list[FollowEvent] = []
         now = time.monotonic()
         for path in list(paths):
-            if _kind_of(path) is None and path.is_dir():
+            if _kind_of(path) is None and _is_dir(path):
                 self.fresh_dirs[path] = now
         self.fresh_dirs = {d: t for d, t in self.fresh_dirs.items() if now - t < FRESH_DIR_S}
         for d in self.fresh_dirs:
@@ -227,6 +227,14 @@ def _stat(path: Path) -> tuple[int, int] | None:
     return (st.st_size, st.st_mtime_ns) if os.path.isfile(path) else None
 
 
+def _is_dir(path: Path) -> bool:
+    """Path.is_dir() without the PermissionError it raises for an unreadable parent."""
+    try:
+        return path.is_dir()
+    except OSError:
+        return False
+
+
 def _walk(root: Path) -> set[Path]:
     found: set[Path] = set()
     for dirpath, _dirs, files in os.walk(root, onerror=lambda _e: None):
@@ -267,8 +275,8 @@ def iter_changes(
 
     baselined = False
     while not stop.is_set():
-        if not base.is_dir():
-            problem(f"{base}: not there (yet); waiting for it")
+        if not _is_dir(base):
+            problem(f"{base}: not there (yet) or not readable; waiting for it")
             stop.wait(1.0)  # only a missing root is polled: there is nothing to watch yet
             continue
         if not baselined:
@@ -295,7 +303,7 @@ def iter_changes(
                 events += tracker.settle()
                 if events:
                     yield events
-                if not base.is_dir():
+                if not _is_dir(base):
                     break
         except (OSError, RuntimeError) as exc:  # watchfiles raises these for a vanished root
             problem(f"{base}: watching paused ({exc})")
