@@ -11,13 +11,19 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-# Modules that register headless subcommands, in `--help` order.
-COMMAND_MODULES: tuple[str, ...] = ("tui_prof.summary_cli", "tui_prof.run_cli", "tui_prof.compare_cli", "tui_prof.capture_cli")
+# Subcommand → the module that registers it, in `--help` order. Only the module of the command
+# asked for is imported: `tuiprof summary` must not pay for numpy (compare) or the runner.
+COMMANDS: dict[str, str] = {
+    "summary": "tui_prof.summary_cli",
+    "run": "tui_prof.run_cli",
+    "compare": "tui_prof.compare_cli",
+    "capture": "tui_prof.capture_cli",
+}
+SUBCOMMANDS: tuple[str, ...] = tuple(COMMANDS)
 
-SUBCOMMANDS: tuple[str, ...] = ("summary", "run", "compare", "capture")
 
-
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The headless parser; with `only`, just that subcommand's module is imported."""
     parser = argparse.ArgumentParser(
         prog="tuiprof",
         description=(
@@ -29,8 +35,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser.add_argument("--version", action="version", version=f"tuiprof {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMAND_MODULES:
-        importlib.import_module(name).register(sub)
+    for name, module in COMMANDS.items():
+        if only is None or name == only:
+            importlib.import_module(module).register(sub)
     return parser
 
 
@@ -51,7 +58,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     first = next((a for a in args_list if not a.startswith("-")), None)
     if first in SUBCOMMANDS:
-        parser = build_parser()
+        parser = build_parser(only=first)
         args = parser.parse_args(args_list)
         if not hasattr(args, "func"):
             parser.error(f"{args.command}: this command is not available in this build")

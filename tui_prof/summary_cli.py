@@ -95,9 +95,10 @@ def run(args: argparse.Namespace) -> int:
     summaries: list[ProfileSummary] = []
     errors: list[dict[str, str]] = []
     show_progress = args.format == "rich" and sys.stderr.isatty()
-    from rich.console import Console
+    if show_progress:  # rich costs ~65 ms to import: only where it is drawn
+        from rich.console import Console
 
-    console = Console(stderr=True)
+        console = Console(stderr=True)
     for i, sess in enumerate(sessions):
         label = f"[{i + 1}/{len(sessions)}] {sess.path}"
         try:
@@ -122,6 +123,8 @@ def run(args: argparse.Namespace) -> int:
     elif args.format == "csv":
         sys.stdout.write(to_csv(summaries))
     else:
+        from rich.console import Console
+
         from tui_prof.render.summary import summary_renderable
 
         out = Console()
