@@ -230,6 +230,24 @@ def test_existing_files_are_baseline_and_removals_are_reported(tmp_path: Path) -
     assert not t.is_alive()
 
 
+def test_since_reports_files_written_between_listing_and_following(tmp_path: Path) -> None:
+    from tui_prof.follow import METRICS, PROFILE
+
+    listed_at = time.time() - 0.01
+    between = tmp_path / "run" / "plugins" / "profile" / "s" / "h.xplane.pb"
+    between.parent.mkdir(parents=True)
+    shutil.copyfile(_sample_xplane(), between)
+    metrics = tmp_path / "run" / "metrics.jsonl"
+    metrics.write_text('{"step": 1}\n')
+    seen, _errors, stop, t = _collect(tmp_path, since=listed_at)
+    try:
+        assert _wait_for(lambda: any(e.kind == PROFILE and e.path == between for e in seen))
+        assert any(e.kind == METRICS and e.path == metrics for e in seen)
+    finally:
+        stop.set()
+        t.join(5)
+
+
 def test_missing_or_vanishing_root_never_crashes(tmp_path: Path) -> None:
     from tui_prof.follow import PROFILE
 

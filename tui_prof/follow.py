@@ -140,12 +140,18 @@ class _Tracker:
         self.pending: dict[Path, tuple[tuple[int, int], float]] = {}
         self.fresh_dirs: dict[Path, float] = {}
 
-    def baseline(self) -> None:
-        """Remember what exists now, silently; recent profiles stay pending in case still written."""
+    def baseline(self, since: float | None) -> list[FollowEvent]:
+        """Remember what exists now, silently, except files changed at or after `since`.
+
+        Recent profiles stay pending in case they are still being written.
+        """
         now = time.time()
+        later: set[Path] = set()
         for path in _walk(self.root):
             kind, st = _kind_of(path), _stat(path)
-            if st is not None:
+            if st is not None and since is not None and st[1] / 1e9 >= since:
+                later.add(path)
+            elif st is not None:
                 self.known_runs.add(run_dir_of(path))
                 if kind == PROFILE:
                     self.known_sessions.add(path.parent)
@@ -153,6 +159,7 @@ class _Tracker:
                         self.pending[path] = (st, time.monotonic())
                         continue
                 self.reported[path] = st
+        return self.notice(later)
 
     def notice(self, paths: set[Path]) -> list[FollowEvent]:
         """Handle paths the watcher says changed (added, modified or deleted).
@@ -177,6 +184,8 @@ class _Tracker:
                 self.pending.pop(path, None)
                 if self.reported.pop(path, None) is not None:
                     events.append(FollowEvent(REMOVED, path, run_dir_of(path)))
+                if kind == PROFILE and not _is_dir(path.parent):
+                    self.known_sessions.discard(path.parent)  # recreated: announce it again
                 continue
             if kind == PROFILE:
                 if self.reported.get(path) != st and self.pending.get(path, (None,))[0] != st:
@@ -254,11 +263,14 @@ def iter_changes(
     stop: threading.Event | None = None,
     settle_s: float = 0.5,
     tick_s: float = 0.2,
+    since: float | None = None,
     on_error: Callable[[str], None] | None = None,
 ) -> Iterator[list[FollowEvent]]:
     """Yield non-empty batches of FollowEvents under `root` until `stop` is set.
 
-    Reports changes made after the call (what exists already is the caller's to discover).
+    Reports what changes once iteration begins, plus files modified at or after `since` (a
+    `time.time()`, e.g. when the caller listed the logdir, so nothing falls in between);
+    everything older is the caller's to discover.
     `tick_s` is how often pending profiles are re-checked; `on_error` hears why watching
     paused (root missing or unreadable), once per distinct reason.
     """
@@ -280,8 +292,10 @@ def iter_changes(
             stop.wait(1.0)  # only a missing root is polled: there is nothing to watch yet
             continue
         if not baselined:
-            tracker.baseline()
+            events = tracker.baseline(since)
             baselined = True
+            if events:
+                yield events
         else:  # back after a pause: what appeared meanwhile raised no file events
             events = tracker.notice(_walk(base)) + tracker.settle()
             if events:
@@ -319,9 +333,11 @@ class LogdirFollower:
         on_change: Callable[[list[FollowEvent]], None],
         *,
         settle_s: float = 0.5,
+        since: float | None = None,
         on_error: Callable[[str], None] | None = None,
     ) -> None:
         self.root = Path(root)
+        self.since = since
         self.on_change = on_change
         self.settle_s = settle_s
         self.on_error = on_error
@@ -333,7 +349,11 @@ class LogdirFollower:
         if stop is not None:
             self._stop = stop
         for events in iter_changes(
-            self.root, stop=self._stop, settle_s=self.settle_s, on_error=self.on_error
+            self.root,
+            stop=self._stop,
+            settle_s=self.settle_s,
+            since=self.since,
+            on_error=self.on_error,
         ):
             self.on_change(events)
 
