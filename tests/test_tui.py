@@ -181,3 +181,17 @@ async def test_r_starts_an_experiment_and_rows_turn_finished(tmp_path: Path) -> 
             timeout=60,
         )
         await _wait_for(pilot, lambda: "score" in _static_text(app, "#comparison"), timeout=20)
+
+
+async def test_prefetched_first_session_is_shown_without_a_second_analysis() -> None:
+    """launch() analyses the first session before Textual loads; the screen uses that result."""
+    from tui_prof.tui.launch import Prefetch
+
+    pre = Prefetch(SAMPLES).start()
+    pre.analysed.wait(30)
+    assert pre.summary is not None
+    app = TuiprofApp(SAMPLES, prefetch=pre)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _settle(pilot)
+        assert pre.used and pre.listing_used
+        assert f"{fmt_ms(pre.summary.average.step_time_ms)} ms" in _static_text(app, "#headline")

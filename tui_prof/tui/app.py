@@ -15,6 +15,7 @@ from tui_prof.tui.screens.help import HelpScreen
 
 if TYPE_CHECKING:
     from tui_prof.experiments.runner import Runner
+    from tui_prof.tui.launch import Prefetch
     from tui_prof.tui.screens.capture_dialog import CaptureRequest
     from tui_prof.tui.screens.start_dialog import StartRequest
 
@@ -35,16 +36,17 @@ class TuiprofApp(App[int]):
         Binding("c", "show('captures')", "Captures", id="captures", show=False),
     ]
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, prefetch: Prefetch | None = None) -> None:
         super().__init__()
         self.path = path
+        self.prefetch = prefetch
         self.sub_title = str(path)
         self.runners: dict[str, Runner] = {}
 
     def on_mount(self) -> None:
         from tui_prof.tui.screens.experiments import ExperimentsScreen
 
-        self.install_screen(BrowseScreen(self.path), "browse")
+        self.install_screen(BrowseScreen(self.path, self.prefetch), "browse")
         from tui_prof.tui.screens.captures import CapturesScreen
 
         self.install_screen(ExperimentsScreen(self.path), "experiments")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual import on, work
@@ -26,6 +27,9 @@ from tui_prof.tui.messages import (
 from tui_prof.tui.widgets.profile_tree import NodeData, ProfileTree
 from tui_prof.tui.widgets.session_view import SessionView
 
+if TYPE_CHECKING:
+    from tui_prof.tui.launch import Prefetch
+
 
 class BrowseScreen(Screen[None]):
     BINDINGS = [
@@ -39,9 +43,10 @@ class BrowseScreen(Screen[None]):
                 tooltip="Ignore official step markers and use tuiprof's own step finder"),
     ]
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, prefetch: Prefetch | None = None) -> None:
         super().__init__()
         self.root = root
+        self.prefetch = prefetch
         self.discovery: Discovery | None = None
         self.force_fallback = False
         self._cancel: threading.Event | None = None
@@ -92,6 +97,13 @@ class BrowseScreen(Screen[None]):
 
     @work(thread=True, exclusive=True, group="scan")
     def scan(self) -> None:
+        pre = self.prefetch
+        if pre is not None and not pre.listing_used:
+            pre.listing_used = True
+            pre.listed.wait()
+            if pre.discovery is not None:
+                self.post_message(LogdirScanned(pre.discovery))
+                return
         try:
             found = discover(self.root)
         except (FileNotFoundError, PermissionError) as exc:
@@ -144,6 +156,16 @@ class BrowseScreen(Screen[None]):
         from tui_prof.profiles.xplane import Cancelled, load_summary
 
         start = time.perf_counter()
+        pre = self.prefetch
+        if pre is not None and not pre.used and pre.listed.is_set() and pre.session == session:
+            pre.used = True  # started before Textual loaded: wait for it rather than redo it
+            pre.analysed.wait()
+            if pre.summary is not None and not fallback:
+                self.post_message(ProfileLoaded(session, pre.summary, time.perf_counter() - start))
+                return
+            if pre.error is not None and not fallback:
+                self.post_message(ProfileFailed(session, pre.error))
+                return
         try:
             summary = load_summary(
                 session, force_fallback=fallback, cancel=cancel,
