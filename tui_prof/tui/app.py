@@ -7,11 +7,11 @@ from typing import TYPE_CHECKING
 
 from textual.app import App
 from textual.binding import Binding
+from textual.screen import ModalScreen, Screen
 
 from tui_prof.tui.commands import TuiprofCommands
 from tui_prof.tui.messages import Captured, ExperimentsFound, RunnerEventArrived
 from tui_prof.tui.screens.browse import BrowseScreen
-from tui_prof.tui.screens.help import HelpScreen
 
 if TYPE_CHECKING:
     from tui_prof.experiments.runner import Runner
@@ -44,24 +44,34 @@ class TuiprofApp(App[int]):
         self.runners: dict[str, Runner] = {}
 
     def on_mount(self) -> None:
-        from tui_prof.tui.screens.experiments import ExperimentsScreen
-
         self.install_screen(BrowseScreen(self.path, self.prefetch), "browse")
-        from tui_prof.tui.screens.captures import CapturesScreen
-
-        self.install_screen(ExperimentsScreen(self.path), "experiments")
-        self.install_screen(CapturesScreen(), "captures")
         self.push_screen("browse")
+
+    def view(self, name: str) -> Screen[None]:
+        """A named view, made on first use: the first frame should not wait for views not shown."""
+        if not self.is_screen_installed(name):
+            if name == "experiments":
+                from tui_prof.tui.screens.experiments import ExperimentsScreen
+
+                self.install_screen(ExperimentsScreen(self.path), name)
+            elif name == "captures":
+                from tui_prof.tui.screens.captures import CapturesScreen
+
+                self.install_screen(CapturesScreen(), name)
+        return self.get_screen(name)
 
     def on_resize(self) -> None:
         self.screen.set_class(self.size.width < 100, "narrow")
 
     def action_show(self, name: str) -> None:
-        if self.screen is not self.get_screen(name) and not isinstance(self.screen, HelpScreen):
+        target = self.view(name)
+        if self.screen is not target and not isinstance(self.screen, ModalScreen):
             self.switch_screen(name)
             self.screen.set_class(self.size.width < 100, "narrow")
 
     def action_help(self) -> None:
+        from tui_prof.tui.screens.help import HelpScreen  # Markdown costs ~150 ms to import
+
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen())
 
@@ -80,7 +90,7 @@ class TuiprofApp(App[int]):
             return
         from tui_prof.experiments.runner import Runner
 
-        screen = self.get_screen("experiments")
+        screen = self.view("experiments")
         holder: dict[str, str] = {}
 
         def on_event(event: object) -> None:
@@ -100,7 +110,7 @@ class TuiprofApp(App[int]):
         from tui_prof.model import RUN_RUNNING
         from tui_prof.tui.widgets.run_table import RunTable
 
-        if self.screen is self.get_screen("experiments"):
+        if self.is_screen_installed("experiments") and self.screen is self.get_screen("experiments"):
             run = self.screen.query_one(RunTable).selected_run
             if run is not None and run.status == RUN_RUNNING and run.profiler_port:
                 return f"localhost:{run.profiler_port}", run.run_dir
@@ -116,7 +126,7 @@ class TuiprofApp(App[int]):
     def _capture(self, request: CaptureRequest | None) -> None:
         if request is None:
             return
-        screen = self.get_screen("captures")
+        screen = self.view("captures")
         self.action_show("captures")
         screen.start(request)  # type: ignore[attr-defined]
 
