@@ -186,3 +186,21 @@ def test_truncated_real_profile_raises_profile_error(tmp_path: Path) -> None:
 def test_missing_file_raises_profile_error(tmp_path: Path) -> None:
     with pytest.raises(ProfileError, match="cannot read"):
         XSpaceFile(tmp_path / "nope.xplane.pb")
+
+
+def test_short_last_event_stays_on_the_fast_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Record patterns near the end of a line still match (the scan pads the last window)."""
+    from tui_prof.profiles import xline_wire
+
+    def no_walk(*_a: object) -> None:
+        raise AssertionError("fell back to walking records one by one")
+
+    monkeypatch.setattr(xline_wire, "_chase", no_walk)
+    first = _field(1, 3) + _field(2, 100) + _field(3, 50) + _field(4, _field(1, 7) + _field(4, 99))
+    last = _field(1, 3) + _field(2, 300)  # six bytes, no stats, nothing after it
+    line = _field(1, 9) + _field(3, 1) + _field(4, first) + _field(4, last)
+    decoded = decode_line(line, {7: "correlation_id"}, frozenset(), {})
+    assert decoded is not None
+    le = decoded[1]
+    assert le.start_ps.tolist() == [1100, 1300] and le.end_ps.tolist() == [1150, 1300]
+    assert le.ints["correlation_id"].tolist() == [99, MISSING]

@@ -193,9 +193,11 @@ def _scan_chunks(arr: np.ndarray, patterns: list[list[tuple[int, np.ndarray | in
     temporaries, and callers that consume each window's hits at once bound their own."""
     span = max(off for pat in patterns for off, _ in pat) + 1
     n = len(arr)
-    for c0 in range(0, max(n - span + 1, 0), _CHUNK):
-        c1 = min(n - span + 1, c0 + _CHUNK)
+    for c0 in range(0, n, _CHUNK):
+        c1 = min(n, c0 + _CHUNK)
         window = arr[c0:c1 + span - 1]
+        if len(window) < c1 - c0 + span - 1:  # the line's end: pad, so short records still match
+            window = np.concatenate([window, np.zeros(c1 - c0 + span - 1 - len(window), np.uint8)])
         width = c1 - c0
         eq: dict[Any, np.ndarray] = {}
         found = []
