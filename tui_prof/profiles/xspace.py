@@ -1,10 +1,12 @@
 """Reading TensorFlow profiler files (`*.xplane.pb`, an XSpace) in bounded memory, without TensorFlow.
 
 Contract: a file is memory-mapped and its top level scanned by hand (XSpace field 1 is the
-repeated XPlane); each XPlane's fields are located the same way, and only one XLine at a time
-is handed to upb, so peak memory follows the largest line, not the file. Anything that is not
-a well-formed XSpace raises `ProfileError` with a one-line message. Names are decoded leniently
-(invalid UTF-8 becomes U+FFFD) because profilers write them unchecked.
+repeated XPlane); each XPlane's fields are located the same way. Metadata goes to upb; each
+XLine's events are decoded in place by xline_wire (numpy), one line at a time, its pages
+released after, so peak memory follows the largest line, not the file; upb parses any line
+the fast path declines. Anything that is not a well-formed XSpace raises `ProfileError` with a
+one-line message. Names are decoded leniently (invalid UTF-8 becomes U+FFFD) because profilers
+write them unchecked.
 """
 
 from __future__ import annotations
