@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sys
 import threading
+import time
 from pathlib import Path
 
 from tui_prof.model import ProfileError, ProfileSummary
@@ -20,6 +21,7 @@ class Prefetch:
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self.started_at = time.time()  # the follower reports anything written after this
         self.listed = threading.Event()
         self.analysed = threading.Event()
         self.discovery: Discovery | None = None

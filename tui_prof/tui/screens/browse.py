@@ -52,6 +52,7 @@ class BrowseScreen(Screen[None]):
         self._cancel: threading.Event | None = None
         self._current: Session | None = None
         self._follower: object | None = None
+        self._created = time.time()
 
     def compose(self) -> ComposeResult:
         yield Header(show_clock=False)
@@ -71,8 +72,10 @@ class BrowseScreen(Screen[None]):
             return
         from tui_prof.follow import LogdirFollower
 
+        # Anything written after the listing started is reported, so nothing falls between the two.
+        since = self.prefetch.started_at if self.prefetch is not None else self._created
         self._follower = LogdirFollower(
-            self.root, lambda events: self.post_message(LogdirChanged(events))
+            self.root, lambda events: self.post_message(LogdirChanged(events)), since=since
         ).start()
 
     def on_unmount(self) -> None:
