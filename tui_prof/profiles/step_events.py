@@ -132,25 +132,25 @@ def host_groups(lines: list, roots: dict[tuple[int, int], int],
             at.append(base[li] + i)
     prod_key, prod_at = np.concatenate(prod_key), np.concatenate(prod_at)
     cons_key, cons_at = np.concatenate(cons_key), np.concatenate(cons_at)
-    order = np.argsort(prod_key, kind="stable")
-    prod_key, prod_at = prod_key[order], prod_at[order]
+    keys = np.unique(prod_key)  # each link key once; a consumer joins its key's first step
+    prod_k = np.searchsorted(keys, prod_key)[::-1]  # reversed: the first producer writes last
+    prod_at = prod_at[::-1]
+    cons_k = np.minimum(np.searchsorted(keys, cons_key), max(len(keys) - 1, 0))
+    linked = (keys[cons_k] == cons_key) if len(keys) else np.zeros(len(cons_key), dtype=bool)
+    cons_k, cons_at = cons_k[linked], cons_at[linked]
+    dirty = set(range(len(lines)))
     for _ in range(64):
-        before = int((group >= 0).sum())
-        for li, le in enumerate(lines):
-            _nest(group[base[li]:base[li + 1]], le.start_ps, le.end_ps)
-        if len(prod_key) and len(cons_key):
-            # A consumer joins the step of the first grouped producer of its key.
-            owner = np.full(len(prod_key), -1, dtype=np.int64)
-            owner[:] = group[prod_at]
-            grouped = owner >= 0
-            keys, first = np.unique(prod_key[grouped], return_index=True)
-            pos = np.clip(np.searchsorted(keys, cons_key), 0, max(len(keys) - 1, 0))
-            hit = (len(keys) > 0) & (keys[pos] == cons_key) if len(keys) else np.zeros(0, bool)
-            if len(keys):
-                take = hit & (group[cons_at] < 0)
-                group[cons_at[take]] = owner[grouped][first][pos[take]]
-        if int((group >= 0).sum()) == before:
+        for li in sorted(dirty):
+            _nest(group[base[li]:base[li + 1]], lines[li].start_ps, lines[li].end_ps)
+        owner = np.full(len(keys), -1, dtype=np.int64)
+        grouped = group[prod_at] >= 0
+        owner[prod_k[grouped]] = group[prod_at[grouped]]
+        joins = (group[cons_at] < 0) & (owner[cons_k] >= 0)
+        if not joins.any():
             break
+        group[cons_at[joins]] = owner[cons_k[joins]]
+        dirty = set(np.searchsorted(base, cons_at[joins], side="right").tolist())
+        dirty = {li - 1 for li in dirty}
     return [group[base[li]:base[li + 1]] for li in range(len(lines))]
 
 

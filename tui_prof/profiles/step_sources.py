@@ -65,7 +65,7 @@ def _outermost(host: PlaneEvents, picked: list[tuple[int, int]]) -> list[tuple[i
 def _windows(host: PlaneEvents, picked: list[tuple[int, int]], *, numbered: bool) -> list[Window]:
     picked = _outermost(host, picked)
     picked.sort(key=lambda p: host.lines[p[0]].start_ps[p[1]])
-    nums = [int(host.lines[li].ints["step_num"][i]) for li, i in picked]
+    nums = [host.lines[li].ints.value("step_num", i) for li, i in picked]
     if not numbered or MISSING in nums or len(set(nums)) != len(nums):
         nums = list(range(len(picked)))
     return [Window(step=int(n), begin_ps=int(host.lines[li].start_ps[i]),

@@ -108,12 +108,22 @@ class LineEvents:
 
     def stats_of(self, i: int) -> dict[str, Any]:
         """Every asked-for stat of event i."""
-        out: dict[str, Any] = {}
-        for k in self.ints:
-            v = self.ints.value(k, i)
-            if v != MISSING:
-                out[k] = v
-        out.update({k: v[i] for k, v in self.texts.items() if i in v})
+        return self.stats_for(np.array([i])).get(i, {})
+
+    def stats_for(self, events: np.ndarray) -> dict[int, dict[str, Any]]:
+        """Every asked-for stat of these events (sorted indices), event by event."""
+        out: dict[int, dict[str, Any]] = {int(i): {} for i in events.tolist()}
+        for name in self.ints:
+            idx, val = self.ints.sparse(name)
+            if not len(idx) or not len(events):
+                continue
+            pos = np.minimum(np.searchsorted(idx, events), len(idx) - 1)
+            hit = idx[pos] == events
+            for i, v in zip(events[hit].tolist(), val[pos[hit]].tolist(), strict=True):
+                out[i][name] = v
+        for name, values in self.texts.items():
+            for i in out.keys() & values.keys():
+                out[i][name] = values[i]
         return out
 
 

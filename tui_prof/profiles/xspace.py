@@ -336,8 +336,7 @@ def read_plane(space: XSpaceFile, plane: PlaneRef, *, stats: Sequence[str] = (),
             if keep is not None:
                 le = le.subset(keep(le, picked))
                 picked = np.isin(le.metadata_id, wanted)
-            for i in np.flatnonzero(picked).tolist():
-                le.stats[i] = le.stats_of(i)
+            le.stats = le.stats_for(np.flatnonzero(picked))
             if len(le.start_ps):
                 lines.append(le)
         if tick:
