@@ -14,7 +14,8 @@ from google.protobuf.message import DecodeError
 
 from tui_prof.model import ProfileError
 from tui_prof.profiles import xplane_proto
-from tui_prof.profiles.xline_wire import MISSING, decode_line
+from tui_prof.profiles.line_events import MISSING
+from tui_prof.profiles.xline_wire import decode_line
 from tui_prof.profiles.xplane_proto import RAW_CLASSES, XSpace
 from tui_prof.profiles.xspace import (
     XSpaceFile,

@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from tui_prof.profiles.xline_wire import MISSING
+from tui_prof.profiles.line_events import MISSING
 
 # xprof's EventType values (event_span.h): where events overlap, the higher value owns the time.
 HOST_COMPUTE, HOST_COMPILE, HOST_TO_HOST, HOST_TO_DEVICE, HOST_PREPARE = 10, 60, 70, 80, 90

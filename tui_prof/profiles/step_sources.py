@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tui_prof.profiles.xline_wire import MISSING
+from tui_prof.profiles.line_events import MISSING
 from tui_prof.profiles.xspace import PlaneEvents
 
 _EXPLICIT_MARKER = re.compile(r"^(train|test|TraceContext)[^/]*$")

@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from tui_prof.model import CATEGORIES, ProfileError, StepBreakdown
+from tui_prof.profiles.line_events import MISSING
 from tui_prof.profiles.step_events import (
     CATEGORY_OF,
     DEVICE_COMPUTE_16,
@@ -41,7 +42,6 @@ from tui_prof.profiles.step_events import (
     types_of,
 )
 from tui_prof.profiles.step_sources import MARKER_CANDIDATE, Choice, choose_windows
-from tui_prof.profiles.xline_wire import MISSING
 from tui_prof.profiles.xspace import (
     Cancelled,
     LineEvents,

@@ -21,7 +21,8 @@ from typing import Any
 import numpy as np
 
 from tui_prof.model import ProfileError
-from tui_prof.profiles.xline_wire import LineEvents, StatColumns, decode_line
+from tui_prof.profiles.line_events import LineEvents, StatColumns
+from tui_prof.profiles.xline_wire import decode_line
 from tui_prof.profiles.xplane_proto import RAW_CLASSES
 
 HOST_PLANE_NAME = "/host:CPU"
