@@ -17,10 +17,9 @@ import numpy as np
 import pytest
 from conftest import GPU_LOGDIR, SAMPLES, needs_shared, official_overview, sample_session
 
-from tui_prof.model import CATEGORIES, ProfileError
+from tui_prof.model import CATEGORIES, Cancelled, ProfileError
 from tui_prof.profiles.steps import FoundSteps, find_steps
 from tui_prof.profiles.xplane_proto import XSpace
-from tui_prof.profiles.xspace import Cancelled
 
 GPU_FILE = GPU_LOGDIR / "plugins/profile/2020_demo/34.83.195.179_6003.xplane.pb"
 # The overview's per-step table columns, under our category names.

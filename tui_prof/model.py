@@ -210,6 +210,10 @@ class ProfileError(Exception):
     """A profile that cannot be read; the message is one line meant for the user."""
 
 
+class Cancelled(Exception):
+    """The caller's cancel event was set; every long analysis raises this one type."""
+
+
 # Run statuses, as the results store records them.
 RUN_PENDING = "pending"
 RUN_RUNNING = "running"

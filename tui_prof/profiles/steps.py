@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tui_prof.model import CATEGORIES, ProfileError, StepBreakdown
+from tui_prof.model import CATEGORIES, Cancelled, ProfileError, StepBreakdown
 from tui_prof.profiles.line_events import MISSING
 from tui_prof.profiles.step_events import (
     CATEGORY_OF,
@@ -43,7 +43,6 @@ from tui_prof.profiles.step_events import (
 )
 from tui_prof.profiles.step_sources import MARKER_CANDIDATE, Choice, choose_windows
 from tui_prof.profiles.xspace import (
-    Cancelled,
     LineEvents,
     PlaneEvents,
     XSpaceFile,

@@ -15,6 +15,7 @@ from pathlib import Path
 from tui_prof.model import (
     CATEGORIES,
     STEP_SOURCE_OFFICIAL,
+    Cancelled,
     Environment,
     ProfileError,
     ProfileSummary,
@@ -27,10 +28,6 @@ from tui_prof.profiles.discover import Session, discover, display_path, host_nam
 Progress = Callable[[float, str], None]
 
 OFFICIAL_DETAIL = "steps from TensorBoard's converter (official step markers)"
-
-
-class Cancelled(Exception):
-    """The caller's cancel event was set."""
 
 
 def _check(cancel: threading.Event | None) -> None:

@@ -291,10 +291,6 @@ def plane_summary(paths: Sequence[Path | str]) -> dict[str, Any]:
             "device_names": devices, "hosts": hosts}
 
 
-class Cancelled(Exception):
-    """The caller's cancel event was set while a profile was being read."""
-
-
 # tsl's derived lines ("Steps", "TensorFlow Ops", ...) use thread ids from 0xdeadbeef (as int32) up.
 _DERIVED_MIN = -559038737
 DERIVED_LINE_IDS = range(_DERIVED_MIN, _DERIVED_MIN + 64)
