@@ -32,6 +32,11 @@ def register(sub: Any) -> None:
         "--fallback", action="store_true",
         help="ignore official step markers and use tuiprof's own step finder (to cross-check it)",
     )
+    p.add_argument(
+        "--full", action="store_true",
+        help="always run TensorBoard's converter, even on profiles of $TUIPROF_LARGE_MB (200) MB "
+        "or more, which are otherwise read by tuiprof's streaming reader (no op/kernel tables)",
+    )
     p.set_defaults(func=run, format="rich")
 
 
@@ -105,11 +110,12 @@ def run(args: argparse.Namespace) -> int:
             if show_progress:
                 with console.status(label) as status:
                     summaries.append(load_summary(
-                        sess, use_cache=not args.no_cache, force_fallback=args.fallback,
+                        sess, use_cache=not args.no_cache, force_fallback=args.fallback, full=args.full,
                         progress=lambda f, m, st=status, lb=label: st.update(f"{lb}: {m} ({f:.0%})"),
                     ))
             else:
-                summaries.append(load_summary(sess, use_cache=not args.no_cache, force_fallback=args.fallback))
+                summaries.append(load_summary(sess, use_cache=not args.no_cache,
+                                              force_fallback=args.fallback, full=args.full))
         except ProfileError as exc:
             errors.append({"path": str(sess.path), "error": str(exc)})
             _err(f"{sess.path}: {exc}")

@@ -8,15 +8,20 @@ the summary says which step source it used. Never imports TensorFlow or textual.
 from __future__ import annotations
 
 import math
+import os
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from tui_prof.model import (
     CATEGORIES,
     STEP_SOURCE_OFFICIAL,
     Cancelled,
     Environment,
+    KernelStat,
+    OpStat,
+    Precision,
     ProfileError,
     ProfileSummary,
     StepAverage,
@@ -82,20 +87,51 @@ def session_of(path: str | Path) -> Session:
     return found[0]
 
 
+def large_profile_bytes() -> int:
+    """Sessions at least this big skip the converter unless asked (`TUIPROF_LARGE_MB`, default 200)."""
+    try:
+        return int(float(os.environ.get("TUIPROF_LARGE_MB", "200")) * 2**20)
+    except ValueError:
+        return 200 * 2**20
+
+
+def _own_steps(
+    paths: Sequence[Path], cancel: threading.Event | None, report: Progress, lo: float, hi: float
+) -> tuple[list[StepBreakdown], str, str, Any]:
+    """tuiprof's streaming step finder; (steps, source, detail, found-or-None)."""
+    from tui_prof.profiles.steps import find_steps
+
+    def sub_progress(f: float, m: str) -> None:
+        report(lo + (hi - lo) * f, m)
+
+    try:
+        found = find_steps(paths, cancel=cancel, progress=sub_progress)
+    except ProfileError as exc:
+        return [], "none", str(exc), None
+    return list(found.steps), found.source, found.detail, found
+
+
 def summarize_session(
     session: Session | str | Path,
     *,
     force_fallback: bool = False,
+    full: bool = False,
     cancel: threading.Event | None = None,
     progress: Progress | None = None,
 ) -> ProfileSummary:
-    """Analyse every host file of one session; raises ProfileError with a one-line reason."""
+    """Analyse every host file of one session; raises ProfileError with a one-line reason.
+
+    Sessions of `large_profile_bytes()` or more are read by tuiprof's streaming reader alone
+    (TensorBoard's converter needs about 11× the file's size in memory), unless `full`.
+    """
     if not isinstance(session, Session):
         session = session_of(session)
     report = progress or (lambda _f, _m: None)
     paths = [h.path for h in session.hosts]
     _validate(paths)
     _check(cancel)
+    if not full and session.size >= large_profile_bytes():
+        return _summarize_streaming(session, paths, cancel, report)
     report(0.05, "running TensorBoard's converter")
     tables = converter.convert(paths)
     _check(cancel)
@@ -107,19 +143,13 @@ def summarize_session(
         source, detail = STEP_SOURCE_OFFICIAL, OFFICIAL_DETAIL
     else:
         report(0.5, "no official step markers: finding steps in the raw events")
-        from tui_prof.profiles.steps import find_steps
-
-        def sub_progress(f: float, m: str) -> None:
-            report(0.5 + 0.45 * f, m)
-
-        try:
-            found = find_steps(paths, cancel=cancel, progress=sub_progress)
-            steps, source, detail = list(found.steps), found.source, found.detail
-        except ProfileError as exc:
-            source, detail = "none", str(exc)
-            warnings.append(f"No steps found: {exc}")
+        steps, source, detail, _ = _own_steps(paths, cancel, report, 0.5, 0.95)
+        why = "forced" if force_fallback else "TensorBoard's converter found no step markers"
+        if source == "none":
+            warnings.append(f"No steps found: {detail}")
+        else:
+            detail = f"{why}; {detail}"
     _check(cancel)
-    avg = average(steps)
     device_type = props.get("device_type") or props.get("hardware_type") or "Unknown"
     try:
         device_count = int(props.get("device_core_count", "0"))
@@ -129,24 +159,68 @@ def summarize_session(
     env = Environment(device_type=device_type, device_count=device_count, hosts=hosts)
     prec = tb_tables.precision(props) if device_type != "CPU" else None
     kernels = tb_tables.kernels(tables[converter.KERNEL_STATS])
-    tc = tb_tables.tensor_core_use(kernels)
-    verdict, flagged = advice.bottleneck(avg, device_type)
-    recs = advice.recommendations(flagged, device_type, prec, tc)
     report(1.0, "done")
+    return _assemble(session, steps, source, detail, env, prec, kernels,
+                     tb_tables.top_ops(tables[converter.OP_STATS]), warnings)
+
+
+def _summarize_streaming(
+    session: Session, paths: Sequence[Path], cancel: threading.Event | None, report: Progress
+) -> ProfileSummary:
+    """A large session: steps, breakdown, devices and 16-bit share from the raw events alone."""
+    from tui_prof.profiles.xspace import plane_summary
+
+    mb = session.size / 2**20
+    report(0.02, f"large profile ({mb:,.0f} MB): reading it with tuiprof's streaming reader")
+    steps, source, detail, found = _own_steps(paths, cancel, report, 0.05, 0.9)
+    _check(cancel)
+    planes = plane_summary(paths)
+    env = Environment(
+        device_type=planes["device_type"], device_count=planes["device_count"],
+        hosts=tuple(h.host for h in session.hosts), device_names=tuple(planes["device_names"]),
+    )
+    p16 = getattr(found, "device_compute_16bit_percent", None)
+    prec = Precision(p16, 100.0 - p16) if p16 is not None and env.device_type != "CPU" else None
+    warnings = [
+        f"Large profile ({mb:,.0f} MB): steps and breakdown read by tuiprof's streaming reader; "
+        "top ops and kernels need TensorBoard's converter (about 11× the file size in memory): "
+        "`tuiprof summary --full`."
+    ]
+    if source == "none":
+        warnings.append(f"No steps found: {detail}")
+    report(1.0, "done")
+    return _assemble(session, steps, source, detail, env, prec, [], [], warnings)
+
+
+def _assemble(
+    session: Session,
+    steps: list[StepBreakdown],
+    source: str,
+    detail: str,
+    env: Environment,
+    prec: Precision | None,
+    kernels: list[KernelStat],
+    ops: list[OpStat],
+    warnings: list[str],
+) -> ProfileSummary:
+    """The verdict and advice come from the same rules whichever reader found the numbers."""
+    avg = average(steps)
+    tc = tb_tables.tensor_core_use(kernels)
+    verdict, flagged = advice.bottleneck(avg, env.device_type)
     return ProfileSummary(
         path=display_path(session.path),
-        hosts=hosts,
+        hosts=env.hosts,
         step_source=source,
         step_source_detail=detail,
         steps=tuple(steps),
         average=avg,
         precision=prec,
         tensor_core=tc,
-        top_ops=tuple(tb_tables.top_ops(tables[converter.OP_STATS])),
+        top_ops=tuple(ops),
         kernels=tuple(kernels),
         environment=env,
         bottleneck=verdict,
-        recommendations=tuple(recs),
+        recommendations=tuple(advice.recommendations(flagged, env.device_type, prec, tc)),
         warnings=tuple(warnings),
     )
 
@@ -156,6 +230,7 @@ def load_summary(
     *,
     use_cache: bool = True,
     force_fallback: bool = False,
+    full: bool = False,
     cancel: threading.Event | None = None,
     progress: Progress | None = None,
 ) -> ProfileSummary:
@@ -165,11 +240,14 @@ def load_summary(
     sess = session
 
     def compute() -> ProfileSummary:
-        return summarize_session(sess, force_fallback=force_fallback, cancel=cancel, progress=progress)
+        return summarize_session(
+            sess, force_fallback=force_fallback, full=full, cancel=cancel, progress=progress
+        )
 
     if not use_cache:
         return compute()
-    return cache.cached_summary(sess, compute, variant="fallback" if force_fallback else "")
+    variant = ("fallback" if force_fallback else "") + ("full" if full else "")
+    return cache.cached_summary(sess, compute, variant=variant)
 
 
 __all__ = ["Cancelled", "average", "host_name", "load_summary", "session_of", "summarize_session"]

@@ -49,6 +49,7 @@ class BrowseScreen(Screen[None]):
         self.prefetch = prefetch
         self.discovery: Discovery | None = None
         self.force_fallback = False
+        self.full = False  # run the converter even on large profiles
         self._cancel: threading.Event | None = None
         self._current: Session | None = None
         self._follower: object | None = None
@@ -152,10 +153,10 @@ class BrowseScreen(Screen[None]):
         self._cancel = threading.Event()
         self._current = session
         self.query_one(SessionView).show_loading(session.name)
-        self._analyse(session, self._cancel, self.force_fallback)
+        self._analyse(session, self._cancel, self.force_fallback, self.full)
 
     @work(thread=True, exclusive=True, group="analyse", exit_on_error=False)
-    def _analyse(self, session: Session, cancel: threading.Event, fallback: bool) -> None:
+    def _analyse(self, session: Session, cancel: threading.Event, fallback: bool, full: bool) -> None:
         from tui_prof.profiles.xplane import Cancelled, load_summary
 
         start = time.perf_counter()
@@ -163,15 +164,15 @@ class BrowseScreen(Screen[None]):
         if pre is not None and not pre.used and pre.listed.is_set() and pre.session == session:
             pre.used = True  # started before Textual loaded: wait for it rather than redo it
             pre.analysed.wait()
-            if pre.summary is not None and not fallback:
+            if pre.summary is not None and not fallback and not full:
                 self.post_message(ProfileLoaded(session, pre.summary, time.perf_counter() - start))
                 return
-            if pre.error is not None and not fallback:
+            if pre.error is not None and not fallback and not full:
                 self.post_message(ProfileFailed(session, pre.error))
                 return
         try:
             summary = load_summary(
-                session, force_fallback=fallback, cancel=cancel,
+                session, force_fallback=fallback, full=full, cancel=cancel,
                 progress=lambda f, m: self.post_message(LoadProgressed(session, f, m)),
             )
         except Cancelled:
@@ -209,6 +210,14 @@ class BrowseScreen(Screen[None]):
 
     def action_tab(self, tab: str) -> None:
         self.query_one("#tabs").active = tab  # type: ignore[attr-defined]
+
+    def action_toggle_full(self) -> None:
+        self.full = not self.full
+        self.notify("Large profiles: TensorBoard's converter too (op and kernel tables; slow, memory-hungry)"
+                    if self.full else "Large profiles: tuiprof's streaming reader")
+        if self._current is not None:
+            current, self._current = self._current, None
+            self.load(current)
 
     def action_toggle_fallback(self) -> None:
         self.force_fallback = not self.force_fallback

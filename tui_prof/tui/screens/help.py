@@ -45,6 +45,9 @@ from running jobs with `a`, one breakdown bar per capture.
 - **16-bit share**: the part of device compute time in FP16/BF16 ops. **TensorCore**: kernel
   time on TensorCores.
 - Analyses are cached by file size and time; a changed file is analysed again.
+- Profiles of 200 MB or more (`TUIPROF_LARGE_MB`) are read by tuiprof's streaming reader: steps,
+  breakdown and 16-bit share in seconds and little memory, no op or kernel tables. The command
+  palette's "Toggle full analysis of large profiles" runs TensorBoard's converter on them too.
 
 Press `escape` or `?` to close.
 """
