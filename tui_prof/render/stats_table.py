@@ -149,8 +149,22 @@ def metric_view(m: MetricReport, baseline: str, *, legend: bool = True) -> Group
     return Group(*parts)
 
 
-def report_view(report: ComparisonReport) -> Group:
-    """The whole comparison: header, guard, failures, then each metric."""
+def pair_for_side_by_side(report: ComparisonReport) -> tuple[MetricReport, MetricReport] | None:
+    """The time metric and the quality metric a user weighs against each other, if both exist."""
+    times = [m for m in report.metrics if m.lower_is_better]
+    quality = [m for m in report.metrics if not m.lower_is_better]
+    if not times or not quality:
+        return None
+    preferred = next((m for m in times if m.name == "wall_time_s"), times[0])
+    return preferred, quality[0]
+
+
+def report_view(report: ComparisonReport, *, side_by_side: bool = False) -> Group:
+    """The whole comparison: header, guard, failures, then each metric.
+
+    With `side_by_side`, the time metric and the first quality metric (e.g. val_accuracy) come
+    first, next to each other, so "faster, but at what cost?" reads at a glance.
+    """
     head = Text("Experiment ", style="bold")
     head.append(report.experiment, style="bold cyan")
     head.append(f" · baseline {report.baseline} · {report.counted_runs} counted runs", style="")
@@ -159,7 +173,16 @@ def report_view(report: ComparisonReport) -> Group:
     status = runs_status_view(report)
     if status is not None:
         parts.append(status)
-    for i, m in enumerate(report.metrics):
+    metrics = list(report.metrics)
+    pair = pair_for_side_by_side(report) if side_by_side else None
+    if pair is not None:
+        grid = Table.grid(expand=True, padding=(0, 2))
+        grid.add_column(ratio=1)
+        grid.add_column(ratio=1)
+        grid.add_row(*(metric_view(m, report.baseline, legend=False) for m in pair))
+        parts += [Rule(style="dim"), grid]
+        metrics = [m for m in metrics if m not in pair]
+    for i, m in enumerate(metrics):
         parts.append(Rule(style="dim"))
-        parts.append(metric_view(m, report.baseline, legend=i == len(report.metrics) - 1))
+        parts.append(metric_view(m, report.baseline, legend=i == len(metrics) - 1))
     return Group(*parts)

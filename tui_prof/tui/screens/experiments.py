@@ -143,7 +143,9 @@ class ExperimentsScreen(Screen[None]):
             return
         from tui_prof.render.stats_table import report_view
 
-        target.update(report_view(message.report))
+        # Time and accuracy side by side where two box plots fit (each needs ~60 columns).
+        wide = self.query_one("#comparison-pane").size.width >= 120
+        target.update(report_view(message.report, side_by_side=wide))
 
     # -- live events ---------------------------------------------------------------------
     def on_runner_event_arrived(self, message: RunnerEventArrived) -> None:
