@@ -63,8 +63,14 @@ class BrowseScreen(Screen[None]):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.query_one(SessionView).show_message(f"Listing {self.root} …")
-        self.scan()
+        pre = self.prefetch
+        if pre is not None and pre.listed.is_set() and pre.discovery is not None:
+            # Listed (and maybe analysed) while Textual loaded: the first frame shows it.
+            pre.listing_used = True
+            self.on_logdir_scanned(LogdirScanned(pre.discovery))
+        else:
+            self.query_one(SessionView).show_message(f"Listing {self.root} …")
+            self.scan()
         self._follow()
 
     def _follow(self) -> None:
@@ -152,6 +158,16 @@ class BrowseScreen(Screen[None]):
             self._cancel.set()
         self._cancel = threading.Event()
         self._current = session
+        pre = self.prefetch
+        if (pre is not None and not pre.used and pre.session == session and pre.analysed.is_set()
+                and not self.force_fallback and not self.full):
+            pre.used = True  # analysed before the first frame: show it without a worker
+            if pre.summary is not None:
+                self.on_profile_loaded(ProfileLoaded(session, pre.summary, 0.0))
+                return
+            if pre.error is not None:
+                self.on_profile_failed(ProfileFailed(session, pre.error))
+                return
         self.query_one(SessionView).show_loading(session.name)
         self._analyse(session, self._cancel, self.force_fallback, self.full)
 
