@@ -144,7 +144,7 @@ class ExperimentsScreen(Screen[None]):
         from tui_prof.render.stats_table import report_view
 
         # Time and accuracy side by side where two box plots fit (each needs ~60 columns).
-        wide = self.query_one("#comparison-pane").size.width >= 120
+        wide = not self.has_class("narrow") and self.app.size.width >= 180
         target.update(report_view(message.report, side_by_side=wide))
 
     # -- live events ---------------------------------------------------------------------
