@@ -3,19 +3,22 @@
 The proof (issue 2): on profiles that carry official step markers, forcing the fallback gives the
 same step count and per-category averages within 5% of the converter's, or within 0.05 ms for
 categories too small for a relative bound to mean anything (0.05 ms is under 1% of every sample
-step here, and what a 0.1 ms-rounded overview could not show anyway). On Keras fit profiles,
-which the converter finds no steps in, the fallback finds one step per profiled batch.
+step here, and what a 0.1 ms-rounded overview could not show anyway). Profiles with more than 5
+steps, made at test time by replicating real ones, check that both drop the first and last step.
+On Keras fit profiles, which the converter finds no steps in, the fallback finds one step per
+profiled batch.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import shutil
 import threading
 from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import GPU_LOGDIR, SAMPLES, needs_shared, official_overview, sample_session
+from conftest import GPU_LOGDIR, REPO, SAMPLES, needs_shared, official_overview, sample_session
 
 from tui_prof.model import CATEGORIES, Cancelled, ProfileError
 from tui_prof.profiles.steps import FoundSteps, find_steps
@@ -65,6 +68,45 @@ def test_fallback_equals_converter_on_gpu_profile() -> None:
     assert found.source == "xprof_groups"
     _assert_matches_converter(found, _official([GPU_FILE]))
     assert round(found.device_compute_16bit_percent, 1) == 30.5  # the README's 30.5% 16-bit
+
+
+def _replicated(src: Path, out: Path, copies: int) -> Path:
+    """The benchmark's replicator: `copies` shifted copies of a profile's events, one file named
+    as `src` (the converter names hosts by file name)."""
+    spec = importlib.util.spec_from_file_location(
+        "make_large_profile", REPO / "benchmarks" / "make_large_profile.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.replicate(src, out, copies, 0.0)["path"]
+
+
+@needs_shared
+@pytest.mark.parametrize("copies", [5, 7])
+def test_many_gpu_steps_drop_the_edge_steps_as_the_converter_does(tmp_path: Path, copies: int) -> None:
+    """One step per copy of the GPU profile: above 5 steps the converter keeps all but the first
+    and the last, and so does the fallback (same step numbers, same averages)."""
+    path = _replicated(GPU_FILE, tmp_path, copies)
+    rows = _official([path])
+    found = find_steps([path])
+    assert found.source == "xprof_groups"
+    assert len(rows) == (copies if copies <= 5 else copies - 2)
+    assert [s.step for s in found.steps] == [int(r["stepnum"]) for r in rows]
+    _assert_matches_converter(found, rows)
+
+
+def test_many_cpu_steps_drop_the_edge_steps_as_the_converter_does(tmp_path: Path) -> None:
+    """Two copies of a 5-step custom loop: 10 marked steps, of which the converter keeps 8; so do
+    the markers and, forcing the last fallback, the train-step tf.function calls."""
+    src = next(sample_session("custom_loop").glob("*.xplane.pb"))
+    path = _replicated(src, tmp_path, 2)
+    rows = _official([path])
+    assert len(rows) == 8
+    found = find_steps([path])
+    assert found.source == "step_markers"
+    _assert_matches_converter(found, rows)
+    calls = find_steps([path], prefer_official_markers=False)
+    assert calls.source == "tf_function_calls"
+    assert len(calls.steps) == len(rows)
 
 
 def _raw_gpu_profile(tmp_path: Path) -> Path:

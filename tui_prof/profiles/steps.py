@@ -16,6 +16,8 @@ stats, an executor's step id for async IteratorGetNext), and so on. With devices
 events count (as in xprof 2.24): the kernels and copies whose launch (CUPTI correlation id) lies in
 the call tree; the step lasts from the first to the last of them on its busiest device. CPU-only,
 the call tree's host events count, and the marker's span is the step.
+Like the converter, a host with more than 5 well-formed steps loses its first and last (by group
+id, else by time), which may be cut by the profile's edges; not Keras' profiled batches (whole).
 Hosts of one session: the steps whose number every host has, each taken from its slowest host.
 """
 
@@ -53,6 +55,7 @@ from tui_prof.profiles.xspace import (
 Progress = Callable[[float, str], None]
 
 _DEVICE_STATS = ("correlation_id", "group_id")
+_DROP_EDGES_ABOVE = 5  # xprof's kDropIncomplteteStepThreshold
 # Host stats: those before "_p" mark steps and launches; the rest link a CPU-only step's threads.
 _HOST_STATS = ("step_num", "_r", "group_id", "tf_function_call", "correlation_id",
                "_p", "_pt", "_c", "_ct", "id", "iter_num")
@@ -80,12 +83,25 @@ class _HostResult:
     compute_ps: tuple[float, float]  # (16-bit, 32-bit) device compute
 
 
+def _complete(ok: np.ndarray, source: str) -> np.ndarray:
+    """The well-formed steps the converter keeps: with more than 5, not the first and the last
+    (xprof step_events_to_steps_db.cc, kDropIncomplteteStepThreshold: they may be cut by the
+    profile's start and end). Not for Keras' profiled batches: the callback starts and stops the
+    trace at batch boundaries, so its first and last batches are whole and are the ones asked for."""
+    kept = np.flatnonzero(ok)
+    if source == "keras_profiled_batch" or len(kept) <= _DROP_EDGES_ABOVE:
+        return ok
+    ok = ok.copy()
+    ok[[kept[0], kept[-1]]] = False
+    return ok
+
+
 def _step_dicts(numbers: list[int], span_ps: np.ndarray, owned: dict[int, np.ndarray],
                 ok: np.ndarray) -> dict[int, tuple[float, dict[str, float]]]:
     out = {}
     for k, num in enumerate(numbers):
         if not ok[k]:
-            continue  # xprof drops steps that are not "well formed"
+            continue  # xprof drops steps that are not "well formed", then the edge steps
         cats: dict[str, float] = dict.fromkeys(CATEGORIES, 0.0)
         for t, ps in owned.items():
             if t in CATEGORY_OF:
@@ -254,7 +270,7 @@ def _read_host(path: Path, prefer_official: bool, tick: Callable[[int], None]) -
         else:
             choice, numbers, span, owned, ok = _host_steps(host(), prefer_official)
         name = host_name(path, space)
-    steps = _step_dicts(numbers, span, owned, ok)
+    steps = _step_dicts(numbers, span, owned, _complete(ok, choice.source))
     if not steps:
         raise ProfileError(f"{name}: {len(numbers)} candidate steps ({choice.source}) but none "
                            "holds any compute")
