@@ -11,9 +11,15 @@ from tui_prof.tui.app import TuiprofApp
 
 
 async def _settle(pilot) -> None:
-    for _ in range(3):
+    """Until no worker has run for two rounds: workers here start workers (scan → compare)."""
+    quiet = 0
+    for _ in range(50):
+        busy = any(w.is_running for w in pilot.app.workers)
         await pilot.app.workers.wait_for_complete()
-        await pilot.pause()
+        await pilot.pause(0.05)
+        quiet = 0 if busy else quiet + 1
+        if quiet >= 2:
+            return
 
 
 def test_browse_80x24(snap_compare) -> None:
@@ -27,3 +33,12 @@ def test_browse_120x40_steps_tab(snap_compare) -> None:
         await pilot.pause()
 
     assert snap_compare(TuiprofApp(SAMPLES / "custom_loop"), terminal_size=(120, 40), run_before=steps_tab)
+
+
+def test_experiments_80x24(snap_compare) -> None:
+    async def experiments(pilot) -> None:
+        await _settle(pilot)
+        await pilot.press("e")
+        await _settle(pilot)
+
+    assert snap_compare(TuiprofApp(SAMPLES), terminal_size=(80, 24), run_before=experiments)

@@ -147,7 +147,9 @@ def check_comparability(
     """Compare the checked fields across `runs` (the ones that will be compared)."""
     wanted = set(intentional)
     per_run = [(r, _fields_of(r)) for r in runs]
-    names = sorted({k for _, f in per_run for k, v in f.items() if v is not None}, key=_order)
+    names = sorted(
+        {k for _, f in per_run for k, v in f.items() if v is not None}, key=lambda n: (_order(n), n)
+    )  # name breaks ties: set order varies between processes
     diffs: list[Difference] = []
     totals: dict[str, int] = {}
     for r in runs:
