@@ -195,3 +195,42 @@ async def test_prefetched_first_session_is_shown_without_a_second_analysis() -> 
         await _settle(pilot)
         assert pre.used and pre.listing_used
         assert f"{fmt_ms(pre.summary.average.step_time_ms)} ms" in _static_text(app, "#headline")
+
+
+async def test_capture_dialog_rejects_a_bad_address_in_one_line_and_stays_open(tmp_path: Path) -> None:
+    from tui_prof.tui.screens.capture_dialog import CaptureDialog
+
+    app = TuiprofApp(tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _settle(pilot)
+        await pilot.press("a")
+        await pilot.pause()
+        assert isinstance(app.screen, CaptureDialog)
+        app.screen.query_one("#address").value = "not an address"
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, CaptureDialog)
+        assert "bad address" in _static_text(app, "#capture-error")
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, CaptureDialog)
+
+
+async def test_capture_with_no_server_says_so(tmp_path: Path) -> None:
+    """A port nothing listens on (127.0.0.1 only): the Captures view reports it, nothing crashes."""
+    import socket
+
+    from tui_prof.tui.screens.captures import CapturesScreen
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    app = TuiprofApp(tmp_path)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await _settle(pilot)
+        await pilot.press("a")
+        await pilot.pause()
+        app.screen.query_one("#address").value = f"127.0.0.1:{port}"
+        await pilot.press("enter")
+        await _wait_for(pilot, lambda: isinstance(app.screen, CapturesScreen))
+        await _wait_for(pilot, lambda: "no profiler server" in _static_text(app, "#capture-status"), timeout=40)

@@ -4,14 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
 
 from tui_prof.capture import CaptureError, parse_addresses
+from tui_prof.tui.screens.form_dialog import FormDialog
 
 
 @dataclass(frozen=True)
@@ -23,9 +21,11 @@ class CaptureRequest:
     count: int | None
 
 
-class CaptureDialog(ModalScreen[CaptureRequest | None]):
+class CaptureDialog(FormDialog[CaptureRequest]):
     AUTO_FOCUS = "#address"
-    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+    PRIMARY = "capture"
+    ERROR = "#capture-error"
+    ERRORS = (ValueError, CaptureError)
 
     def __init__(self, address: str, logdir: str) -> None:
         super().__init__()
@@ -53,31 +53,15 @@ class CaptureDialog(ModalScreen[CaptureRequest | None]):
     def _value(self, wid: str) -> str:
         return self.query_one(f"#{wid}", Input).value.strip()
 
-    def _submit(self) -> None:
-        try:
-            addresses = parse_addresses(self._value("address"))
-            duration = int(self._value("duration") or "0")
-            if duration <= 0:
-                raise ValueError("duration must be a positive number of milliseconds")
-            every = float(self._value("every")) if self._value("every") else None
-            count = int(self._value("count")) if self._value("count") else None
-            if every is not None and every <= 0:
-                raise ValueError("every must be a positive number of seconds")
-            if not self._value("logdir"):
-                raise ValueError("a logdir is needed: the job writes the session there")
-        except (CaptureError, ValueError) as exc:
-            self.query_one("#capture-error", Static).update(Text(str(exc), style="bold red"))
-            return
-        self.dismiss(CaptureRequest(addresses, self._value("logdir"), duration, every, count))
-
-    def on_button_pressed(self, event: Button.Pressed) -> None:
-        if event.button.id == "capture":
-            self._submit()
-        else:
-            self.dismiss(None)
-
-    def on_input_submitted(self) -> None:
-        self._submit()
-
-    def action_cancel(self) -> None:
-        self.dismiss(None)
+    def validated(self) -> CaptureRequest:
+        addresses = parse_addresses(self._value("address"))
+        duration = int(self._value("duration") or "0")
+        if duration <= 0:
+            raise ValueError("duration must be a positive number of milliseconds")
+        every = float(self._value("every")) if self._value("every") else None
+        count = int(self._value("count")) if self._value("count") else None
+        if every is not None and every <= 0:
+            raise ValueError("every must be a positive number of seconds")
+        if not self._value("logdir"):
+            raise ValueError("a logdir is needed: the job writes the session there")
+        return CaptureRequest(addresses, self._value("logdir"), duration, every, count)

@@ -5,14 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
 
-from tui_prof.experiments.spec import ExperimentSpec, SpecError, check_executable, load_spec, select
+from tui_prof.experiments.spec import ExperimentSpec, check_executable, load_spec, select
+from tui_prof.tui.screens.form_dialog import FormDialog
 
 SPEC_CANDIDATES = ("tuiprof.toml", "examples/mixed_precision.toml")
 
@@ -30,9 +28,10 @@ def default_spec_path(base: Path) -> str:
     return "tuiprof.toml"
 
 
-class StartDialog(ModalScreen[StartRequest | None]):
+class StartDialog(FormDialog[StartRequest]):
     AUTO_FOCUS = "#spec"
-    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+    PRIMARY = "start"
+    ERROR = "#start-error"
 
     def __init__(self, spec_path: str) -> None:
         super().__init__()
@@ -52,31 +51,11 @@ class StartDialog(ModalScreen[StartRequest | None]):
                 yield Button("Start", variant="primary", id="start")
                 yield Button("Cancel", id="cancel")
 
-    def _validated(self) -> ExperimentSpec:
+    def validated(self) -> StartRequest:
         spec = load_spec(self.query_one("#spec", Input).value.strip())
         raw = self.query_one("#variants", Input).value
         variants = [v.strip() for v in raw.split(",") if v.strip()] or None
         reps = self.query_one("#repeats", Input).value.strip()
         spec = select(spec, variants=variants, repeats=int(reps) if reps else None)
         check_executable(spec)
-        return spec
-
-    def _submit(self) -> None:
-        try:
-            spec = self._validated()
-        except (SpecError, OSError, ValueError) as exc:
-            self.query_one("#start-error", Static).update(Text(str(exc), style="bold red"))
-            return
-        self.dismiss(StartRequest(spec))
-
-    def on_button_pressed(self, event: Button.Pressed) -> None:
-        if event.button.id == "start":
-            self._submit()
-        else:
-            self.dismiss(None)
-
-    def on_input_submitted(self) -> None:
-        self._submit()
-
-    def action_cancel(self) -> None:
-        self.dismiss(None)
+        return StartRequest(spec)
