@@ -48,3 +48,16 @@ def official_overview(paths: list[Path]) -> list[dict]:
             "overview_page", {"use_saved_result": False},
         )
     return json.loads(data)
+
+
+async def settle(pilot) -> None:
+    """Wait until no worker has run for two rounds (workers here start workers: scan → compare),
+    instead of sleeping."""
+    quiet = 0
+    for _ in range(50):
+        busy = any(w.is_running for w in pilot.app.workers)
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause(0.05)
+        quiet = 0 if busy else quiet + 1
+        if quiet >= 2:
+            return

@@ -5,21 +5,11 @@ Regenerate after an intended change: `python -m pytest tests/test_snapshots.py -
 
 from __future__ import annotations
 
-from conftest import SAMPLES, sample_session
+from conftest import SAMPLES, sample_session, settle
 
 from tui_prof.tui.app import TuiprofApp
 
-
-async def _settle(pilot) -> None:
-    """Until no worker has run for two rounds: workers here start workers (scan → compare)."""
-    quiet = 0
-    for _ in range(50):
-        busy = any(w.is_running for w in pilot.app.workers)
-        await pilot.app.workers.wait_for_complete()
-        await pilot.pause(0.05)
-        quiet = 0 if busy else quiet + 1
-        if quiet >= 2:
-            return
+_settle = settle
 
 
 def test_browse_80x24(snap_compare) -> None:

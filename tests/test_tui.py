@@ -6,7 +6,7 @@ import os
 import shutil
 from pathlib import Path
 
-from conftest import SAMPLES, sample_session
+from conftest import SAMPLES, sample_session, settle
 from textual.widgets import DataTable, Static
 
 from tui_prof.profiles.xplane import summarize_session
@@ -16,12 +16,7 @@ from tui_prof.tui.screens.help import HelpScreen
 from tui_prof.tui.widgets.profile_tree import ProfileTree
 from tui_prof.tui.widgets.session_view import StepBreakdownTable
 
-
-async def _settle(pilot) -> None:
-    """Wait for workers and the messages they posted, instead of sleeping."""
-    for _ in range(3):
-        await pilot.app.workers.wait_for_complete()
-        await pilot.pause()
+_settle = settle
 
 
 def _static_text(app: TuiprofApp, selector: str) -> str:
