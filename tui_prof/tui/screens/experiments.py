@@ -196,7 +196,9 @@ class ExperimentsScreen(Screen[None]):
     def _show_log(self, run: RunRecord) -> None:
         log = self.query_one("#run-log", RichLog)
         log.clear()
-        self.query_one("#log-title", Static).update(Text(f"Log: {run.variant} #{run.repeat + 1}  {run.log_path}"))
+        self.query_one("#log-title", Static).update(
+            Text(f"Log: {run.variant} #{run.repeat + 1}  {self._label(run.log_path)}")
+        )
         lines = self._log_lines.get(run.run_id)
         if lines is None:
             lines = _read_tail(run.log_path)
