@@ -19,14 +19,24 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
 )
 
 
+def _available(screen: object, action: str) -> bool:
+    """Screen actions are offered only on the screen that has them (the browse view's, mostly)."""
+    if not action.startswith("screen."):
+        return True
+    return hasattr(screen, "action_" + action.removeprefix("screen.").split("(")[0])
+
+
 class TuiprofCommands(Provider):
+    def _commands(self) -> list[tuple[str, str, str]]:
+        return [c for c in COMMANDS if _available(self.screen, c[1])]
+
     async def discover(self) -> Hits:
-        for name, action, help_text in COMMANDS:
+        for name, action, help_text in self._commands():
             yield DiscoveryHit(name, partial(self.app.run_action, action), help=help_text)
 
     async def search(self, query: str) -> Hits:
         matcher = self.matcher(query)
-        for name, action, help_text in COMMANDS:
+        for name, action, help_text in self._commands():
             score = matcher.match(name)
             if score > 0:
                 yield Hit(score, matcher.highlight(name), partial(self.app.run_action, action), help=help_text)
