@@ -10,7 +10,7 @@ from textual.binding import Binding
 from textual.screen import ModalScreen, Screen
 
 from tui_prof.tui.commands import TuiprofCommands
-from tui_prof.tui.messages import Captured, ExperimentsFound, RunnerEventArrived
+from tui_prof.tui.messages import Captured, ProfilesChanged, RunnerEventArrived
 from tui_prof.tui.screens.browse import BrowseScreen
 
 if TYPE_CHECKING:
@@ -133,7 +133,7 @@ class TuiprofApp(App[int]):
     def on_captured(self, message: Captured) -> None:
         self.get_screen("browse").scan()  # type: ignore[attr-defined]
 
-    def on_experiments_found(self, message: ExperimentsFound) -> None:
+    def on_profiles_changed(self, message: ProfilesChanged) -> None:
         """An experiment finished: its runs' profiles belong in the browse tree."""
         self.get_screen("browse").scan()  # type: ignore[attr-defined]
 

@@ -43,10 +43,14 @@ class LoadProgressed(Message):
 
 
 @dataclass
-class ExperimentsFound(Message):
-    """Experiment directories found under the open path (empty: just rescan)."""
+class ExperimentsFound(Message, bubble=False):
+    """Experiment directories found under the open path."""
 
     directories: tuple[str, ...]
+
+
+class ProfilesChanged(Message):
+    """New profiles were written (an experiment finished): the browse tree should list again."""
 
 
 @dataclass

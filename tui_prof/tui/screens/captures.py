@@ -101,7 +101,7 @@ class CapturesScreen(Screen[None]):
             self.points.append(StepBreakdown(n, s.average.step_time_ms, dict(s.average.breakdown_ms)))
             self.query_one("#capture-chart", Static).update(BreakdownBars(self.points, label_width=6))
         self.query_one("#capture-status", Static).update(Text(f"Captured {result.session_dir}"))
-        self.app.post_message(message)  # the browse tree shows the new session
+        # The message bubbles on to the app, which lists the browse tree again.
 
     def on_capture_ended(self, message: CaptureEnded) -> None:
         if message.error:

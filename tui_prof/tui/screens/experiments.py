@@ -21,7 +21,12 @@ from textual.widgets import DataTable, Footer, Header, RichLog, Select, Static
 from tui_prof.experiments import events as ev
 from tui_prof.experiments.store import DB_NAME, StoreError, load_experiment
 from tui_prof.model import RunRecord
-from tui_prof.tui.messages import ComparisonReady, ExperimentsFound, RunnerEventArrived
+from tui_prof.tui.messages import (
+    ComparisonReady,
+    ExperimentsFound,
+    ProfilesChanged,
+    RunnerEventArrived,
+)
 from tui_prof.tui.widgets.run_table import RunTable
 
 MAX_DEPTH = 6
@@ -175,7 +180,7 @@ class ExperimentsScreen(Screen[None]):
             counts = ", ".join(f"{n} {s}" for s, n in sorted(event.counts.items()))
             self.notify(f"Experiment finished: {counts}", title="tuiprof", markup=False)
             self.refresh_comparison()
-            self.app.post_message(ExperimentsFound(()))  # the tree may show new profiles
+            self.app.post_message(ProfilesChanged())  # its runs' profiles belong in the tree
 
     def _append(self, run_id: str, lines: list[str]) -> None:
         buf = self._log_lines.setdefault(run_id, [])
