@@ -96,7 +96,7 @@ class TuiprofApp(App[int]):
         def on_event(event: object) -> None:
             screen.post_message(RunnerEventArrived(holder["dir"], event))
 
-        runner = Runner.create(request.spec, on_event=on_event)
+        runner = Runner.create(request.spec, on_event=on_event, parallel=request.parallel)
         holder["dir"] = str(runner.experiment_dir)
         self.runners[holder["dir"]] = runner
         self.action_show("experiments")

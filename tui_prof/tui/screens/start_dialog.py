@@ -18,6 +18,7 @@ SPEC_CANDIDATES = ("tuiprof.toml", "examples/mixed_precision.toml")
 @dataclass(frozen=True)
 class StartRequest:
     spec: ExperimentSpec
+    parallel: int = 1  # runs at once (`tuiprof run --parallel`); the dialog leaves it at 1
 
 
 def default_spec_path(base: Path) -> str:
