@@ -229,3 +229,39 @@ async def test_capture_with_no_server_says_so(tmp_path: Path) -> None:
         await pilot.press("enter")
         await _wait_for(pilot, lambda: isinstance(app.screen, CapturesScreen))
         await _wait_for(pilot, lambda: "no profiler server" in _static_text(app, "#capture-status"), timeout=40)
+
+
+async def test_an_experiment_writing_outside_the_open_path_joins_the_tree(tmp_path: Path) -> None:
+    """Each run's profile appears in the browse tree, wherever the spec puts its output."""
+    import sys
+
+    from tui_prof.tui.widgets.run_table import RunTable
+
+    browse_root = tmp_path / "logs"
+    browse_root.mkdir()
+    src = next(sample_session("custom_loop").glob("*.xplane.pb"))
+    job = tmp_path / "job.py"
+    job.write_text(  # a job that "profiles" by copying a real profile into its run dir
+        "import os, shutil\n"
+        "d = os.path.join(os.environ['TUIPROF_RUN_DIR'], 'plugins', 'profile', 's1')\n"
+        "os.makedirs(d, exist_ok=True)\n"
+        f"shutil.copyfile({str(src)!r}, os.path.join(d, 'vm.xplane.pb'))\n"
+    )
+    spec = tmp_path / "tuiprof.toml"
+    spec.write_text(
+        f'name = "outside"\ncommand = ["{sys.executable}", "job.py"]\nrepeats = 1\n'
+        f'output = "{tmp_path / "elsewhere"}"\n[variants.a]\n'
+    )
+    app = TuiprofApp(browse_root)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _settle(pilot)
+        await pilot.press("r")
+        await pilot.pause()
+        app.screen.query_one("#spec").value = str(spec)
+        await pilot.click("#start")
+        table = app.view("experiments").query_one(RunTable)
+        await _wait_for(pilot, lambda: table.runs and all(r.status == "finished" for r in table.runs.values()),
+                        timeout=60)
+        browse = app.get_screen("browse")
+        await _wait_for(pilot, lambda: browse.discovery is not None and len(browse.discovery.sessions) == 1)
+        assert browse.discovery.runs[0].name.endswith("runs/a-r0")

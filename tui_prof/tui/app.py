@@ -135,7 +135,10 @@ class TuiprofApp(App[int]):
 
     def on_profiles_changed(self, message: ProfilesChanged) -> None:
         """An experiment finished: its runs' profiles belong in the browse tree."""
-        self.get_screen("browse").scan()  # type: ignore[attr-defined]
+        browse = self.get_screen("browse")
+        for directory in self.runners:
+            browse.add_root(Path(directory))  # type: ignore[attr-defined]
+        browse.scan()  # type: ignore[attr-defined]
 
     async def action_quit(self) -> None:
         if self.active_runs == 0:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -49,6 +50,7 @@ class BrowseScreen(Screen[None]):
         self.prefetch = prefetch
         self.discovery: Discovery | None = None
         self.force_fallback = False
+        self.extra_roots: list[Path] = []  # experiments of this session outside `root`
         self.full = False  # run the converter even on large profiles
         self._cancel: threading.Event | None = None
         self._current: Session | None = None
@@ -118,7 +120,25 @@ class BrowseScreen(Screen[None]):
             found = discover(self.root)
         except (FileNotFoundError, PermissionError) as exc:
             found = Discovery(self.root, (), (str(exc),))
+        for extra in list(self.extra_roots):
+            try:
+                more = discover(extra)
+            except OSError as exc:
+                found = Discovery(found.root, found.runs, (*found.problems, str(exc)))
+                continue
+            runs = tuple(replace(r, name=f"{extra.name}/{r.name}") for r in more.runs)
+            found = Discovery(found.root, found.runs + runs, found.problems + more.problems)
         self.post_message(LogdirScanned(found))
+
+    def add_root(self, directory: Path) -> None:
+        """Also list `directory` (an experiment started here that writes outside the open path)."""
+        try:
+            directory.resolve().relative_to(self.root.resolve())
+            inside = True
+        except ValueError:
+            inside = False
+        if not inside and directory not in self.extra_roots:
+            self.extra_roots.append(directory)
 
     def on_logdir_scanned(self, message: LogdirScanned) -> None:
         self.discovery = message.discovery

@@ -188,9 +188,13 @@ class ExperimentsScreen(Screen[None]):
         del buf[:-LOG_TAIL_LINES]
         selected = self.query_one(RunTable).selected_run
         if selected is not None and selected.run_id == run_id:
-            log = self.query_one("#run-log", RichLog)
-            for line in lines:
-                log.write(Text(line))
+            self._write_log(lines)
+
+    def _write_log(self, lines: list[str]) -> None:
+        """One write per batch, at most a tail's worth: RichLog renders and scrolls per write, and
+        a write per line kept four streaming runs' UI lagging > 100 ms (benchmarks/ui_responsiveness.py)."""
+        if lines:
+            self.query_one("#run-log", RichLog).write(Text("\n".join(lines[-LOG_TAIL_LINES:])))
 
     @on(DataTable.RowHighlighted, "#runs")
     def _run_highlighted(self, event: DataTable.RowHighlighted) -> None:
@@ -207,8 +211,7 @@ class ExperimentsScreen(Screen[None]):
         lines = self._log_lines.get(run.run_id)
         if lines is None:
             lines = _read_tail(run.log_path)
-        for line in lines:
-            log.write(Text(line))
+        self._write_log(lines)
 
     # -- actions -------------------------------------------------------------------------
     def action_stop_selected(self) -> None:
