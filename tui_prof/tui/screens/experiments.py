@@ -31,6 +31,11 @@ from tui_prof.tui.widgets.run_table import RunTable
 
 MAX_DEPTH = 6
 LOG_TAIL_LINES = 400
+# The live log is drawn at most every LIVE_FLUSH_S with at most LIVE_LINES_PER_FLUSH new lines: RichLog
+# renders each line as it is written (~0.1 ms a line here), so drawing all of four fast streams' output
+# stalled the screen > 100 ms at a time (benchmarks/ui_responsiveness.py). The run's log file has it all.
+LIVE_FLUSH_S = 0.1
+LIVE_LINES_PER_FLUSH = 50
 
 
 def find_experiments(root: Path, max_depth: int = MAX_DEPTH) -> list[Path]:
@@ -61,6 +66,8 @@ class ExperimentsScreen(Screen[None]):
         self.root = root
         self.current: str | None = None
         self._log_lines: dict[str, list[str]] = {}
+        self._pending: list[str] = []  # the selected run's lines not drawn yet
+        self._pending_skipped = 0
 
     def compose(self) -> ComposeResult:
         yield Header(show_clock=False)
@@ -76,6 +83,7 @@ class ExperimentsScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self.set_interval(1.0, self._tick)
+        self.set_interval(LIVE_FLUSH_S, self._flush_log)
         if self.current is not None:
             self.show_experiment(self.current)
         self.scan()
@@ -188,11 +196,20 @@ class ExperimentsScreen(Screen[None]):
         del buf[:-LOG_TAIL_LINES]
         selected = self.query_one(RunTable).selected_run
         if selected is not None and selected.run_id == run_id:
-            self._write_log(lines)
+            self._pending.extend(lines)
+            if len(self._pending) > LIVE_LINES_PER_FLUSH:
+                self._pending_skipped += len(self._pending) - LIVE_LINES_PER_FLUSH
+                del self._pending[:-LIVE_LINES_PER_FLUSH]
+
+    def _flush_log(self) -> None:
+        lines, skipped = self._pending, self._pending_skipped
+        self._pending, self._pending_skipped = [], 0
+        if skipped:
+            lines = [f"[tuiprof: {skipped} lines not shown here; the run's log file has them]", *lines]
+        self._write_log(lines)
 
     def _write_log(self, lines: list[str]) -> None:
-        """One write per batch, at most a tail's worth: RichLog renders and scrolls per write, and
-        a write per line kept four streaming runs' UI lagging > 100 ms (benchmarks/ui_responsiveness.py)."""
+        """One write per batch (RichLog renders and scrolls per write), at most a tail's worth."""
         if lines:
             self.query_one("#run-log", RichLog).write(Text("\n".join(lines[-LOG_TAIL_LINES:])))
 
@@ -205,6 +222,7 @@ class ExperimentsScreen(Screen[None]):
     def _show_log(self, run: RunRecord) -> None:
         log = self.query_one("#run-log", RichLog)
         log.clear()
+        self._pending, self._pending_skipped = [], 0
         self.query_one("#log-title", Static).update(
             Text(f"Log: {run.variant} #{run.repeat + 1}  {self._label(run.log_path)}")
         )
