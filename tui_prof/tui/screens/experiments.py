@@ -227,6 +227,9 @@ class ExperimentsScreen(Screen[None]):
             Text(f"Log: {run.variant} #{run.repeat + 1}  {self._label(run.log_path)}")
         )
         lines = self._log_lines.get(run.run_id)
+        runner = self.app.runners.get(self.current or "")  # type: ignore[attr-defined]
+        if lines is None and runner is not None and run.run_id in {*runner.active, *runner.pending}:
+            lines = []  # its runner sends every line from the first: the file's would come twice
         if lines is None:
             lines = _read_tail(run.log_path)
         self._write_log(lines)
