@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -46,6 +47,9 @@ class TuiprofApp(App[int]):
     def on_mount(self) -> None:
         self.install_screen(BrowseScreen(self.path, self.prefetch), "browse")
         self.push_screen("browse")
+        # Start-up objects (modules, CSS, widgets) live as long as the app: keeping them out of
+        # the collector's full passes removes ~100 ms pauses while runs stream output.
+        self.call_after_refresh(gc.freeze)
 
     def view(self, name: str) -> Screen[None]:
         """A named view, made on first use: the first frame should not wait for views not shown."""
