@@ -23,8 +23,16 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:  # in-process imports of tui_prof work from a plain checkout too
     sys.path.insert(1, str(REPO))
 OUT = REPO / "benchmarks" / "out"
-SHARED_GPU = (REPO.parent / "shared" / "traces" / "tf_gpu_multi_worker" / "plugins" / "profile" / "2020_demo"
-              / "34.83.195.179_6003.xplane.pb")
+SHARED_GPU = (
+    REPO.parent
+    / "shared"
+    / "traces"
+    / "tf_gpu_multi_worker"
+    / "plugins"
+    / "profile"
+    / "2020_demo"
+    / "34.83.195.179_6003.xplane.pb"
+)
 SAMPLE = REPO / "sample_traces" / "keras_fit_step_markers"
 PYTHON = sys.executable
 LOAD_AT_START = os.getloadavg()
@@ -56,8 +64,10 @@ def preflight(*modules: str) -> None:
 
     missing = [m for m in ("tui_prof", *modules) if importlib.util.find_spec(m) is None]
     if missing:
-        sys.exit(f"{PYTHON} cannot import {', '.join(missing)}: activate tuiprof's environment "
-                 "(. .venv/bin/activate) or pip install -e '.[dev,tf]' first")
+        sys.exit(
+            f"{PYTHON} cannot import {', '.join(missing)}: activate tuiprof's environment "
+            "(. .venv/bin/activate) or pip install -e '.[dev,tf]' first"
+        )
 
 
 def default_profile() -> Path:
@@ -89,7 +99,9 @@ class Sample:
     rc: int
 
 
-def run_timed(cmd: Sequence[str], *, env: dict[str, str] | None = None, timeout: float = 600) -> Sample:
+def run_timed(
+    cmd: Sequence[str], *, env: dict[str, str] | None = None, timeout: float = 600
+) -> Sample:
     """Run one child to completion; wall time from just before spawn, and that child's peak RSS.
 
     Peak RSS comes from GNU time (`/usr/bin/time -f %M`) where installed: the kernel counts a
@@ -97,7 +109,10 @@ def run_timed(cmd: Sequence[str], *, env: dict[str, str] | None = None, timeout:
     Without it, os.wait4's ru_maxrss, which can overstate a small child by this script's size.
     """
     timer = Path("/usr/bin/time")
-    with tempfile.NamedTemporaryFile("r", suffix=".rss") as rss_file, tempfile.TemporaryFile() as err_file:
+    with (
+        tempfile.NamedTemporaryFile("r", suffix=".rss") as rss_file,
+        tempfile.TemporaryFile() as err_file,
+    ):
         full = [str(timer), "-f", "%M", "-o", rss_file.name, *cmd] if timer.exists() else list(cmd)
         start = time.perf_counter()
         proc = subprocess.Popen(full, env=env, stdout=subprocess.DEVNULL, stderr=err_file, cwd=REPO)
@@ -116,10 +131,14 @@ def run_timed(cmd: Sequence[str], *, env: dict[str, str] | None = None, timeout:
         err_file.seek(0)
         err = err_file.read().decode(errors="replace")
         lines = rss_file.read().split()
-    rss_kb = float(lines[-1]) if timer.exists() and lines and lines[-1].isdigit() else usage.ru_maxrss
+    rss_kb = (
+        float(lines[-1]) if timer.exists() and lines and lines[-1].isdigit() else usage.ru_maxrss
+    )
     if proc.returncode != 0:
-        print(f"  ! {' '.join(map(str, cmd))[:120]} exited {proc.returncode}: {err.strip()[-400:]}",
-              file=sys.stderr)
+        print(
+            f"  ! {' '.join(map(str, cmd))[:120]} exited {proc.returncode}: {err.strip()[-400:]}",
+            file=sys.stderr,
+        )
     return Sample(elapsed, rss_kb / 1024, proc.returncode)
 
 
@@ -136,13 +155,18 @@ class Series:
         t = self.times
         rss = [s.peak_rss_mb for s in self.samples]
         return {
-            "median_s": statistics.median(t), "min_s": min(t), "max_s": max(t), "runs": len(t),
-            "peak_rss_mb_median": statistics.median(rss), "peak_rss_mb_max": max(rss),
+            "median_s": statistics.median(t),
+            "min_s": min(t),
+            "max_s": max(t),
+            "runs": len(t),
+            "peak_rss_mb_median": statistics.median(rss),
+            "peak_rss_mb_max": max(rss),
         }
 
 
-def interleaved(commands: dict[str, tuple[list[str], dict[str, str] | None]], runs: int,
-                warmup: int = 1) -> dict[str, Series]:
+def interleaved(
+    commands: dict[str, tuple[list[str], dict[str, str] | None]], runs: int, warmup: int = 1
+) -> dict[str, Series]:
     """Run each command `runs` times, alternating, so a busy neighbour slows all of them alike."""
     series = {name: Series(name) for name in commands}
     for _ in range(warmup):  # page cache and .pyc files, not measured
@@ -152,8 +176,10 @@ def interleaved(commands: dict[str, tuple[list[str], dict[str, str] | None]], ru
         for name, (cmd, env) in commands.items():
             s = run_timed(cmd, env=env)
             series[name].samples.append(s)
-            print(f"  run {i + 1}/{runs} {name}: {s.seconds * 1000:.0f} ms, peak {s.peak_rss_mb:.0f} MB",
-                  file=sys.stderr)
+            print(
+                f"  run {i + 1}/{runs} {name}: {s.seconds * 1000:.0f} ms, peak {s.peak_rss_mb:.0f} MB",
+                file=sys.stderr,
+            )
     return series
 
 
@@ -184,10 +210,12 @@ def machine() -> dict[str, object]:
 
 def git_state() -> dict[str, object]:
     """Which code was measured: the commit, and the package files that differed from it."""
+
     def git(*args: str) -> str:
         try:
-            return subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True,
-                                  timeout=10).stdout.rstrip("\n")
+            return subprocess.run(
+                ["git", *args], cwd=REPO, capture_output=True, text=True, timeout=10
+            ).stdout.rstrip("\n")
         except (OSError, subprocess.TimeoutExpired):
             return ""
 
@@ -205,5 +233,7 @@ def write_result(name: str, result: dict[str, object]) -> Path:
 
 def fmt_series(label: str, s: Series) -> str:
     st = s.stats()
-    return (f"{label:<44} median {st['median_s'] * 1000:8.0f} ms  (min {st['min_s'] * 1000:.0f}, "
-            f"max {st['max_s'] * 1000:.0f}, n={st['runs']})  peak RSS {st['peak_rss_mb_median']:.0f} MB")
+    return (
+        f"{label:<44} median {st['median_s'] * 1000:8.0f} ms  (min {st['min_s'] * 1000:.0f}, "
+        f"max {st['max_s'] * 1000:.0f}, n={st['runs']})  peak RSS {st['peak_rss_mb_median']:.0f} MB"
+    )

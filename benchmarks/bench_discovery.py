@@ -31,8 +31,15 @@ LIST_ONCE = (
 
 def make_logdir(root: Path, sessions: int, per_run: int = 20) -> None:
     for i in range(sessions):
-        run = root / "fit" / f"2026112{i // per_run // 10}-{i // per_run:04d}" / ("train" if i % 2 else "validation")
-        sess = run / "plugins" / "profile" / f"2026_11_22_17_{i // 60 % 60:02d}_{i % 60:02d}_{i:04d}"
+        run = (
+            root
+            / "fit"
+            / f"2026112{i // per_run // 10}-{i // per_run:04d}"
+            / ("train" if i % 2 else "validation")
+        )
+        sess = (
+            run / "plugins" / "profile" / f"2026_11_22_17_{i // 60 % 60:02d}_{i % 60:02d}_{i:04d}"
+        )
         sess.mkdir(parents=True, exist_ok=True)
         (sess / "worker0.xplane.pb").write_bytes(b"\x0a\x00" * 32)
         if i % 10 == 0:  # a few multi-host sessions
@@ -63,21 +70,44 @@ def main() -> int:
             t = time.perf_counter()
             discover(root)
             times.append(time.perf_counter() - t)
-        proc = interleaved({
-            "discover_process": ([PYTHON, "-c", LIST_ONCE, str(root), str(args.sessions)], quiet_env()),
-            "python_startup": ([PYTHON, "-c", "pass"], quiet_env()),
-        }, args.runs)
-    in_proc = {"median_s": statistics.median(times), "min_s": min(times), "max_s": max(times), "runs": len(times)}
+        proc = interleaved(
+            {
+                "discover_process": (
+                    [PYTHON, "-c", LIST_ONCE, str(root), str(args.sessions)],
+                    quiet_env(),
+                ),
+                "python_startup": ([PYTHON, "-c", "pass"], quiet_env()),
+            },
+            args.runs,
+        )
+    in_proc = {
+        "median_s": statistics.median(times),
+        "min_s": min(times),
+        "max_s": max(times),
+        "runs": len(times),
+    }
     pst = proc["discover_process"].stats()
     print()
-    print(f"discover() of {args.sessions} sessions ({len(found.runs)} runs), in process: "
-          f"median {in_proc['median_s'] * 1000:.1f} ms (min {in_proc['min_s'] * 1000:.1f}, "
-          f"max {in_proc['max_s'] * 1000:.1f})")
-    print(f"whole process (python + import + list): median {pst['median_s'] * 1000:.0f} ms "
-          f"(min {pst['min_s'] * 1000:.0f}, max {pst['max_s'] * 1000:.0f}); "
-          f"bare python {proc['python_startup'].stats()['median_s'] * 1000:.0f} ms")
-    write_result("discovery", {"sessions": args.sessions, "runs_found": len(found.runs), "in_process": in_proc,
-                               "process": {n: s.stats() for n, s in proc.items()}, "cwd": str(REPO)})
+    print(
+        f"discover() of {args.sessions} sessions ({len(found.runs)} runs), in process: "
+        f"median {in_proc['median_s'] * 1000:.1f} ms (min {in_proc['min_s'] * 1000:.1f}, "
+        f"max {in_proc['max_s'] * 1000:.1f})"
+    )
+    print(
+        f"whole process (python + import + list): median {pst['median_s'] * 1000:.0f} ms "
+        f"(min {pst['min_s'] * 1000:.0f}, max {pst['max_s'] * 1000:.0f}); "
+        f"bare python {proc['python_startup'].stats()['median_s'] * 1000:.0f} ms"
+    )
+    write_result(
+        "discovery",
+        {
+            "sessions": args.sessions,
+            "runs_found": len(found.runs),
+            "in_process": in_proc,
+            "process": {n: s.stats() for n, s in proc.items()},
+            "cwd": str(REPO),
+        },
+    )
     return 0
 
 

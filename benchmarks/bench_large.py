@@ -46,7 +46,7 @@ from make_large_profile import replicate
 STEP_FINDER_ALONE = (
     "import sys\n"
     "from pathlib import Path\n"
-    "from tui_prof.profiles.steps import find_steps\n"
+    "from tui_prof.profiles.xplane.steps import find_steps\n"
     "found = find_steps([Path(sys.argv[1])])\n"
     "assert found.steps, 'no steps'\n"
 )
@@ -61,8 +61,11 @@ def large_profile(size_mb: float, regen: bool) -> Path:
         old.unlink()
     t = time.perf_counter()
     info = replicate(default_profile(), base, None, size_mb * 1e6)
-    print(f"made {info['path']} ({info['bytes'] / 1e6:.0f} MB, {info['copies']} copies) "
-          f"in {time.perf_counter() - t:.0f} s", file=sys.stderr)
+    print(
+        f"made {info['path']} ({info['bytes'] / 1e6:.0f} MB, {info['copies']} copies) "
+        f"in {time.perf_counter() - t:.0f} s",
+        file=sys.stderr,
+    )
     return Path(info["path"])
 
 
@@ -78,8 +81,14 @@ def progress_lines(path: Path, env: dict[str, str], timeout: float = 300) -> dic
     master, slave = os.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 160, 0, 0))
     t0 = time.perf_counter()
-    proc = subprocess.Popen(tuiprof_cmd("summary", str(path), "--no-cache"), stdin=slave, stdout=slave,
-                            stderr=slave, env=dict(env, TERM="xterm-256color"), start_new_session=True)
+    proc = subprocess.Popen(
+        tuiprof_cmd("summary", str(path), "--no-cache"),
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        env=dict(env, TERM="xterm-256color"),
+        start_new_session=True,
+    )
     os.close(slave)
     seen: dict[str, float] = {}
     buf = b""
@@ -100,7 +109,11 @@ def progress_lines(path: Path, env: dict[str, str], timeout: float = 300) -> dic
         os.killpg(proc.pid, signal.SIGTERM)
     proc.wait()
     os.close(master)
-    return {"messages_first_seen_s": seen, "exit": proc.returncode, "seconds": time.perf_counter() - t0}
+    return {
+        "messages_first_seen_s": seen,
+        "exit": proc.returncode,
+        "seconds": time.perf_counter() - t0,
+    }
 
 
 def main() -> int:
@@ -118,27 +131,44 @@ def main() -> int:
     commands = {
         "converter_alone": ([PYTHON, "-c", CONVERTER_ALONE, str(f)], env),
         "tuiprof_summary": (tuiprof_cmd("summary", str(f), "--json", "--no-cache"), env),
-        "tuiprof_fallback": (tuiprof_cmd("summary", str(f), "--json", "--no-cache", "--fallback"), env),
+        "tuiprof_fallback": (
+            tuiprof_cmd("summary", str(f), "--json", "--no-cache", "--fallback"),
+            env,
+        ),
     }
-    if importlib.util.find_spec("tui_prof.profiles.steps") is not None:
+    if importlib.util.find_spec("tui_prof.profiles.xplane.steps") is not None:
         commands["step_finder_alone"] = ([PYTHON, "-c", STEP_FINDER_ALONE, str(f)], env)
     series = interleaved(commands, args.runs, warmup=0)
     progress = None if args.no_progress_check else progress_lines(f, env)
     conv = series["converter_alone"]
     ratios = {name: ratio(s, conv) for name, s in series.items() if name != "converter_alone"}
-    mem = {name: s.stats()["peak_rss_mb_median"] / conv.stats()["peak_rss_mb_median"] for name, s in series.items()}
+    mem = {
+        name: s.stats()["peak_rss_mb_median"] / conv.stats()["peak_rss_mb_median"]
+        for name, s in series.items()
+    }
     print()
     for name, s in series.items():
         print(fmt_series(name, s))
     for name, r in ratios.items():
-        print(f"{name} / converter: time {r['of_medians']:.2f}x (per round {r['per_round_min']:.2f}-"
-              f"{r['per_round_max']:.2f}), peak memory {mem[name]:.2f}x")
+        print(
+            f"{name} / converter: time {r['of_medians']:.2f}x (per round {r['per_round_min']:.2f}-"
+            f"{r['per_round_max']:.2f}), peak memory {mem[name]:.2f}x"
+        )
     if progress is not None:
-        print(f"progress shown by `tuiprof summary` on a terminal: {progress['messages_first_seen_s']}")
-    write_result("large", {"profile": str(f), "profile_bytes": f.stat().st_size,
-                           "series": {n: s.stats() for n, s in series.items()},
-                           "time_ratio_over_converter": ratios, "memory_ratio_over_converter": mem,
-                           "progress": progress})
+        print(
+            f"progress shown by `tuiprof summary` on a terminal: {progress['messages_first_seen_s']}"
+        )
+    write_result(
+        "large",
+        {
+            "profile": str(f),
+            "profile_bytes": f.stat().st_size,
+            "series": {n: s.stats() for n, s in series.items()},
+            "time_ratio_over_converter": ratios,
+            "memory_ratio_over_converter": mem,
+            "progress": progress,
+        },
+    )
     return 0
 
 

@@ -36,7 +36,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import PYTHON, REPO, SAMPLE, SHARED_GPU, preflight, tuiprof_cmd, write_result
 
-ANSI = re.compile(rb"\x1b\[[0-9;?<>=$ ]*[A-Za-z@~]|\x1b[()][0-9A-Za-z]|\x1b[=>]|\x1b\][^\x07\x1b]*(\x07|\x1b\\)")
+ANSI = re.compile(
+    rb"\x1b\[[0-9;?<>=$ ]*[A-Za-z@~]|\x1b[()][0-9A-Za-z]|\x1b[=>]|\x1b\][^\x07\x1b]*(\x07|\x1b\\)"
+)
 HEADLINE_MARKS = (b"per step", b"No steps found")
 MINIMAL_APP = (
     "from textual.app import App\n"
@@ -53,8 +55,9 @@ def pty_time_to_text(cmd: list[str], env: dict[str, str], timeout: float = 60.0)
     master, slave = os.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdin=slave, stdout=slave, stderr=slave, env=env, cwd=REPO,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        cmd, stdin=slave, stdout=slave, stderr=slave, env=env, cwd=REPO, start_new_session=True
+    )
     os.close(slave)
     buf = b""
     found = float("nan")
@@ -82,14 +85,23 @@ def pty_time_to_text(cmd: list[str], env: dict[str, str], timeout: float = 60.0)
             proc.wait()
         os.close(master)
     if found != found:
-        print(f"  ! no headline within {timeout:.0f} s: {ANSI.sub(b'', buf)[-300:]!r}", file=sys.stderr)
+        print(
+            f"  ! no headline within {timeout:.0f} s: {ANSI.sub(b'', buf)[-300:]!r}",
+            file=sys.stderr,
+        )
     return found
 
 
 def headless_time(path: Path, env: dict[str, str]) -> dict[str, float]:
     env = dict(env, BENCH_T0=repr(time.time()))
-    out = subprocess.run([PYTHON, str(REPO / "benchmarks" / "_first_paint.py"), str(path)], env=env,
-                         capture_output=True, text=True, cwd=REPO, timeout=120)
+    out = subprocess.run(
+        [PYTHON, str(REPO / "benchmarks" / "_first_paint.py"), str(path)],
+        env=env,
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=120,
+    )
     line = out.stdout.strip().splitlines()[-1] if out.stdout.strip() else "{}"
     result = json.loads(line)
     if "headline_s" not in result:
@@ -102,7 +114,7 @@ def cached_load_times(path: Path, cache: str, n: int = 30) -> dict[str, float]:
     os.environ["TUIPROF_CACHE_DIR"] = cache
     t = time.perf_counter()
     from tui_prof.profiles.discover import discover
-    from tui_prof.profiles.xplane import load_summary
+    from tui_prof.profiles.load import load_summary
 
     imports = time.perf_counter() - t
     session = discover(path).sessions[0]
@@ -114,16 +126,27 @@ def cached_load_times(path: Path, cache: str, n: int = 30) -> dict[str, float]:
         t = time.perf_counter()
         load_summary(session)
         times.append(time.perf_counter() - t)
-    return {"imports_s": imports, "first_call_s": first, "median_s": statistics.median(times),
-            "min_s": min(times), "max_s": max(times), "runs": n}
+    return {
+        "imports_s": imports,
+        "first_call_s": first,
+        "median_s": statistics.median(times),
+        "min_s": min(times),
+        "max_s": max(times),
+        "runs": n,
+    }
 
 
 def summarise(values: list[float]) -> dict[str, float]:
     ok = [v for v in values if v == v]
     if not ok:
         return {"median_s": float("nan"), "runs": 0, "failed": len(values)}
-    return {"median_s": statistics.median(ok), "min_s": min(ok), "max_s": max(ok), "runs": len(ok),
-            "failed": len(values) - len(ok)}
+    return {
+        "median_s": statistics.median(ok),
+        "min_s": min(ok),
+        "max_s": max(ok),
+        "runs": len(ok),
+        "failed": len(values) - len(ok),
+    }
 
 
 def main() -> int:
@@ -136,21 +159,39 @@ def main() -> int:
     preflight("textual")
     path = args.path.resolve()
     print(f"opening: {path}", file=sys.stderr)
-    base_env = dict(os.environ, TERM="xterm-256color", COLUMNS="120", LINES="40", TF_CPP_MIN_LOG_LEVEL="3")
+    base_env = dict(
+        os.environ, TERM="xterm-256color", COLUMNS="120", LINES="40", TF_CPP_MIN_LOG_LEVEL="3"
+    )
     base_env.pop("NO_COLOR", None)
-    results: dict[str, list[float]] = {k: [] for k in
-                                       ("minimal_textual_pty", "pty_cold", "pty_warm", "headless_cold",
-                                        "headless_warm", "headless_first_frame_cold")}
+    results: dict[str, list[float]] = {
+        k: []
+        for k in (
+            "minimal_textual_pty",
+            "pty_cold",
+            "pty_warm",
+            "headless_cold",
+            "headless_warm",
+            "headless_first_frame_cold",
+        )
+    }
     with tempfile.TemporaryDirectory(prefix="tuiprof-bench-") as tmp:
         warm = os.path.join(tmp, "warm")
         warm_env = dict(base_env, TUIPROF_CACHE_DIR=warm)
         # Fill the warm cache (and the page cache, .pyc files) once, unmeasured.
-        subprocess.run(tuiprof_cmd("summary", str(path), "--json"), env=warm_env, cwd=REPO,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+        subprocess.run(
+            tuiprof_cmd("summary", str(path), "--json"),
+            env=warm_env,
+            cwd=REPO,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            check=False,
+        )
         pty_time_to_text([PYTHON, "-c", MINIMAL_APP], base_env)
         for i in range(args.runs):
             cold_env = dict(base_env, TUIPROF_CACHE_DIR=os.path.join(tmp, f"cold{i}"))
-            results["minimal_textual_pty"].append(pty_time_to_text([PYTHON, "-c", MINIMAL_APP], base_env))
+            results["minimal_textual_pty"].append(
+                pty_time_to_text([PYTHON, "-c", MINIMAL_APP], base_env)
+            )
             results["pty_cold"].append(pty_time_to_text(tuiprof_cmd(str(path)), cold_env))
             results["pty_warm"].append(pty_time_to_text(tuiprof_cmd(str(path)), warm_env))
             if not args.no_headless:
@@ -160,17 +201,24 @@ def main() -> int:
                 results["headless_cold"].append(hc.get("headline_s", float("nan")))
                 results["headless_first_frame_cold"].append(hc.get("first_frame_s", float("nan")))
                 results["headless_warm"].append(hw.get("headline_s", float("nan")))
-            print(f"  round {i + 1}/{args.runs}: " + ", ".join(
-                f"{k} {v[-1] * 1000:.0f} ms" for k, v in results.items() if v), file=sys.stderr)
+            print(
+                f"  round {i + 1}/{args.runs}: "
+                + ", ".join(f"{k} {v[-1] * 1000:.0f} ms" for k, v in results.items() if v),
+                file=sys.stderr,
+            )
         cached = cached_load_times(path, warm)
     stats = {k: summarise(v) for k, v in results.items() if v}
     print()
     for k, st in stats.items():
         if st["runs"]:
-            print(f"{k:<28} median {st['median_s'] * 1000:7.0f} ms  (min {st['min_s'] * 1000:.0f}, "
-                  f"max {st['max_s'] * 1000:.0f}, n={st['runs']})")
-    print(f"{'load_summary from cache':<28} median {cached['median_s'] * 1000:7.1f} ms  "
-          f"(first call in a process {cached['first_call_s'] * 1000:.1f} ms, imports {cached['imports_s'] * 1000:.0f} ms)")
+            print(
+                f"{k:<28} median {st['median_s'] * 1000:7.0f} ms  (min {st['min_s'] * 1000:.0f}, "
+                f"max {st['max_s'] * 1000:.0f}, n={st['runs']})"
+            )
+    print(
+        f"{'load_summary from cache':<28} median {cached['median_s'] * 1000:7.1f} ms  "
+        f"(first call in a process {cached['first_call_s'] * 1000:.1f} ms, imports {cached['imports_s'] * 1000:.0f} ms)"
+    )
     print("aims: first numbers < 500 ms; cached analysis < 100 ms")
     write_result("startup", {"path": str(path), "series": stats, "cached_load_summary": cached})
     return 0

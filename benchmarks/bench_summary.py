@@ -38,16 +38,24 @@ from _common import (
 # its start-up imported nothing else.
 CORE_ONLY = (
     "import json, sys\n"
-    "from tui_prof.profiles.xplane import load_summary\n"
+    "from tui_prof.profiles.load import load_summary\n"
     "print(json.dumps({'sessions': [load_summary(sys.argv[1], use_cache=False).to_dict()]}))\n"
 )
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("file", nargs="?", type=Path, default=None, help="an .xplane.pb (default: the 8-GPU profile)")
+    ap.add_argument(
+        "file",
+        nargs="?",
+        type=Path,
+        default=None,
+        help="an .xplane.pb (default: the 8-GPU profile)",
+    )
     ap.add_argument("--runs", type=int, default=7)
-    ap.add_argument("--fallback", action="store_true", help="also time `tuiprof summary --fallback`")
+    ap.add_argument(
+        "--fallback", action="store_true", help="also time `tuiprof summary --fallback`"
+    )
     args = ap.parse_args()
     preflight("xprof")
     f = (args.file or default_profile()).resolve()
@@ -63,21 +71,29 @@ def main() -> int:
             "python_startup": ([PYTHON, "-c", "pass"], env),
         }
         if args.fallback:
-            commands["tuiprof_fallback"] = (tuiprof_cmd("summary", str(f), "--json", "--no-cache", "--fallback"), env)
+            commands["tuiprof_fallback"] = (
+                tuiprof_cmd("summary", str(f), "--json", "--no-cache", "--fallback"),
+                env,
+            )
         series = interleaved(commands, args.runs)
     r = ratio(series["tuiprof_summary"], series["converter_alone"])
     print()
     for name, s in series.items():
         print(fmt_series(name, s))
-    print(f"tuiprof / converter: {r['of_medians']:.2f}x (per-round median {r['per_round_median']:.2f}, "
-          f"min {r['per_round_min']:.2f}, max {r['per_round_max']:.2f}); aim <= 1.5x")
+    print(
+        f"tuiprof / converter: {r['of_medians']:.2f}x (per-round median {r['per_round_median']:.2f}, "
+        f"min {r['per_round_min']:.2f}, max {r['per_round_max']:.2f}); aim <= 1.5x"
+    )
     result: dict[str, object] = {
-        "profile": str(f), "profile_bytes": f.stat().st_size,
+        "profile": str(f),
+        "profile_bytes": f.stat().st_size,
         "series": {n: s.stats() for n, s in series.items()},
         "ratio_tuiprof_over_converter": r,
     }
     if "tuiprof_fallback" in series:
-        result["ratio_fallback_over_converter"] = ratio(series["tuiprof_fallback"], series["converter_alone"])
+        result["ratio_fallback_over_converter"] = ratio(
+            series["tuiprof_fallback"], series["converter_alone"]
+        )
     write_result("summary", result)
     return 0
 

@@ -58,9 +58,13 @@ def tensorboard_once(logdir: Path, timeout: float = 120) -> dict[str, float | bo
     port = free_port()
     tb = Path(PYTHON).parent / "tensorboard"
     t0 = time.perf_counter()
-    proc = subprocess.Popen([str(tb), "--logdir", str(logdir), "--host", "127.0.0.1", "--port", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=logdir,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [str(tb), "--logdir", str(logdir), "--host", "127.0.0.1", "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        cwd=logdir,
+        start_new_session=True,
+    )
     out: dict[str, float | bool | str] = {}
     q = urllib.parse.quote
     try:
@@ -78,7 +82,9 @@ def tensorboard_once(logdir: Path, timeout: float = 120) -> dict[str, float | bo
         run = runs[0]
         _, body = get(port, f"/data/plugin/profile/hosts?run={q(run)}&tag=overview_page")
         hosts = [h["hostname"] for h in json.loads(body or b"[]")]
-        status, body = get(port, f"/data/plugin/profile/data?run={q(run)}&tag=overview_page&host={q(hosts[0])}")
+        status, body = get(
+            port, f"/data/plugin/profile/data?run={q(run)}&tag=overview_page&host={q(hosts[0])}"
+        )
         if status != 200 or len(body) < 100:
             out["error"] = f"overview answered {status} with {len(body)} bytes"
             return out
@@ -93,13 +99,20 @@ def tensorboard_once(logdir: Path, timeout: float = 120) -> dict[str, float | bo
             out["peak_rss_mb"] = usage.ru_maxrss / 1024
         except ChildProcessError:
             pass
-        with contextlib.suppress(ProcessLookupError):  # its data-server helper, if it started one, is in the same new session
+        with contextlib.suppress(
+            ProcessLookupError
+        ):  # its data-server helper, if it started one, is in the same new session
             os.killpg(proc.pid, signal.SIGTERM)
     return out
 
 
 def med(values: list[float]) -> dict[str, float]:
-    return {"median_s": statistics.median(values), "min_s": min(values), "max_s": max(values), "runs": len(values)}
+    return {
+        "median_s": statistics.median(values),
+        "min_s": min(values),
+        "max_s": max(values),
+        "runs": len(values),
+    }
 
 
 def main() -> int:
@@ -125,21 +138,35 @@ def main() -> int:
                 tb_times.append(float(r["overview_s"]))
             cold = dict(env, TUIPROF_CACHE_DIR=str(Path(tmp) / f"cache{i}"))
             tui_cold.append(pty_time_to_text(tuiprof_cmd(str(logdir)), cold))
-            print(f"  round {i + 1}/{args.runs}: tensorboard {r}, tuiprof cold {tui_cold[-1] * 1000:.0f} ms",
-                  file=sys.stderr)
+            print(
+                f"  round {i + 1}/{args.runs}: tensorboard {r}, tuiprof cold {tui_cold[-1] * 1000:.0f} ms",
+                file=sys.stderr,
+            )
     if not tb_times:
         print("TensorBoard never served the overview", file=sys.stderr)
         return 1
     tb, tp = med(tb_times), med([t for t in tui_cold if t == t])
     print()
-    print(f"TensorBoard start -> overview data   median {tb['median_s']:.2f} s (min {tb['min_s']:.2f}, "
-          f"max {tb['max_s']:.2f}, n={tb['runs']}); TensorFlow loaded: "
-          f"{any(r.get('tensorflow_loaded') for r in tb_runs)}")
-    print(f"tuiprof start -> headline (cold)     median {tp['median_s']:.2f} s (min {tp['min_s']:.2f}, "
-          f"max {tp['max_s']:.2f}, n={tp['runs']})")
+    print(
+        f"TensorBoard start -> overview data   median {tb['median_s']:.2f} s (min {tb['min_s']:.2f}, "
+        f"max {tb['max_s']:.2f}, n={tb['runs']}); TensorFlow loaded: "
+        f"{any(r.get('tensorflow_loaded') for r in tb_runs)}"
+    )
+    print(
+        f"tuiprof start -> headline (cold)     median {tp['median_s']:.2f} s (min {tp['min_s']:.2f}, "
+        f"max {tp['max_s']:.2f}, n={tp['runs']})"
+    )
     print(f"TensorBoard / tuiprof: {tb['median_s'] / tp['median_s']:.1f}x")
-    write_result("tensorboard", {"logdir": str(src), "tensorboard": tb, "tensorboard_runs": tb_runs,
-                                 "tuiprof_cold": tp, "ratio_tensorboard_over_tuiprof": tb["median_s"] / tp["median_s"]})
+    write_result(
+        "tensorboard",
+        {
+            "logdir": str(src),
+            "tensorboard": tb,
+            "tensorboard_runs": tb_runs,
+            "tuiprof_cold": tp,
+            "ratio_tensorboard_over_tuiprof": tb["median_s"] / tp["median_s"],
+        },
+    )
     return 0
 
 

@@ -33,7 +33,7 @@ GAP_PS = 1_000_000_000  # 1 ms between copies
 
 def classes() -> tuple[Any, Any, Any]:
     try:
-        from tui_prof.profiles.xplane_proto import XLine, XPlane, XSpace
+        from tui_prof.profiles.xplane.proto import XLine, XPlane, XSpace
     except ImportError:
         import os
 
@@ -96,8 +96,12 @@ def shifted(value: int, k: int, delta: int, kind: str) -> int:
 
 def copies_for(space: Any, source_bytes: int, target_bytes: float) -> int:
     """Events are nearly the whole file and metadata is written once: size = meta + copies * events."""
-    per_copy = sum(len(field(4, ev.SerializeToString()))
-                   for plane in space.planes for line in plane.lines for ev in line.events)
+    per_copy = sum(
+        len(field(4, ev.SerializeToString()))
+        for plane in space.planes
+        for line in plane.lines
+        for ev in line.events
+    )
     return max(1, round((target_bytes - (source_bytes - per_copy)) / per_copy))
 
 
@@ -143,8 +147,13 @@ def replicate(src: Path, out_dir: Path, copies: int | None, target_bytes: float)
                             moves.append((st, kind, getattr(st, kind), deltas[name]))
                             if name == "group_id":
                                 group = getattr(st, kind)
-                    step_names = [st for st in ev.stats if st.metadata_id in step_name_ids
-                                  and st.WhichOneof("value") == "str_value" and st.str_value.isdigit()]
+                    step_names = [
+                        st
+                        for st in ev.stats
+                        if st.metadata_id in step_name_ids
+                        and st.WhichOneof("value") == "str_value"
+                        and st.str_value.isdigit()
+                    ]
                     timed = ev.WhichOneof("data") == "offset_ps"
                     plan.append((ev, ev.offset_ps if timed else None, moves, step_names, group))
                 chunks = [l_head.SerializeToString()]
@@ -164,24 +173,36 @@ def replicate(src: Path, out_dir: Path, copies: int | None, target_bytes: float)
             out.write(field(1, b"".join(parts)))
             del parts
     tmp.replace(dst)
-    return {"path": dst, "copies": copies, "events": events, "shift_ms": shift / 1e9, "bytes": dst.stat().st_size,
-            "shifted_stats": sorted(deltas)}
+    return {
+        "path": dst,
+        "copies": copies,
+        "events": events,
+        "shift_ms": shift / 1e9,
+        "bytes": dst.stat().st_size,
+        "shifted_stats": sorted(deltas),
+    }
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("source", nargs="?", type=Path, default=None)
     ap.add_argument("--size-mb", type=float, default=300.0, help="approximate size of the result")
-    ap.add_argument("--copies", type=int, default=None, help="number of copies (overrides --size-mb)")
-    ap.add_argument("--out", type=Path, default=OUT / "large", help="directory; the file goes in a session dir")
+    ap.add_argument(
+        "--copies", type=int, default=None, help="number of copies (overrides --size-mb)"
+    )
+    ap.add_argument(
+        "--out", type=Path, default=OUT / "large", help="directory; the file goes in a session dir"
+    )
     args = ap.parse_args()
     preflight()
     src = (args.source or default_profile()).resolve()
     t = time.perf_counter()
     info = replicate(src, args.out, args.copies, args.size_mb * 1e6)
-    print(f"{info['path']}: {info['bytes'] / 1e6:.0f} MB, {info['copies']} copies of {src.name}, "
-          f"{info['events']:,} events, copies {info['shift_ms']:.1f} ms apart, "
-          f"moved stats {info['shifted_stats']} ({time.perf_counter() - t:.0f} s)")
+    print(
+        f"{info['path']}: {info['bytes'] / 1e6:.0f} MB, {info['copies']} copies of {src.name}, "
+        f"{info['events']:,} events, copies {info['shift_ms']:.1f} ms apart, "
+        f"moved stats {info['shifted_stats']} ({time.perf_counter() - t:.0f} s)"
+    )
     return 0
 
 

@@ -40,8 +40,9 @@ def direct(cmd: list[str], runs: int) -> list[float]:
     times = []
     for _ in range(runs):
         t0 = time.perf_counter()
-        subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                         stderr=subprocess.DEVNULL).wait()
+        subprocess.Popen(
+            cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        ).wait()
         times.append(time.perf_counter() - t0)
     return times
 
@@ -49,7 +50,7 @@ def direct(cmd: list[str], runs: int) -> list[float]:
 def via_tuiprof(cmd: list[str], runs: int, tmp: Path) -> tuple[list[float], list[float]]:
     """(time between consecutive runs' completions, tuiprof's own wall_time_s of each run)."""
     spec_path = tmp / f"spec-{len(list(tmp.iterdir()))}.toml"
-    spec_path.write_text(f"name = \"overhead\"\ncommand = {json.dumps(cmd)}\nrepeats = {runs}\n")
+    spec_path.write_text(f'name = "overhead"\ncommand = {json.dumps(cmd)}\nrepeats = {runs}\n')
     ends: list[float] = []
     lock = threading.Lock()
 
@@ -58,8 +59,9 @@ def via_tuiprof(cmd: list[str], runs: int, tmp: Path) -> tuple[list[float], list
             with lock:
                 ends.append(time.perf_counter())
 
-    runner = Runner.create(load_spec(spec_path), tmp / spec_path.stem, on_event=on_event,
-                           profiler_ports=True)
+    runner = Runner.create(
+        load_spec(spec_path), tmp / spec_path.stem, on_event=on_event, profiler_ports=True
+    )
     runner.start()
     runner.wait()
     exp = load_experiment(runner.experiment_dir)
@@ -95,13 +97,19 @@ def main() -> int:
     if args.json:
         print(json.dumps(results, indent=2))
         return 0
-    print(f"{'command':<16} {'direct':>9} {'tuiprof':>9} {'overhead':>9} {'p90':>9} {'wall_time_s':>12}  aim")
+    print(
+        f"{'command':<16} {'direct':>9} {'tuiprof':>9} {'overhead':>9} {'p90':>9} {'wall_time_s':>12}  aim"
+    )
     for label, r in results.items():
-        print(f"{label:<16} {r['direct_median_ms']:>7.1f}ms {r['via_tuiprof_median_ms']:>7.1f}ms "
-              f"{r['overhead_median_ms']:>7.1f}ms {r['overhead_p90_ms']:>7.1f}ms "
-              f"{r['measured_wall_time_median_ms']:>10.1f}ms  "
-              f"{'ok' if r['within_budget'] else 'MISSED'} (< {r['budget_ms']:.0f} ms)")
-    print(f"medians over {args.runs} runs each; 'wall_time_s' is what tuiprof records for the run itself")
+        print(
+            f"{label:<16} {r['direct_median_ms']:>7.1f}ms {r['via_tuiprof_median_ms']:>7.1f}ms "
+            f"{r['overhead_median_ms']:>7.1f}ms {r['overhead_p90_ms']:>7.1f}ms "
+            f"{r['measured_wall_time_median_ms']:>10.1f}ms  "
+            f"{'ok' if r['within_budget'] else 'MISSED'} (< {r['budget_ms']:.0f} ms)"
+        )
+    print(
+        f"medians over {args.runs} runs each; 'wall_time_s' is what tuiprof records for the run itself"
+    )
     return 0
 
 

@@ -66,8 +66,12 @@ def pct(values: list[float], q: float) -> float:
 
 
 def summary_ms(values: list[float]) -> dict[str, float]:
-    return {"n": len(values), "median_ms": statistics.median(values) * 1000 if values else float("nan"),
-            "p95_ms": pct(values, 0.95) * 1000, "max_ms": max(values) * 1000 if values else float("nan")}
+    return {
+        "n": len(values),
+        "median_ms": statistics.median(values) * 1000 if values else float("nan"),
+        "p95_ms": pct(values, 0.95) * 1000,
+        "max_ms": max(values) * 1000 if values else float("nan"),
+    }
 
 
 async def phase(mode: str, seconds: float, rate: int) -> dict[str, Any]:
@@ -108,8 +112,10 @@ async def phase(mode: str, seconds: float, rate: int) -> dict[str, Any]:
     tmp = Path(tempfile.mkdtemp(prefix="tuiprof-ui-bench-"))
     spec_path = tmp / "spec.toml"
     argv = [PYTHON, "-c", JOB, str(rate if mode == "streams" else 0), str(seconds)]
-    spec_path.write_text(f'name = "ui-{mode}"\ncommand = {json.dumps(argv)}\nrepeats = {RUNS}\n'
-                         f'output = "{tmp / "out"}"\n')
+    spec_path.write_text(
+        f'name = "ui-{mode}"\ncommand = {json.dumps(argv)}\nrepeats = {RUNS}\n'
+        f'output = "{tmp / "out"}"\n'
+    )
     spec = load_spec(spec_path)
     app = TuiprofApp(tmp)
     keys: list[float] = []
@@ -129,7 +135,9 @@ async def phase(mode: str, seconds: float, rate: int) -> dict[str, Any]:
 
         def counting_write(content: Any, *args: Any, **kwargs: Any) -> Any:
             nonlocal written
-            written += (content.plain if isinstance(content, Text) else str(content)).count("\n") + 1
+            written += (content.plain if isinstance(content, Text) else str(content)).count(
+                "\n"
+            ) + 1
             return write(content, *args, **kwargs)
 
         log.write = counting_write  # type: ignore[method-assign]
@@ -166,19 +174,32 @@ async def phase(mode: str, seconds: float, rate: int) -> dict[str, Any]:
         return [v for t, v in samples if lo <= t <= hi]
 
     return {
-        "mode": mode, "statuses": [r.status for r in record.runs],
-        "window_s": hi - lo, "experiment_dir": str(runner.experiment_dir),
-        "lag": summary_ms(within(screen.ticks)), "lag_whole": summary_ms([v for _, v in screen.ticks]),
+        "mode": mode,
+        "statuses": [r.status for r in record.runs],
+        "window_s": hi - lo,
+        "experiment_dir": str(runner.experiment_dir),
+        "lag": summary_ms(within(screen.ticks)),
+        "lag_whole": summary_ms([v for _, v in screen.ticks]),
         "key_round_trip": summary_ms(within(keys)),  # type: ignore[arg-type]
         "freshness": summary_ms(within(fresh)),
-        "lines_produced": produced, "lines_delivered": screen.delivered,
-        "lines_folded_by_runner": screen.folded, "log_widget_lines": written,
+        "lines_produced": produced,
+        "lines_delivered": screen.delivered,
+        "lines_folded_by_runner": screen.folded,
+        "log_widget_lines": written,
     }
 
 
 def run_phase(mode: str, args: argparse.Namespace) -> dict[str, Any]:
-    cmd = [PYTHON, __file__, "--child", mode, "--seconds", str(args.seconds),
-           "--lines-per-s", str(args.lines_per_s)]
+    cmd = [
+        PYTHON,
+        __file__,
+        "--child",
+        mode,
+        "--seconds",
+        str(args.seconds),
+        "--lines-per-s",
+        str(args.lines_per_s),
+    ]
     load = os.getloadavg()[0]
     out = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=args.seconds + 120)
     if out.returncode != 0:
@@ -189,14 +210,18 @@ def run_phase(mode: str, args: argparse.Namespace) -> dict[str, Any]:
 
 
 def fmt(label: str, s: dict[str, float]) -> str:
-    return (f"  {label:<22} median {s['median_ms']:7.1f} ms   p95 {s['p95_ms']:7.1f} ms   "
-            f"max {s['max_ms']:7.1f} ms   (n={s['n']})")
+    return (
+        f"  {label:<22} median {s['median_ms']:7.1f} ms   p95 {s['p95_ms']:7.1f} ms   "
+        f"max {s['max_ms']:7.1f} ms   (n={s['n']})"
+    )
 
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--seconds", type=float, default=10.0, help="how long each job runs")
-    p.add_argument("--lines-per-s", type=int, default=2000, help="lines each streaming job prints a second")
+    p.add_argument(
+        "--lines-per-s", type=int, default=2000, help="lines each streaming job prints a second"
+    )
     p.add_argument("--rounds", type=int, default=2, help="pairs of (idle, streams) phases")
     p.add_argument("--child", choices=("idle", "streams"), help=argparse.SUPPRESS)
     args = p.parse_args()
@@ -209,21 +234,35 @@ def main() -> int:
         for mode in ("idle", "streams"):
             r = run_phase(mode, args)
             phases.append(r)
-            print(f"round {i + 1} {mode}: load {r['loadavg_1m_before']:.2f}, all 4 running for "
-                  f"{r['window_s']:.1f} s, statuses {sorted(set(r['statuses']))}")
+            print(
+                f"round {i + 1} {mode}: load {r['loadavg_1m_before']:.2f}, all 4 running for "
+                f"{r['window_s']:.1f} s, statuses {sorted(set(r['statuses']))}"
+            )
             print(fmt("lag (screen queue)", r["lag"]))
             print(fmt("lag (whole experiment)", r["lag_whole"]))
             print(fmt("key round-trip", r["key_round_trip"]))
             if mode == "streams":
                 print(fmt("log freshness", r["freshness"]))
-                print(f"  lines: produced {r['lines_produced']}, reached the screen {r['lines_delivered']}, "
-                      f"folded by the runner {r['lines_folded_by_runner']}, "
-                      f"lines written to the log widget {r['log_widget_lines']}")
+                print(
+                    f"  lines: produced {r['lines_produced']}, reached the screen {r['lines_delivered']}, "
+                    f"folded by the runner {r['lines_folded_by_runner']}, "
+                    f"lines written to the log widget {r['log_widget_lines']}"
+                )
             sys.stdout.flush()
     worst = max(r["lag"]["p95_ms"] for r in phases if r["mode"] == "streams")
-    print(f"worst p95 lag with 4 streams: {worst:.1f} ms (aim < 100 ms: {'met' if worst < 100 else 'MISSED'})")
-    write_result("ui_responsiveness", {"seconds": args.seconds, "lines_per_s": args.lines_per_s,
-                                       "runs": RUNS, "tick_s": TICK_S, "phases": phases})
+    print(
+        f"worst p95 lag with 4 streams: {worst:.1f} ms (aim < 100 ms: {'met' if worst < 100 else 'MISSED'})"
+    )
+    write_result(
+        "ui_responsiveness",
+        {
+            "seconds": args.seconds,
+            "lines_per_s": args.lines_per_s,
+            "runs": RUNS,
+            "tick_s": TICK_S,
+            "phases": phases,
+        },
+    )
     return 0
 
 

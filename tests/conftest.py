@@ -20,7 +20,9 @@ needs_shared = pytest.mark.skipif(
 
 
 @pytest.fixture(autouse=True)
-def _private_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+def _private_cache(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Path:
     """Each test starts with an empty summary cache, so no test passes on another's leftovers."""
     d = tmp_path_factory.mktemp("cache")
     monkeypatch.setenv("TUIPROF_CACHE_DIR", str(d))
@@ -30,7 +32,9 @@ def _private_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest
 def sample_session(name: str) -> Path:
     """The one session directory of a sample run (names carry the time they were recorded)."""
     found = sorted(p.parent for p in (SAMPLES / name).rglob("*.xplane.pb"))
-    assert found, f"sample_traces/{name} has no profile; regenerate: python examples/make_sample_traces.py"
+    assert found, (
+        f"sample_traces/{name} has no profile; regenerate: python examples/make_sample_traces.py"
+    )
     return found[0]
 
 
@@ -44,8 +48,10 @@ def official_overview(paths: list[Path]) -> list[dict]:
 
     with tempfile.TemporaryDirectory() as tmp:
         data, _ = raw_to_tool_data.xspace_to_tools_data_from_byte_string(
-            [p.read_bytes() for p in paths], [os.path.join(tmp, p.name) for p in paths],
-            "overview_page", {"use_saved_result": False},
+            [p.read_bytes() for p in paths],
+            [os.path.join(tmp, p.name) for p in paths],
+            "overview_page",
+            {"use_saved_result": False},
         )
     return json.loads(data)
 

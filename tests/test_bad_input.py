@@ -13,7 +13,7 @@ import pytest
 from conftest import sample_session
 
 from tui_prof.model import ProfileError
-from tui_prof.profiles.xplane import summarize_session
+from tui_prof.profiles.load import summarize_session
 
 GOOD = sample_session("custom_loop")
 
@@ -38,7 +38,11 @@ def _bad_logdir(root: Path) -> Path:
 
 @pytest.mark.parametrize(
     ("data", "message"),
-    [(b"", "empty file"), (os.urandom(4096), "could not read"), (b"\x0a\xff\xff\xff\x0f", "could not read")],
+    [
+        (b"", "empty file"),
+        (os.urandom(4096), "could not read"),
+        (b"\x0a\xff\xff\xff\x0f", "could not read"),
+    ],
 )
 def test_bad_files_raise_one_line_profile_error(tmp_path: Path, data: bytes, message: str) -> None:
     d = _session(tmp_path, "r", "h", data)
@@ -55,8 +59,12 @@ def test_truncated_file(tmp_path: Path) -> None:
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "tui_prof.cli", *args], capture_output=True, text=True,
-                          env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "0"})
+    return subprocess.run(
+        [sys.executable, "-m", "tui_prof.cli", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "0"},
+    )
 
 
 def test_cli_reports_each_bad_session_and_prints_the_good_one(tmp_path: Path) -> None:
@@ -85,7 +93,9 @@ def test_markup_and_invalid_utf8_names_are_printed_as_text(tmp_path: Path) -> No
     host = b"[bold]w\xff"  # "/" cannot be in a file name; an unclosed tag is markup enough
     d = tmp_path / "[red]run" / "plugins" / "profile" / "s"
     d.mkdir(parents=True)
-    shutil.copyfile(next(GOOD.glob("*.xplane.pb")), os.path.join(os.fsencode(d), host + b".xplane.pb"))
+    shutil.copyfile(
+        next(GOOD.glob("*.xplane.pb")), os.path.join(os.fsencode(d), host + b".xplane.pb")
+    )
     r = _cli("summary", str(tmp_path))
     assert r.returncode == 0, r.stderr
     assert "[red]run" in r.stdout

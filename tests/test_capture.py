@@ -213,7 +213,7 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     prefix = _unshare_prefix()
     if prefix is None:
         pytest.skip("unshare -n is not permitted here; the profiler server binds all interfaces")
-    from tui_prof.follow import LogdirFollower
+    from tui_prof.live.follow import LogdirFollower
 
     workdir = tmp_path_factory.mktemp("capture")
     seen: list[tuple[float, object]] = []
@@ -268,7 +268,7 @@ def test_capture_writes_a_session_the_official_converter_reads(live: dict) -> No
     assert matmuls > 0, counts  # the Dense layers ran while we traced
     assert r["end"] - r["start"] < 30, "a 1.5 s capture should finish well within 30 s"
     assert r["stderr"] == ""
-    from tui_prof.profiles.xplane import summarize_session
+    from tui_prof.profiles.load import summarize_session
 
     summary = summarize_session(session)
     assert summary.steps and summary.average is not None
@@ -330,7 +330,7 @@ def test_server_dying_mid_capture_is_reported_promptly(live: dict) -> None:
 
 @pytest.mark.slow
 def test_follower_reports_the_captured_session_within_a_second_or_two(live: dict) -> None:
-    from tui_prof.follow import PROFILE, SESSION
+    from tui_prof.live.follow import PROFILE, SESSION
 
     single = Path(live["single"]["stdout"].strip().splitlines()[-1])
     seen = live["follow"]
@@ -346,7 +346,7 @@ def test_follower_reports_the_captured_session_within_a_second_or_two(live: dict
 
 
 def test_parse_addresses_accepts_lists_prefixes_and_ipv6() -> None:
-    from tui_prof.capture import parse_addresses
+    from tui_prof.live.capture import parse_addresses
 
     assert parse_addresses("a:1, grpc://b:2,,[::1]:3") == ("a:1", "b:2", "[::1]:3")
     assert parse_addresses(["a:1", "a:1,c:4"]) == ("a:1", "c:4")
@@ -384,7 +384,7 @@ def silent() -> _SilentListener:
 
 
 def test_timeout_bounds_a_hung_server(silent: _SilentListener, tmp_path: Path) -> None:
-    from tui_prof.capture import CaptureError, capture
+    from tui_prof.live.capture import CaptureError, capture
 
     t0 = time.monotonic()
     with pytest.raises(CaptureError) as info:
@@ -396,7 +396,7 @@ def test_timeout_bounds_a_hung_server(silent: _SilentListener, tmp_path: Path) -
 
 
 def test_cancel_stops_a_capture_at_once(silent: _SilentListener, tmp_path: Path) -> None:
-    from tui_prof.capture import CaptureError, capture
+    from tui_prof.live.capture import CaptureError, capture
 
     cancel = threading.Event()
     threading.Timer(0.5, cancel.set).start()
@@ -416,7 +416,7 @@ def test_cancel_stops_a_capture_at_once(silent: _SilentListener, tmp_path: Path)
 
 
 def test_capture_series_stops_on_a_fatal_error(tmp_path: Path) -> None:
-    from tui_prof.capture import CaptureError, capture_series
+    from tui_prof.live.capture import CaptureError, capture_series
 
     items = list(
         capture_series(

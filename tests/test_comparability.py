@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tui_prof.comparability import NOT_REPORTED, check_comparability, intentional_fields
+from tui_prof.comparison.comparability import NOT_REPORTED, check_comparability, intentional_fields
 from tui_prof.experiments.fingerprint import host_fingerprint, run_fingerprint
 from tui_prof.model import RUN_FINISHED, RunRecord
 

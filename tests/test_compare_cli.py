@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tui_prof.cli import main
-from tui_prof.experiment_report import compare_experiment
+from tui_prof.cli.main import main
+from tui_prof.comparison.report import compare_experiment
 from tui_prof.experiments.spec import ExperimentSpec, VariantSpec
 from tui_prof.experiments.store import ExperimentStore, PlannedRun
 from tui_prof.model import (
@@ -262,13 +262,13 @@ def test_end_to_end_with_tuiprof_run(tmp_path: Path) -> None:
 
 def test_core_modules_import_no_textual_tensorflow_or_scipy() -> None:
     modules = [
-        "tui_prof.stats",
-        "tui_prof.tdist",
-        "tui_prof.comparability",
-        "tui_prof.experiment_report",
+        "tui_prof.comparison.stats",
+        "tui_prof.comparison.tdist",
+        "tui_prof.comparison.comparability",
+        "tui_prof.comparison.report",
         "tui_prof.render.boxplot",
         "tui_prof.render.stats_table",
-        "tui_prof.compare_cli",
+        "tui_prof.cli.compare",
     ]
     probe = f"import {', '.join(modules)}\nimport sys\nprint('\\n'.join(sys.modules))"
     out = subprocess.run([sys.executable, "-c", probe], env=ENV, capture_output=True, text=True,

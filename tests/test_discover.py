@@ -23,7 +23,9 @@ def _touch_session(root: Path, run: str, session: str, hosts: list[str]) -> Path
 
 
 def test_nested_logdir_runs_sessions_hosts(tmp_path: Path) -> None:
-    _touch_session(tmp_path, "fit/20240101-120000/train", "2024_01_01_12_00_05", ["worker0", "worker1"])
+    _touch_session(
+        tmp_path, "fit/20240101-120000/train", "2024_01_01_12_00_05", ["worker0", "worker1"]
+    )
     _touch_session(tmp_path, "fit/20240101-120000/train", "2024_01_01_12_01_05", ["worker0"])
     _touch_session(tmp_path, "other", "s1", ["h"])
     (tmp_path / "fit" / "events.out.tfevents.1").write_bytes(b"")
@@ -77,7 +79,9 @@ def test_thousand_sessions_all_listed(tmp_path: Path) -> None:
     assert len(found.runs) == 10
 
 
-def test_unreadable_directory_is_a_problem_not_a_crash(tmp_path_factory: pytest.TempPathFactory) -> None:
+def test_unreadable_directory_is_a_problem_not_a_crash(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
     """Runs as an unprivileged user (root reads everything), in a child process."""
     base = Path(tmp_path_factory.mktemp("perm"))
     os.chmod(base, 0o755)
@@ -94,12 +98,14 @@ def test_unreadable_directory_is_a_problem_not_a_crash(tmp_path_factory: pytest.
     # Import first, then drop to an unprivileged user: root's access checks would pass anyway.
     drop = "os.setgid(65534); os.setuid(65534); " if os.getuid() == 0 else ""
     code = (
-        "import os; from tui_prof.profiles.discover import discover; " + drop +
-        f"d = discover({str(base)!r}); print(len(d.sessions)); print('|'.join(d.problems))"
+        "import os; from tui_prof.profiles.discover import discover; "
+        + drop
+        + f"d = discover({str(base)!r}); print(len(d.sessions)); print('|'.join(d.problems))"
     )
     try:
-        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                             check=True).stdout.splitlines()
+        out = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True
+        ).stdout.splitlines()
     finally:
         os.chmod(bad.parent, 0o755)
         shutil.rmtree(base, ignore_errors=True)

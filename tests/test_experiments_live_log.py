@@ -19,7 +19,9 @@ def _spec(tmp_path: Path, lines: int) -> Path:
     job = f"import time\nfor i in range({lines}):\n    print(f'line {{i + 1}}')\ntime.sleep(1.5)\n"
     spec = tmp_path / "spec.toml"
     argv = [sys.executable, "-c", job]
-    spec.write_text(f'name = "log"\ncommand = {json.dumps(argv)}\nrepeats = 1\noutput = "{tmp_path / "out"}"\n')
+    spec.write_text(
+        f'name = "log"\ncommand = {json.dumps(argv)}\nrepeats = 1\noutput = "{tmp_path / "out"}"\n'
+    )
     return spec
 
 
@@ -34,7 +36,10 @@ async def _log_after_run(tmp_path: Path, lines: int) -> list[str]:
             await pilot.pause(0.1)
         assert runner.done
         await pilot.pause(0.3)  # the last flush
-        return [s.text.rstrip() for s in app.get_screen("experiments").query_one("#run-log", RichLog).lines]
+        return [
+            s.text.rstrip()
+            for s in app.get_screen("experiments").query_one("#run-log", RichLog).lines
+        ]
 
 
 async def test_a_quiet_run_shows_every_line(tmp_path: Path) -> None:

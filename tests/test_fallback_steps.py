@@ -21,15 +21,22 @@ import pytest
 from conftest import GPU_LOGDIR, REPO, SAMPLES, needs_shared, official_overview, sample_session
 
 from tui_prof.model import CATEGORIES, Cancelled, ProfileError
-from tui_prof.profiles.steps import FoundSteps, find_steps
-from tui_prof.profiles.xplane_proto import XSpace
+from tui_prof.profiles.xplane.proto import XSpace
+from tui_prof.profiles.xplane.steps import FoundSteps, find_steps
 
 GPU_FILE = GPU_LOGDIR / "plugins/profile/2020_demo/34.83.195.179_6003.xplane.pb"
 # The overview's per-step table columns, under our category names.
-COLUMNS = {"deviceComputeTimeMs": "device_compute", "deviceToDeviceTimeMs": "device_to_device",
-           "deviceCollectivesTimeMs": "device_collectives", "hostComputeTimeMs": "host_compute",
-           "kernelLaunchTimeMs": "kernel_launch", "infeedTimeMs": "input",
-           "outfeedTimeMs": "output", "compileTimeMs": "compilation", "otherTimeMs": "other"}
+COLUMNS = {
+    "deviceComputeTimeMs": "device_compute",
+    "deviceToDeviceTimeMs": "device_to_device",
+    "deviceCollectivesTimeMs": "device_collectives",
+    "hostComputeTimeMs": "host_compute",
+    "kernelLaunchTimeMs": "kernel_launch",
+    "infeedTimeMs": "input",
+    "outfeedTimeMs": "output",
+    "compileTimeMs": "compilation",
+    "otherTimeMs": "other",
+}
 DERIVED_LINES = range(-559038737, -559038737 + 64)
 
 
@@ -74,7 +81,8 @@ def _replicated(src: Path, out: Path, copies: int) -> Path:
     """The benchmark's replicator: `copies` shifted copies of a profile's events, one file named
     as `src` (the converter names hosts by file name)."""
     spec = importlib.util.spec_from_file_location(
-        "make_large_profile", REPO / "benchmarks" / "make_large_profile.py")
+        "make_large_profile", REPO / "benchmarks" / "make_large_profile.py"
+    )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module.replicate(src, out, copies, 0.0)["path"]
@@ -82,7 +90,9 @@ def _replicated(src: Path, out: Path, copies: int) -> Path:
 
 @needs_shared
 @pytest.mark.parametrize("copies", [5, 7])
-def test_many_gpu_steps_drop_the_edge_steps_as_the_converter_does(tmp_path: Path, copies: int) -> None:
+def test_many_gpu_steps_drop_the_edge_steps_as_the_converter_does(
+    tmp_path: Path, copies: int
+) -> None:
     """One step per copy of the GPU profile: above 5 steps the converter keeps all but the first
     and the last, and so does the fallback (same step numbers, same averages)."""
     path = _replicated(GPU_FILE, tmp_path, copies)
@@ -126,7 +136,8 @@ def _raw_gpu_profile(tmp_path: Path) -> Path:
     for line in host.lines:
         for e in line.events:
             if names[e.metadata_id] == "FunctionRun" and any(
-                    s.metadata_id == stat["group_id"] and s.int64_value == 0 for s in e.stats):
+                s.metadata_id == stat["group_id"] and s.int64_value == 0 for s in e.stats
+            ):
                 e.stats.add(metadata_id=stat["step_num"], int64_value=7)
                 e.stats.add(metadata_id=stat["_r"], int64_value=1)
     for plane in space.planes:
@@ -163,8 +174,14 @@ def test_keras_fit_profiles_find_profiled_batches(name: str) -> None:
         host = next(pl for pl in space.planes if pl.name == "/host:CPU")
         ids = {k for k, m in host.event_metadata.items() if m.name == "Profiled batch"}
         step_num = next(k for k, m in host.stat_metadata.items() if m.name == "step_num")
-        batches += [s.int64_value for ln in host.lines for e in ln.events
-                    if e.metadata_id in ids for s in e.stats if s.metadata_id == step_num]
+        batches += [
+            s.int64_value
+            for ln in host.lines
+            for e in ln.events
+            if e.metadata_id in ids
+            for s in e.stats
+            if s.metadata_id == step_num
+        ]
     found = find_steps(paths)
     assert found.source == "keras_profiled_batch"
     assert "Profiled batch" in found.detail
@@ -217,8 +234,11 @@ def test_no_steps_anywhere_is_a_profile_error() -> None:
         find_steps([GPU_FILE], prefer_official_markers=False)
 
 
-@pytest.mark.parametrize("content", [b"", b"\x0a\x05abc", b"\x00" * 64, bytes(range(256)) * 16],
-                         ids=["empty", "truncated", "zeros", "bytes"])
+@pytest.mark.parametrize(
+    "content",
+    [b"", b"\x0a\x05abc", b"\x00" * 64, bytes(range(256)) * 16],
+    ids=["empty", "truncated", "zeros", "bytes"],
+)
 def test_bad_files_raise_profile_error(tmp_path: Path, content: bytes) -> None:
     path = tmp_path / "bad.xplane.pb"
     path.write_bytes(content)

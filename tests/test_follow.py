@@ -91,7 +91,7 @@ def writer(root: Path, sample: Path, log_path: Path) -> None:
 @pytest.fixture(scope="module")
 def followed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     """Follow an empty logdir while the writer process fills it; what each side recorded."""
-    from tui_prof.follow import LogdirFollower
+    from tui_prof.live.follow import LogdirFollower
 
     root = tmp_path_factory.mktemp("logdir")
     log_path = root.parent / f"{root.name}-writer.jsonl"
@@ -138,7 +138,7 @@ def test_each_complete_file_is_reported_within_two_seconds(followed: dict) -> No
 
 
 def test_half_written_profile_is_not_reported_until_complete(followed: dict) -> None:
-    from tui_prof.follow import PROFILE
+    from tui_prof.live.follow import PROFILE
 
     half = next(w for w in followed["writes"] if w["what"] == "half")
     done = next(
@@ -150,7 +150,7 @@ def test_half_written_profile_is_not_reported_until_complete(followed: dict) -> 
 
 
 def test_runs_and_sessions_are_announced_once_before_their_profiles(followed: dict) -> None:
-    from tui_prof.follow import PROFILE, RUN, SESSION
+    from tui_prof.live.follow import PROFILE, RUN, SESSION
 
     root: Path = followed["root"]
     events = [e for _, e in followed["seen"]]
@@ -172,7 +172,7 @@ def test_follower_stops_promptly(followed: dict) -> None:
 
 
 def test_framing_check_spots_every_truncation(tmp_path: Path) -> None:
-    from tui_prof.follow import xplane_framing_complete
+    from tui_prof.live.follow import xplane_framing_complete
 
     data = _sample_xplane().read_bytes()
     path = tmp_path / "x.xplane.pb"
@@ -187,7 +187,7 @@ def test_framing_check_spots_every_truncation(tmp_path: Path) -> None:
 
 
 def _collect(root: Path, **kw: object) -> tuple[list, list[str], threading.Event, threading.Thread]:
-    from tui_prof.follow import LogdirFollower
+    from tui_prof.live.follow import LogdirFollower
 
     seen: list = []
     errors: list[str] = []
@@ -208,7 +208,7 @@ def _wait_for(pred, timeout: float = 5.0) -> bool:
 
 
 def test_existing_files_are_baseline_and_removals_are_reported(tmp_path: Path) -> None:
-    from tui_prof.follow import PROFILE, REMOVED
+    from tui_prof.live.follow import PROFILE, REMOVED
 
     old = tmp_path / "run" / "plugins" / "profile" / "s1" / "h.xplane.pb"
     old.parent.mkdir(parents=True)
@@ -231,7 +231,7 @@ def test_existing_files_are_baseline_and_removals_are_reported(tmp_path: Path) -
 
 
 def test_since_reports_files_written_between_listing_and_following(tmp_path: Path) -> None:
-    from tui_prof.follow import METRICS, PROFILE
+    from tui_prof.live.follow import METRICS, PROFILE
 
     listed_at = time.time() - 0.01
     between = tmp_path / "run" / "plugins" / "profile" / "s" / "h.xplane.pb"
@@ -249,7 +249,7 @@ def test_since_reports_files_written_between_listing_and_following(tmp_path: Pat
 
 
 def test_missing_or_vanishing_root_never_crashes(tmp_path: Path) -> None:
-    from tui_prof.follow import PROFILE
+    from tui_prof.live.follow import PROFILE
 
     root = tmp_path / "later"
     seen, errors, stop, t = _collect(root)
@@ -276,7 +276,7 @@ def test_missing_or_vanishing_root_never_crashes(tmp_path: Path) -> None:
 UNPRIVILEGED_FOLLOWER = """
 import os, sys, threading
 from pathlib import Path
-from tui_prof.follow import iter_changes
+from tui_prof.live.follow import iter_changes
 import platform  # watchfiles imports it lazily; nobody cannot read root's Python install
 if os.getuid() == 0:  # root reads everything: drop to nobody so the directory is unreadable
     os.setgid(65534); os.setuid(65534)

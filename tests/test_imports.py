@@ -13,13 +13,15 @@ CORE = [
     "tui_prof.profiles.xplane",
     "tui_prof.profiles.cache",
     "tui_prof.render.summary",
-    "tui_prof.summary_cli",
+    "tui_prof.cli.summary",
 ]
 
 
 def _loaded_after(code: str) -> set[str]:
     probe = code + "\nimport sys\nprint('\\n'.join(sys.modules))"
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    ).stdout
     return {m.split(".")[0] for m in out.split()}
 
 
@@ -32,7 +34,7 @@ def test_core_module_imports_neither_textual_nor_tensorflow(module: str) -> None
 
 def test_analysing_a_session_loads_no_tensorflow() -> None:
     code = (
-        "from tui_prof.profiles.xplane import summarize_session\n"
+        "from tui_prof.profiles.load import summarize_session\n"
         "from pathlib import Path\n"
         "p = sorted(Path('sample_traces/custom_loop').rglob('*.xplane.pb'))[0]\n"
         "summarize_session(p.parent)"

@@ -31,8 +31,14 @@ print(enabled(), sorted(m for m in ("tensorflow", "keras", "torch") if m in sys.
 """
     env = {k: v for k, v in os.environ.items() if not k.startswith("TUIPROF_")}
     env["PYTHONPATH"] = str(REPO)
-    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True,
-                         text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert out.stdout.strip() == "False [] []"
 
 
@@ -50,11 +56,15 @@ def test_report_writes_protocol_lines(tmp_path: Path, monkeypatch: pytest.Monkey
     assert lines[0] == {"acc": 0.5, "loss": None, "epoch": 0}  # NaN is not valid JSON: null
     state = read_metrics(path)
     assert state.final == {"acc": 0.75}
-    assert state.info == {"policy": "mixed_bfloat16", "dataset_fingerprint": "abc", "batch_size": 32}
+    assert state.info == {
+        "policy": "mixed_bfloat16",
+        "dataset_fingerprint": "abc",
+        "batch_size": 32,
+    }
 
 
 # A tiny real Keras job, once with model.fit and the callback, once as a custom loop with the helper.
-JOB = r'''
+JOB = r"""
 import os, sys
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import numpy as np, keras, tensorflow as tf
@@ -85,25 +95,48 @@ else:
                     loss = train_step(x[i:i + 32], y[i:i + 32])
             run.epoch_end(epoch, loss=float(loss))
         run.report(final_loss=float(loss))
-'''
+"""
 
 
 @pytest.mark.slow
-def test_real_keras_job_under_tuiprof_run_reports_and_profiles_official_steps(tmp_path: Path) -> None:
+def test_real_keras_job_under_tuiprof_run_reports_and_profiles_official_steps(
+    tmp_path: Path,
+) -> None:
     from conftest import official_overview
 
     from tui_prof.experiments.store import load_experiment
 
     (tmp_path / "job.py").write_text(JOB)
     spec = tmp_path / "tuiprof.toml"
-    spec.write_text(f'name = "tf"\ncommand = ["{sys.executable}", "job.py"]\nrepeats = 1\ntimeout_s = 300\n'
-                    '[variants.fit]\nargs = ["fit"]\n[variants.custom]\nargs = ["custom"]\n')
+    spec.write_text(
+        f'name = "tf"\ncommand = ["{sys.executable}", "job.py"]\nrepeats = 1\ntimeout_s = 300\n'
+        '[variants.fit]\nargs = ["fit"]\n[variants.custom]\nargs = ["custom"]\n'
+    )
     env = {**os.environ, "PYTHONPATH": str(REPO), "TF_CPP_MIN_LOG_LEVEL": "3"}
-    cmd = [sys.executable, "-m", "tui_prof.cli", "run", str(spec), "--headless", "--output", str(tmp_path / "e")]
-    if shutil.which("unshare"):  # the job's profiler server binds all interfaces: keep it off the network
+    cmd = [
+        sys.executable,
+        "-m",
+        "tui_prof.cli",
+        "run",
+        str(spec),
+        "--headless",
+        "--output",
+        str(tmp_path / "e"),
+    ]
+    if shutil.which(
+        "unshare"
+    ):  # the job's profiler server binds all interfaces: keep it off the network
         probe = subprocess.run(["unshare", "-n", "true"], capture_output=True)
         if probe.returncode == 0:
-            cmd = ["unshare", "-n", "sh", "-c", 'ip link set lo up 2>/dev/null; exec "$@"', "sh", *cmd]
+            cmd = [
+                "unshare",
+                "-n",
+                "sh",
+                "-c",
+                'ip link set lo up 2>/dev/null; exec "$@"',
+                "sh",
+                *cmd,
+            ]
         else:
             cmd.append("--no-profiler-port")
     else:
@@ -114,9 +147,14 @@ def test_real_keras_job_under_tuiprof_run_reports_and_profiles_official_steps(tm
     for run in exp.runs:
         log = Path(run.log_path).read_text()
         assert "profiler server not started" not in log and "profiling not started" not in log, log
-        assert run.environment["dataset_fingerprint"] == "rand0" and run.environment["batch_size"] == 32
+        assert (
+            run.environment["dataset_fingerprint"] == "rand0"
+            and run.environment["batch_size"] == 32
+        )
         assert run.environment["epochs"] == 2 and run.progress == "epoch 2/2"
-        assert run.environment["framework_versions"]["tensorflow"].startswith("2.")  # as the job saw it
+        assert run.environment["framework_versions"]["tensorflow"].startswith(
+            "2."
+        )  # as the job saw it
         assert run.metrics["train_time_s"] > 0 and run.metrics["step_time_ms"] > 0
         assert run.metrics["steps"] == {"fit": 12, "custom": 16}[run.variant]  # 2 epochs × batches
         series = [json.loads(x) for x in Path(run.metrics_path).read_text().splitlines()]

@@ -16,26 +16,35 @@ from tui_prof.model import RUN_FAILED, RUN_FINISHED
 
 REPO = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "PYTHONPATH": str(REPO)}
-JOB = r'''
+JOB = r"""
 import json, os, sys
 with open(os.environ["TUIPROF_METRICS_FILE"], "a") as f:
     f.write(json.dumps({"metric": "score", "value": 1.5}) + "\n")
 print("job", os.environ["TUIPROF_RUN_ID"])
 sys.exit(int(os.environ.get("EXIT", "0")))
-'''
+"""
 
 
-def spec_file(tmp_path: Path, variants: str = "[variants.a]\n[variants.b]\n", extra: str = "") -> Path:
+def spec_file(
+    tmp_path: Path, variants: str = "[variants.a]\n[variants.b]\n", extra: str = ""
+) -> Path:
     (tmp_path / "job.py").write_text(JOB)
     p = tmp_path / "tuiprof.toml"
-    p.write_text(f'name = "cli"\ncommand = ["{sys.executable}", "job.py"]\nrepeats = 2\n'
-                 f'metrics = ["score"]\n{extra}\n{variants}')
+    p.write_text(
+        f'name = "cli"\ncommand = ["{sys.executable}", "job.py"]\nrepeats = 2\n'
+        f'metrics = ["score"]\n{extra}\n{variants}'
+    )
     return p
 
 
 def tuiprof(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "tui_prof.cli", "run", *args], env=ENV,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "tui_prof.cli", "run", *args],
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_headless_runs_everything_and_prints_the_directory_last(tmp_path: Path) -> None:
@@ -67,7 +76,10 @@ def test_bad_spec_and_missing_program_stop_before_anything_starts(tmp_path: Path
     spec.write_text('name = "x"\ncommand = ["definitely-not-a-program-42"]\n')
     res = tuiprof(str(spec), "--headless")
     assert res.returncode == 2
-    assert res.stderr.strip() == f"tuiprof run: {spec}: command: program 'definitely-not-a-program-42' not found on PATH"
+    assert (
+        res.stderr.strip()
+        == f"tuiprof run: {spec}: command: program 'definitely-not-a-program-42' not found on PATH"
+    )
     assert not (tmp_path / "tuiprof-experiments").exists()
     res = tuiprof("--headless")
     assert res.returncode == 2 and "give a SPEC file" in res.stderr
@@ -90,12 +102,21 @@ def test_without_a_terminal_it_behaves_headless(tmp_path: Path) -> None:
     assert "[1/4] a-r0 started" in res.stderr
 
 
-@pytest.mark.skipif(shutil.which("script") is None, reason="needs util-linux `script` for a pseudo-terminal")
+@pytest.mark.skipif(
+    shutil.which("script") is None, reason="needs util-linux `script` for a pseudo-terminal"
+)
 def test_live_table_in_a_terminal(tmp_path: Path) -> None:
     spec = spec_file(tmp_path)
-    cmd = shlex.join([sys.executable, "-m", "tui_prof.cli", "run", str(spec), "--output", str(tmp_path / "o")])
-    res = subprocess.run(["script", "-qec", cmd, "/dev/null"], env={**ENV, "COLUMNS": "100", "LINES": "30"},
-                         capture_output=True, text=True, timeout=120)
+    cmd = shlex.join(
+        [sys.executable, "-m", "tui_prof.cli", "run", str(spec), "--output", str(tmp_path / "o")]
+    )
+    res = subprocess.run(
+        ["script", "-qec", cmd, "/dev/null"],
+        env={**ENV, "COLUMNS": "100", "LINES": "30"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert res.returncode == 0, res.stdout
     out = res.stdout
     assert "\x1b[" in out  # drawn as a live table, not plain lines
@@ -108,13 +129,29 @@ def test_sigterm_stops_the_running_job_and_records_it(tmp_path: Path) -> None:
     import signal
     import time
 
-    (tmp_path / "slow.py").write_text("import os, time\nprint(os.getpid(), flush=True)\ntime.sleep(60)\n")
+    (tmp_path / "slow.py").write_text(
+        "import os, time\nprint(os.getpid(), flush=True)\ntime.sleep(60)\n"
+    )
     spec = tmp_path / "s.toml"
     spec.write_text(f'name = "slow"\ncommand = ["{sys.executable}", "slow.py"]\nrepeats = 2\n')
     out = tmp_path / "o"
-    proc = subprocess.Popen([sys.executable, "-m", "tui_prof.cli", "run", str(spec), "--headless",
-                             "--output", str(out)], env=ENV, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "tui_prof.cli",
+            "run",
+            str(spec),
+            "--headless",
+            "--output",
+            str(out),
+        ],
+        env=ENV,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         log = out / "runs" / "default-r0" / "output.log"
         deadline = time.monotonic() + 20

@@ -19,7 +19,7 @@ from tui_prof.experiments.store import load_experiment
 from tui_prof.model import RUN_FAILED, RUN_FINISHED, RUN_STOPPED, RUN_TIMEOUT
 
 # A job that reports through the protocol, behaves as its variant's env says, and logs its order.
-JOB = r'''
+JOB = r"""
 import json, os, subprocess, sys, time
 env = os.environ
 def rep(**kw):
@@ -45,7 +45,7 @@ if env.get("IGNORE_TERM"):
     import signal; signal.signal(signal.SIGTERM, signal.SIG_IGN)
     time.sleep(60)
 sys.exit(int(env.get("EXIT", "0")))
-'''
+"""
 
 
 def make_spec(tmp_path: Path, variants: str, repeats: int = 2, extra: str = "") -> Path:
@@ -86,14 +86,22 @@ def run_to_end(spec_path: Path, **kw) -> tuple[Runner, Recorder]:
 
 
 def test_interleaved_runs_report_metrics_env_and_wall_time(tmp_path: Path) -> None:
-    spec = make_spec(tmp_path, '[variants.a]\nenv = {SLEEP = "0.3"}\n[variants.b]\nenv = {ACC = "0.8"}\n',
-                     extra="warmup = 1")
+    spec = make_spec(
+        tmp_path,
+        '[variants.a]\nenv = {SLEEP = "0.3"}\n[variants.b]\nenv = {ACC = "0.8"}\n',
+        extra="warmup = 1",
+    )
     runner, rec = run_to_end(spec)
     order = (tmp_path / "order.txt").read_text().split()
     assert order == ["a-w0", "b-w0", "a-r0", "b-r0", "a-r1", "b-r1"]
 
     exp = load_experiment(runner.experiment_dir)
-    assert (exp.name, exp.baseline, exp.variants, exp.metrics) == ("t", "a", ("a", "b"), ("wall_time_s", "acc"))
+    assert (exp.name, exp.baseline, exp.variants, exp.metrics) == (
+        "t",
+        "a",
+        ("a", "b"),
+        ("wall_time_s", "acc"),
+    )
     runs = {r.run_id: r for r in exp.runs}
     assert all(r.status == RUN_FINISHED for r in exp.runs)
     assert [r.is_warmup for r in exp.runs] == [True, True, False, False, False, False]
@@ -104,20 +112,29 @@ def test_interleaved_runs_report_metrics_env_and_wall_time(tmp_path: Path) -> No
     assert a.metrics["wall_time_s"] == a.wall_time_s
     assert a.progress == "epoch 2/2"
     assert a.environment["reported"]["seen"]["TUIPROF_RUN_ID"] == "a-r1"  # all the job said
-    series = [json.loads(x) for x in Path(a.metrics_path).read_text().splitlines() if x.startswith("{")]
+    series = [
+        json.loads(x) for x in Path(a.metrics_path).read_text().splitlines() if x.startswith("{")
+    ]
     env_seen = series[0]["info"]["seen"]
     assert env_seen["TUIPROF_VARIANT"] == "a" and env_seen["TUIPROF_REPEAT"] == "1"
-    assert env_seen["TUIPROF_RUN_DIR"] == a.run_dir and env_seen["TUIPROF_METRICS_FILE"] == a.metrics_path
+    assert (
+        env_seen["TUIPROF_RUN_DIR"] == a.run_dir
+        and env_seen["TUIPROF_METRICS_FILE"] == a.metrics_path
+    )
     assert int(env_seen["TUIPROF_PROFILER_PORT"]) == a.profiler_port
     assert a.environment["dataset_fingerprint"] == "digits-1" and a.environment["batch_size"] == 8
-    assert a.environment["epochs"] == 2 and a.environment["host"] and a.environment["python_version"]
+    assert (
+        a.environment["epochs"] == 2 and a.environment["host"] and a.environment["python_version"]
+    )
     assert "gpu_model" in a.environment  # None here: no nvidia-smi
     log = Path(a.log_path).read_text()
     assert "hello from a-r1" in log and "to stderr" in log
 
     # Events: one start and one end per run, in order, none on the caller's thread.
     assert threading.get_ident() not in rec.threads
-    assert isinstance(rec.events[0], ev.ExperimentStarted) and isinstance(rec.events[-1], ev.ExperimentFinished)
+    assert isinstance(rec.events[0], ev.ExperimentStarted) and isinstance(
+        rec.events[-1], ev.ExperimentFinished
+    )
     assert [e.run_id for e in rec.of(ev.RunStarted)] == order
     assert [e.run_id for e in rec.of(ev.RunFinished)] == order
     out = [line for e in rec.of(ev.RunOutput) if e.run_id == "a-r0" for line in e.lines]
@@ -131,7 +148,12 @@ def test_failures_are_recorded_with_log_tail_and_the_rest_continue(tmp_path: Pat
     runner, rec = run_to_end(spec)
     exp = load_experiment(runner.experiment_dir)
     statuses = {r.run_id: r.status for r in exp.runs}
-    assert statuses == {"ok-r0": RUN_FINISHED, "bad-r0": RUN_FAILED, "ok-r1": RUN_FINISHED, "bad-r1": RUN_FAILED}
+    assert statuses == {
+        "ok-r0": RUN_FINISHED,
+        "bad-r0": RUN_FAILED,
+        "ok-r1": RUN_FINISHED,
+        "bad-r1": RUN_FAILED,
+    }
     bad = next(r for r in exp.runs if r.run_id == "bad-r1")
     assert bad.exit_code == 3 and bad.error.startswith("exited with code 3")
     assert "hello from bad-r1" in bad.log_tail and "to stderr" in bad.log_tail
@@ -151,8 +173,12 @@ def _pid_alive(pid: int) -> bool:
 
 
 def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
-    spec = make_spec(tmp_path, '[variants.slow]\nenv = {SLEEP = "30", GRANDCHILD = "1"}\n', repeats=1,
-                     extra="timeout_s = 0.5\nkill_grace_s = 0.5")
+    spec = make_spec(
+        tmp_path,
+        '[variants.slow]\nenv = {SLEEP = "30", GRANDCHILD = "1"}\n',
+        repeats=1,
+        extra="timeout_s = 0.5\nkill_grace_s = 0.5",
+    )
     t0 = time.monotonic()
     runner, _ = run_to_end(spec)
     assert time.monotonic() - t0 < 10
@@ -167,8 +193,12 @@ def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
 
 
 def test_sigterm_ignored_gets_sigkill_after_grace(tmp_path: Path) -> None:
-    spec = make_spec(tmp_path, '[variants.stubborn]\nenv = {IGNORE_TERM = "1"}\n', repeats=1,
-                     extra="timeout_s = 0.5\nkill_grace_s = 0.3")
+    spec = make_spec(
+        tmp_path,
+        '[variants.stubborn]\nenv = {IGNORE_TERM = "1"}\n',
+        repeats=1,
+        extra="timeout_s = 0.5\nkill_grace_s = 0.3",
+    )
     runner, _ = run_to_end(spec)
     run = load_experiment(runner.experiment_dir).runs[0]
     assert run.status == RUN_TIMEOUT and run.exit_code == -signal.SIGKILL
@@ -218,8 +248,11 @@ def test_a_broken_event_handler_does_not_stop_the_experiment(tmp_path: Path, cap
 
 
 def test_parallel_runs_overlap(tmp_path: Path) -> None:
-    spec = make_spec(tmp_path, '[variants.a]\nenv = {SLEEP = "0.6"}\n[variants.b]\nenv = {SLEEP = "0.6"}\n',
-                     repeats=1)
+    spec = make_spec(
+        tmp_path,
+        '[variants.a]\nenv = {SLEEP = "0.6"}\n[variants.b]\nenv = {SLEEP = "0.6"}\n',
+        repeats=1,
+    )
     t0 = time.monotonic()
     runner, _ = run_to_end(spec, parallel=2)
     elapsed = time.monotonic() - t0
@@ -231,8 +264,10 @@ def test_parallel_runs_overlap(tmp_path: Path) -> None:
 def test_runner_core_imports_neither_textual_nor_tensorflow() -> None:
     import subprocess
 
-    code = ("import sys, tui_prof.experiments.runner, tui_prof.run_cli, tui_prof.instrument; "
-            "bad = [m for m in ('textual', 'tensorflow', 'keras') if m in sys.modules]; print(bad)")
+    code = (
+        "import sys, tui_prof.experiments.runner, tui_prof.cli.run, tui_prof.instrument; "
+        "bad = [m for m in ('textual', 'tensorflow', 'keras') if m in sys.modules]; print(bad)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 
@@ -240,7 +275,9 @@ def test_runner_core_imports_neither_textual_nor_tensorflow() -> None:
 @pytest.mark.parametrize("n", [3])
 def test_output_is_streamed_while_the_job_runs(tmp_path: Path, n: int) -> None:
     job = tmp_path / "ticker.py"
-    job.write_text(f"import time\nfor i in range({n}):\n    print('tick', i, flush=True)\n    time.sleep(0.3)\n")
+    job.write_text(
+        f"import time\nfor i in range({n}):\n    print('tick', i, flush=True)\n    time.sleep(0.3)\n"
+    )
     spec = tmp_path / "s.toml"
     spec.write_text(f'name = "tick"\ncommand = ["{sys.executable}", "ticker.py"]\nrepeats = 1\n')
     rec = Recorder()
@@ -262,8 +299,13 @@ def test_tuiprof_variables_in_args_are_expanded_per_run(tmp_path: Path) -> None:
         'repeats = 2\n[variants.a]\nargs = ["--seed", "${TUIPROF_REPEAT}", "${TUIPROF_VARIANT}-x", "${HOME}", "{}"]\n'
     )
     runner, _ = run_to_end(spec)
-    logs = [Path(r.log_path).read_text().strip() for r in load_experiment(runner.experiment_dir).runs]
-    assert logs == ["['--seed', '0', 'a-x', '${HOME}', '{}']", "['--seed', '1', 'a-x', '${HOME}', '{}']"]
+    logs = [
+        Path(r.log_path).read_text().strip() for r in load_experiment(runner.experiment_dir).runs
+    ]
+    assert logs == [
+        "['--seed', '0', 'a-x', '${HOME}', '{}']",
+        "['--seed', '1', 'a-x', '${HOME}', '{}']",
+    ]
 
 
 def test_metrics_reader_follows_a_growing_file_line_by_line(tmp_path: Path) -> None:
@@ -277,7 +319,9 @@ def test_metrics_reader_follows_a_growing_file_line_by_line(tmp_path: Path) -> N
     assert reader.poll() == [{"epoch": 0, "epochs": 3, "acc": 0.5}]  # the half line waits
     assert reader.state.progress() == "epoch 1/3"
     with open(path, "a") as f:
-        f.write('lue": 0.7}\n[1, 2]\n{"dataset_fingerprint": "d", "ok": true, "x": NaN}\n{"acc": 0.8}')
+        f.write(
+            'lue": 0.7}\n[1, 2]\n{"dataset_fingerprint": "d", "ok": true, "x": NaN}\n{"acc": 0.8}'
+        )
     new = reader.poll(final=True)  # the end of a run: the last line counts without its newline
     assert new[0] == {"acc": 0.7} and new[-1] == {"acc": 0.8}
     s = reader.state
@@ -290,8 +334,10 @@ def test_a_run_that_cannot_start_is_failed_without_a_start_event(tmp_path: Path)
     work = tmp_path / "work"
     work.mkdir()
     spec_path = tmp_path / "s.toml"
-    spec_path.write_text(f'name = "gone"\ncommand = ["{sys.executable}", "-c", "pass"]\nworkdir = "work"\n'
-                         "repeats = 1\n")
+    spec_path.write_text(
+        f'name = "gone"\ncommand = ["{sys.executable}", "-c", "pass"]\nworkdir = "work"\n'
+        "repeats = 1\n"
+    )
     spec = load_spec(spec_path)
     work.rmdir()  # the working directory disappears after the spec was checked
     rec = Recorder()
@@ -302,7 +348,9 @@ def test_a_run_that_cannot_start_is_failed_without_a_start_event(tmp_path: Path)
     assert not rec.of(ev.RunStarted) and [e.run_id for e in rec.of(ev.RunFailed)] == ["default-r0"]
 
 
-def test_gpu_fingerprint_parses_nvidia_smi_output(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_gpu_fingerprint_parses_nvidia_smi_output(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from tui_prof.experiments.fingerprint import framework_versions, gpu_info
 
     # No GPU on this machine: nvidia-smi's real output formats, replayed by a stand-in on PATH.
@@ -319,9 +367,16 @@ def test_gpu_fingerprint_parses_nvidia_smi_output(tmp_path: Path, monkeypatch: p
     tool.chmod(0o755)
     monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
     info = gpu_info()
-    assert info == {"gpu_model": "NVIDIA H100 80GB HBM3", "gpu_count": 2, "gpu_driver": "550.54.15",
-                    "gpu_memory": "81559 MiB", "cuda_version": "12.4"}
-    tool.write_text("#!/bin/sh\necho 'NVIDIA-SMI has failed because it couldn't communicate with the driver'\nexit 9\n")
+    assert info == {
+        "gpu_model": "NVIDIA H100 80GB HBM3",
+        "gpu_count": 2,
+        "gpu_driver": "550.54.15",
+        "gpu_memory": "81559 MiB",
+        "cuda_version": "12.4",
+    }
+    tool.write_text(
+        "#!/bin/sh\necho 'NVIDIA-SMI has failed because it couldn't communicate with the driver'\nexit 9\n"
+    )
     assert gpu_info()["gpu_model"] is None  # a broken driver reads as no GPU, not as an error
     versions = framework_versions()  # from package metadata, nothing imported
     assert any(k.startswith("tensorflow") for k in versions)

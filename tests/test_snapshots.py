@@ -26,7 +26,9 @@ def _rel(path: Path) -> Path:
 
 
 def test_browse_80x24(snap_compare) -> None:
-    assert snap_compare(TuiprofApp(_rel(sample_session("input_bound"))), terminal_size=(80, 24), run_before=_settle)
+    assert snap_compare(
+        TuiprofApp(_rel(sample_session("input_bound"))), terminal_size=(80, 24), run_before=_settle
+    )
 
 
 def test_browse_120x40_steps_tab(snap_compare) -> None:
@@ -35,7 +37,9 @@ def test_browse_120x40_steps_tab(snap_compare) -> None:
         await pilot.press("2")
         await pilot.pause()
 
-    assert snap_compare(TuiprofApp(_rel(SAMPLES / "custom_loop")), terminal_size=(120, 40), run_before=steps_tab)
+    assert snap_compare(
+        TuiprofApp(_rel(SAMPLES / "custom_loop")), terminal_size=(120, 40), run_before=steps_tab
+    )
 
 
 def test_experiments_80x24(snap_compare) -> None:

@@ -53,7 +53,9 @@ def test_valid_spec_resolves_paths_variants_and_defaults(tmp_path: Path) -> None
 
 def test_baseline_field_and_spec_round_trip(tmp_path: Path) -> None:
     (tmp_path / "sub").mkdir()
-    spec = load_spec(write(tmp_path, GOOD.replace('repeats = 4', 'repeats = 4\nbaseline = "mixed"')))
+    spec = load_spec(
+        write(tmp_path, GOOD.replace("repeats = 4", 'repeats = 4\nbaseline = "mixed"'))
+    )
     assert spec.baseline == "mixed"
     from tui_prof.experiments.spec import ExperimentSpec
 
@@ -77,17 +79,35 @@ def test_no_variants_means_one_default_variant(tmp_path: Path) -> None:
         (f'name = "x"\ncommand = ["{PY}"]\nrepets = 3', "repets", "unknown field"),
         (f'name = "x"\ncommand = ["{PY}"]\norder = "random"', "order", "interleaved"),
         (f'name = "x"\ncommand = ["{PY}"]\nworkdir = "nope"', "workdir", "existing directory"),
-        (f'name = "x"\ncommand = ["{PY}"]\nbaseline = "c"\n[variants.a]\n', "baseline", "one of the variants"),
-        (f'name = "x"\ncommand = ["{PY}"]\n[variants.a]\nenv = {{X = 1}}', "variants.a.env", "string values"),
-        (f'name = "x"\ncommand = ["{PY}"]\n[variants.a]\nargs = "--x"', "variants.a.args", "list of strings"),
-        (f'name = "x"\ncommand = ["{PY}"]\n[variants.a]\nflags = []', "variants.a.flags", "unknown field"),
+        (
+            f'name = "x"\ncommand = ["{PY}"]\nbaseline = "c"\n[variants.a]\n',
+            "baseline",
+            "one of the variants",
+        ),
+        (
+            f'name = "x"\ncommand = ["{PY}"]\n[variants.a]\nenv = {{X = 1}}',
+            "variants.a.env",
+            "string values",
+        ),
+        (
+            f'name = "x"\ncommand = ["{PY}"]\n[variants.a]\nargs = "--x"',
+            "variants.a.args",
+            "list of strings",
+        ),
+        (
+            f'name = "x"\ncommand = ["{PY}"]\n[variants.a]\nflags = []',
+            "variants.a.flags",
+            "unknown field",
+        ),
         (f'name = "x"\ncommand = ["{PY}"]\n[variants."a b"]\n', "variants.a b", "letters, digits"),
         ('name = "bad name"\ncommand = ["x"]', "name", "letters, digits"),
         ('name = "x"\ncommand = ["no-such-program-tuiprof"]', "command", "not found on PATH"),
         ('name = "x"\ncommand = ["./missing.sh"]', "command", "does not exist"),
     ],
 )
-def test_errors_name_file_field_and_expectation(tmp_path: Path, text: str, field: str, expected: str) -> None:
+def test_errors_name_file_field_and_expectation(
+    tmp_path: Path, text: str, field: str, expected: str
+) -> None:
     path = write(tmp_path, text)
     with pytest.raises(SpecError) as info:
         load_spec(path)

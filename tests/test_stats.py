@@ -9,7 +9,7 @@ import pytest
 from scipy import special
 from scipy import stats as sps
 
-from tui_prof.stats import (
+from tui_prof.comparison.stats import (
     MIN_RUNS,
     box_stats,
     compare,
@@ -19,7 +19,7 @@ from tui_prof.stats import (
     metric_unit,
     welch_df,
 )
-from tui_prof.tdist import betainc, betaincinv, f_ppf, t_cdf, t_ppf
+from tui_prof.comparison.tdist import betainc, betaincinv, f_ppf, t_cdf, t_ppf
 
 RNG = np.random.default_rng(20261122)
 SAMPLES = [

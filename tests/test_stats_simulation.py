@@ -6,7 +6,7 @@ failure reproduces; 4,000 trials per cell keep the binomial error of a 5% rate n
 
 Documented finding (`test_percentile_bootstrap_is_overconfident_at_small_n`): a percentile
 bootstrap of the ratio of means, the other method the issue allows, calls a difference in
-A/A data far more often than 5% at n=3 or 5, which is why `tui_prof.stats` uses Welch/Fieller.
+A/A data far more often than 5% at n=3 or 5, which is why `tui_prof.comparison.stats` uses Welch/Fieller.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tui_prof.stats import compare
+from tui_prof.comparison.stats import compare
 
 TRIALS = 4000
 

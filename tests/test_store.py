@@ -26,7 +26,7 @@ from tui_prof.model import RUN_FINISHED, RUN_INTERRUPTED, RUN_PENDING, RUN_RUNNI
 
 REPO = Path(__file__).resolve().parents[1]
 
-JOB = r'''
+JOB = r"""
 import json, os, sys, time
 env = os.environ
 with open(os.path.join(sys.argv[1], "starts.txt"), "a") as f:
@@ -35,7 +35,7 @@ time.sleep(float(sys.argv[2]))
 with open(env["TUIPROF_METRICS_FILE"], "a") as f:
     f.write(json.dumps({"acc": 0.5 + int(env["TUIPROF_REPEAT"]) / 100}) + "\n")
 print("done", env["TUIPROF_RUN_ID"])
-'''
+"""
 
 
 def make_spec(tmp_path: Path, sleep: float, repeats: int = 3) -> Path:
@@ -83,7 +83,9 @@ def test_stale_running_run_reads_as_interrupted_and_open_persists_it(tmp_path: P
     dead.wait()
     store._update("a-r0", runner_pid=dead.pid, runner_start="0")
     assert store.run("a-r0").status == RUN_INTERRUPTED  # read side
-    raw = sqlite3.connect(tmp_path / "exp" / DB_NAME).execute("SELECT status FROM runs").fetchone()[0]
+    raw = (
+        sqlite3.connect(tmp_path / "exp" / DB_NAME).execute("SELECT status FROM runs").fetchone()[0]
+    )
     assert raw == RUN_RUNNING  # reading wrote nothing
     store.close()
     reopened = ExperimentStore.open(tmp_path / "exp")
@@ -114,13 +116,25 @@ def _kill_group_quietly(pgid: int | None) -> None:
             os.killpg(pgid, signal.SIGKILL)
 
 
-def test_sigkill_mid_experiment_loses_no_finished_run_and_resume_runs_only_missing(tmp_path: Path) -> None:
+def test_sigkill_mid_experiment_loses_no_finished_run_and_resume_runs_only_missing(
+    tmp_path: Path,
+) -> None:
     spec = make_spec(tmp_path, sleep=0.4, repeats=3)
     exp_dir = tmp_path / "exp"
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    cmd = [sys.executable, "-m", "tui_prof.cli", "run", str(spec), "--headless", "--output", str(exp_dir)]
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            start_new_session=True)
+    cmd = [
+        sys.executable,
+        "-m",
+        "tui_prof.cli",
+        "run",
+        str(spec),
+        "--headless",
+        "--output",
+        str(exp_dir),
+    ]
+    proc = subprocess.Popen(
+        cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
+    )
     pgids: list[int | None] = []
     try:
         deadline = time.monotonic() + 30
@@ -154,20 +168,27 @@ def test_sigkill_mid_experiment_loses_no_finished_run_and_resume_runs_only_missi
             assert f"done {r.run_id}" in Path(r.log_path).read_text()
         starts_before = (tmp_path / "starts.txt").read_text().split()
 
-        res = subprocess.run([sys.executable, "-m", "tui_prof.cli", "run", "--resume", str(exp_dir),
-                              "--headless"], env=env, capture_output=True, text=True, timeout=60)
+        res = subprocess.run(
+            [sys.executable, "-m", "tui_prof.cli", "run", "--resume", str(exp_dir), "--headless"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert res.returncode == 0, res.stderr
         assert res.stdout.strip().splitlines()[-1] == str(exp_dir.resolve())
         after = load_experiment(exp_dir)
         assert all(r.status == RUN_FINISHED for r in after.runs)
-        new_starts = (tmp_path / "starts.txt").read_text().split()[len(starts_before):]
+        new_starts = (tmp_path / "starts.txt").read_text().split()[len(starts_before) :]
         missing = [r.run_id for r in exp.runs if r.status != RUN_FINISHED]
         assert new_starts == missing  # only the missing runs ran again, in plan order
         for r in finished:  # the finished runs were not touched
             assert after.runs[[x.run_id for x in after.runs].index(r.run_id)] == before[r.run_id]
         redone = next(r for r in after.runs if r.run_id == interrupted[0].run_id)
         assert redone.attempt == 2
-        assert (exp_dir / "attempts" / f"{redone.run_id}.1").is_dir()  # the first attempt's files kept
+        assert (
+            exp_dir / "attempts" / f"{redone.run_id}.1"
+        ).is_dir()  # the first attempt's files kept
         conn = sqlite3.connect(exp_dir / DB_NAME)
         archived = conn.execute("SELECT run_id, attempt FROM run_attempts").fetchall()
         conn.close()
@@ -187,7 +208,9 @@ def test_resume_refuses_while_the_runner_lives_and_can_add_repeats(tmp_path: Pat
     runner = Runner.create(spec, tmp_path / "exp").start()
     assert runner.wait(30)
     store = ExperimentStore.open(tmp_path / "exp")
-    store.mark_running("a-r0", time.time(), None, None, None, {})  # "running" under this live process
+    store.mark_running(
+        "a-r0", time.time(), None, None, None, {}
+    )  # "running" under this live process
     store.close()
     with pytest.raises(StoreError, match="another tuiprof"):
         ExperimentStore.open(tmp_path / "exp")
@@ -208,8 +231,9 @@ def test_kill_orphan_kills_only_the_group_still_running_that_run(tmp_path: Path)
 
     run_dir = tmp_path / "runs" / "a-r0"
     env = {**os.environ, "TUIPROF_RUN_DIR": str(run_dir)}
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], env=env,
-                             start_new_session=True)
+    child = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(60)"], env=env, start_new_session=True
+    )
     try:
         assert not kill_orphan(child.pid, tmp_path / "runs" / "other")  # not this run: left alone
         assert child.poll() is None

@@ -10,7 +10,7 @@ import pytest
 from conftest import GPU_LOGDIR, needs_shared, sample_session
 
 from tui_prof.model import CATEGORIES, STEP_SOURCE_OFFICIAL
-from tui_prof.profiles.xplane import summarize_session
+from tui_prof.profiles.load import summarize_session
 
 
 @pytest.mark.parametrize("name", ["keras_fit_float32", "keras_fit_mixed"])
@@ -43,10 +43,14 @@ def test_forced_fallback_on_the_8_gpu_profile() -> None:
     own = summarize_session(GPU_LOGDIR, force_fallback=True)
     assert len(own.steps) == len(official.steps) == 1
     for c in CATEGORIES:
-        assert own.average.breakdown_ms[c] == pytest.approx(official.average.breakdown_ms[c], rel=0.05, abs=0.01)
+        assert own.average.breakdown_ms[c] == pytest.approx(
+            official.average.breakdown_ms[c], rel=0.05, abs=0.01
+        )
 
 
-def test_large_profiles_are_streamed_and_say_what_is_missing(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_large_profiles_are_streamed_and_say_what_is_missing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """Above the size limit the converter (≈11× the file in memory) is skipped unless --full."""
     monkeypatch.setenv("TUIPROF_LARGE_MB", "0.01")
     streamed = summarize_session(sample_session("custom_loop"))
@@ -61,8 +65,17 @@ def test_large_profiles_are_streamed_and_say_what_is_missing(monkeypatch: pytest
 
 def test_summary_json_contract_on_a_fallback_session() -> None:
     out = subprocess.run(
-        [sys.executable, "-m", "tui_prof.cli", "summary", str(sample_session("keras_fit_mixed")), "--json"],
-        capture_output=True, text=True, check=True,
+        [
+            sys.executable,
+            "-m",
+            "tui_prof.cli",
+            "summary",
+            str(sample_session("keras_fit_mixed")),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout
     doc = json.loads(out)
     (s,) = doc["sessions"]

@@ -7,8 +7,8 @@ from conftest import GPU_LOGDIR, needs_shared, official_overview, sample_session
 
 from tui_prof.model import CATEGORIES, STEP_SOURCE_OFFICIAL
 from tui_prof.profiles.discover import discover
-from tui_prof.profiles.tb_tables import STEP_COLUMNS
-from tui_prof.profiles.xplane import load_summary, summarize_session
+from tui_prof.profiles.load import load_summary, summarize_session
+from tui_prof.profiles.xplane.tb_tables import STEP_COLUMNS
 
 
 def _official_steps(paths):
@@ -54,7 +54,11 @@ def test_cpu_profiles_with_markers_equal_converter_rounding(name: str) -> None:
     assert f"{avg.step_time_std_ms:.1f}" == props["steptime_ms_standard_deviation"]
     assert f"{avg.min_step_time_ms:.1f}" == props["steptime_ms_minimum"]
     assert f"{avg.max_step_time_ms:.1f}" == props["steptime_ms_maximum"]
-    prop_names = {"host_compute": "host_compute_time_ms", "input": "infeed_time_ms", "other": "other_time_ms"}
+    prop_names = {
+        "host_compute": "host_compute_time_ms",
+        "input": "infeed_time_ms",
+        "other": "other_time_ms",
+    }
     for cat, prop in prop_names.items():
         assert f"{avg.breakdown_ms[cat]:.1f}" == props[f"{prop}_avg"], cat
     assert s.environment.device_type == "CPU"
@@ -70,7 +74,9 @@ def test_input_bound_sample_is_called_input_bound() -> None:
 def test_breakdown_adds_up_to_step_time() -> None:
     s = summarize_session(sample_session("custom_loop"))
     for st in s.steps:
-        assert sum(st.breakdown_ms[c] for c in CATEGORIES) == pytest.approx(st.step_time_ms, rel=1e-3)
+        assert sum(st.breakdown_ms[c] for c in CATEGORIES) == pytest.approx(
+            st.step_time_ms, rel=1e-3
+        )
 
 
 def test_cache_returns_the_same_summary_and_notices_changes(tmp_path, _private_cache) -> None:

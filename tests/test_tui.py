@@ -9,7 +9,7 @@ from pathlib import Path
 from conftest import SAMPLES, sample_session, settle
 from textual.widgets import DataTable, Static
 
-from tui_prof.profiles.xplane import summarize_session
+from tui_prof.profiles.load import summarize_session
 from tui_prof.render.summary import fmt_ms
 from tui_prof.tui.app import TuiprofApp
 from tui_prof.tui.screens.help import HelpScreen
@@ -157,7 +157,7 @@ async def test_r_starts_an_experiment_and_rows_turn_finished(tmp_path: Path) -> 
     spec.write_text(
         f'name = "tiny"\ncommand = ["{sys.executable}", "job.py"]\nrepeats = 2\n'
         f'output = "{tmp_path / "out"}"\n'
-        "[variants.a]\n[variants.b]\nenv = { X = \"1\" }\n"
+        '[variants.a]\n[variants.b]\nenv = { X = "1" }\n'
     )
     app = TuiprofApp(tmp_path)
     async with app.run_test(size=(120, 40)) as pilot:
@@ -172,7 +172,9 @@ async def test_r_starts_an_experiment_and_rows_turn_finished(tmp_path: Path) -> 
         await _wait_for(pilot, lambda: app.screen is app.get_screen("experiments"))
         await _wait_for(
             pilot,
-            lambda: len(table.runs) == 4 and all(r.status == "finished" for r in table.runs.values()),
+            lambda: (
+                len(table.runs) == 4 and all(r.status == "finished" for r in table.runs.values())
+            ),
             timeout=60,
         )
         await _wait_for(pilot, lambda: "score" in _static_text(app, "#comparison"), timeout=20)
@@ -180,7 +182,7 @@ async def test_r_starts_an_experiment_and_rows_turn_finished(tmp_path: Path) -> 
 
 async def test_prefetched_first_session_is_shown_without_a_second_analysis() -> None:
     """launch() analyses the first session before Textual loads; the screen uses that result."""
-    from tui_prof.tui.launch import Prefetch
+    from tui_prof.profiles.prefetch import Prefetch
 
     pre = Prefetch(SAMPLES).start()
     pre.analysed.wait(30)
@@ -192,7 +194,9 @@ async def test_prefetched_first_session_is_shown_without_a_second_analysis() -> 
         assert f"{fmt_ms(pre.summary.average.step_time_ms)} ms" in _static_text(app, "#headline")
 
 
-async def test_capture_dialog_rejects_a_bad_address_in_one_line_and_stays_open(tmp_path: Path) -> None:
+async def test_capture_dialog_rejects_a_bad_address_in_one_line_and_stays_open(
+    tmp_path: Path,
+) -> None:
     from tui_prof.tui.screens.capture_dialog import CaptureDialog
 
     app = TuiprofApp(tmp_path)
@@ -228,7 +232,9 @@ async def test_capture_with_no_server_says_so(tmp_path: Path) -> None:
         app.screen.query_one("#address").value = f"127.0.0.1:{port}"
         await pilot.press("enter")
         await _wait_for(pilot, lambda: isinstance(app.screen, CapturesScreen))
-        await _wait_for(pilot, lambda: "no profiler server" in _static_text(app, "#capture-status"), timeout=40)
+        await _wait_for(
+            pilot, lambda: "no profiler server" in _static_text(app, "#capture-status"), timeout=40
+        )
 
 
 async def test_an_experiment_writing_outside_the_open_path_joins_the_tree(tmp_path: Path) -> None:
@@ -260,8 +266,13 @@ async def test_an_experiment_writing_outside_the_open_path_joins_the_tree(tmp_pa
         app.screen.query_one("#spec").value = str(spec)
         await pilot.click("#start")
         table = app.view("experiments").query_one(RunTable)
-        await _wait_for(pilot, lambda: table.runs and all(r.status == "finished" for r in table.runs.values()),
-                        timeout=60)
+        await _wait_for(
+            pilot,
+            lambda: table.runs and all(r.status == "finished" for r in table.runs.values()),
+            timeout=60,
+        )
         browse = app.get_screen("browse")
-        await _wait_for(pilot, lambda: browse.discovery is not None and len(browse.discovery.sessions) == 1)
+        await _wait_for(
+            pilot, lambda: browse.discovery is not None and len(browse.discovery.sessions) == 1
+        )
         assert browse.discovery.runs[0].name.endswith("runs/a-r0")

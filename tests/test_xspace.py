@@ -13,11 +13,11 @@ from google.protobuf import descriptor_pb2
 from google.protobuf.message import DecodeError
 
 from tui_prof.model import ProfileError
-from tui_prof.profiles import xplane_proto
-from tui_prof.profiles.line_events import MISSING
-from tui_prof.profiles.xline_wire import decode_line
-from tui_prof.profiles.xplane_proto import RAW_CLASSES, XSpace
-from tui_prof.profiles.xspace import (
+from tui_prof.profiles.xplane import proto as xplane_proto
+from tui_prof.profiles.xplane.line_events import MISSING
+from tui_prof.profiles.xplane.proto import RAW_CLASSES, XSpace
+from tui_prof.profiles.xplane.wire import decode_line
+from tui_prof.profiles.xplane.xspace import (
     XSpaceFile,
     _upb_line_events,
     plane_summary,
@@ -25,8 +25,19 @@ from tui_prof.profiles.xspace import (
 )
 
 GPU_FILE = GPU_LOGDIR / "plugins/profile/2020_demo/34.83.195.179_6003.xplane.pb"
-INT_STATS = ("correlation_id", "group_id", "step_num", "_r", "_p", "_pt", "_c", "_ct", "id",
-             "iter_num", "tf_function_call")
+INT_STATS = (
+    "correlation_id",
+    "group_id",
+    "step_num",
+    "_r",
+    "_p",
+    "_pt",
+    "_c",
+    "_ct",
+    "id",
+    "iter_num",
+    "tf_function_call",
+)
 TEXT_STATS = frozenset({"shape", "step_name"})
 
 
@@ -39,7 +50,10 @@ def _tensorflow_descriptor() -> Path | None:
     """TensorFlow's own compiled xplane.proto descriptor, found without importing TensorFlow."""
     spec = importlib.util.find_spec("tensorflow")
     for root in (spec.submodule_search_locations or []) if spec else []:
-        p = Path(root) / "include/tensorflow/tsl/profiler/protobuf/xplane_proto-descriptor-set.proto.bin"
+        p = (
+            Path(root)
+            / "include/tensorflow/tsl/profiler/protobuf/xplane_proto-descriptor-set.proto.bin"
+        )
         if p.exists():
             return p
     return None
@@ -101,8 +115,9 @@ def test_wire_decoder_equals_upb(path: Path) -> None:
                 decoded = decode_line(buf, ids, TEXT_STATS, meta.stat_names)
                 assert decoded is not None, f"fast path refused a line of {plane.name}"
                 fast = decoded[1]
-                slow = _upb_line_events(RAW_CLASSES["XLine"].FromString(buf), ids, TEXT_STATS,
-                                        meta.stat_names)
+                slow = _upb_line_events(
+                    RAW_CLASSES["XLine"].FromString(buf), ids, TEXT_STATS, meta.stat_names
+                )
                 assert fast.line_id == slow.line_id and fast.name == slow.name
                 for attr in ("metadata_id", "start_ps", "end_ps"):
                     assert np.array_equal(getattr(fast, attr), getattr(slow, attr)), attr
@@ -128,8 +143,13 @@ def _field(number: int, payload: bytes | int) -> bytes:
     return _varint(number << 3 | 2) + _varint(len(payload)) + payload
 
 
-def _space(lines: list[bytes], *, plane_name: bytes = b"/host:CPU", event_name: bytes = b"op",
-           stat_names: dict[int, bytes] | None = None) -> bytes:
+def _space(
+    lines: list[bytes],
+    *,
+    plane_name: bytes = b"/host:CPU",
+    event_name: bytes = b"op",
+    stat_names: dict[int, bytes] | None = None,
+) -> bytes:
     meta = _field(4, _field(1, 1) + _field(2, _field(1, 1) + _field(2, event_name)))
     for sid, name in (stat_names or {}).items():
         meta += _field(5, _field(1, sid) + _field(2, _field(1, sid) + _field(2, name)))
@@ -166,8 +186,11 @@ def test_invalid_utf8_names_are_replaced(tmp_path: Path) -> None:
         XSpace.FromString(path.read_bytes())
 
 
-@pytest.mark.parametrize("content", [b"", b"\x0a\xff\xff\xff\x0f", os.urandom(4096)],
-                         ids=["empty", "truncated-length", "random"])
+@pytest.mark.parametrize(
+    "content",
+    [b"", b"\x0a\xff\xff\xff\x0f", os.urandom(4096)],
+    ids=["empty", "truncated-length", "random"],
+)
 def test_bad_files_raise_profile_error(tmp_path: Path, content: bytes) -> None:
     path = tmp_path / "bad.xplane.pb"
     path.write_bytes(content)
@@ -191,7 +214,7 @@ def test_missing_file_raises_profile_error(tmp_path: Path) -> None:
 
 def test_short_last_event_stays_on_the_fast_path(monkeypatch: pytest.MonkeyPatch) -> None:
     """Record patterns near the end of a line still match (the scan pads the last window)."""
-    from tui_prof.profiles import xline_wire
+    from tui_prof.profiles.xplane import wire as xline_wire
 
     def no_walk(*_a: object) -> None:
         raise AssertionError("fell back to walking records one by one")

@@ -84,6 +84,11 @@ class ExperimentFinished:
 
 
 RunEvent = (
-    ExperimentStarted | RunStarted | RunOutput | RunProgress | RunFinished | RunFailed
+    ExperimentStarted
+    | RunStarted
+    | RunOutput
+    | RunProgress
+    | RunFinished
+    | RunFailed
     | ExperimentFinished
 )

@@ -50,14 +50,22 @@ def framework_versions() -> dict[str, str]:
 
 def gpu_info(timeout_s: float = 10.0) -> dict[str, Any]:
     """GPU model, count, driver and CUDA version from nvidia-smi; empty values where it is absent."""
-    empty: dict[str, Any] = {"gpu_model": None, "gpu_count": 0, "gpu_driver": None, "cuda_version": None}
+    empty: dict[str, Any] = {
+        "gpu_model": None,
+        "gpu_count": 0,
+        "gpu_driver": None,
+        "cuda_version": None,
+    }
     exe = shutil.which("nvidia-smi")
     if exe is None:
         return empty
     try:
         q = subprocess.run(
             [exe, "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"],
-            capture_output=True, text=True, timeout=timeout_s, check=False,
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            check=False,
         )
         head = subprocess.run([exe], capture_output=True, text=True, timeout=timeout_s, check=False)
     except (OSError, subprocess.SubprocessError):

@@ -111,9 +111,16 @@ def _describe_exit(code: int) -> str:
 class Runner:
     """Runs one experiment's unfinished runs in background threads; never blocks its caller."""
 
-    def __init__(self, store: ExperimentStore, on_event: EventCallback | None = None,
-                 backend: Backend | None = None, parallel: int = 1, poll_interval_s: float = 0.1,
-                 cancel: threading.Event | None = None, profiler_ports: bool = True) -> None:
+    def __init__(
+        self,
+        store: ExperimentStore,
+        on_event: EventCallback | None = None,
+        backend: Backend | None = None,
+        parallel: int = 1,
+        poll_interval_s: float = 0.1,
+        cancel: threading.Event | None = None,
+        profiler_ports: bool = True,
+    ) -> None:
         self.store = store
         self.profiler_ports = profiler_ports  # give each run a free port for its profiler server
         self.spec = store.spec
@@ -136,14 +143,17 @@ class Runner:
 
     # -- construction --------------------------------------------------------------------
     @classmethod
-    def create(cls, spec: ExperimentSpec, experiment_dir: str | Path | None = None,
-               **kwargs: Any) -> Runner:
+    def create(
+        cls, spec: ExperimentSpec, experiment_dir: str | Path | None = None, **kwargs: Any
+    ) -> Runner:
         """A new experiment directory (default: `<output>/<name>-<timestamp>`) and its runner."""
         d = Path(experiment_dir) if experiment_dir else default_experiment_dir(spec)
         return cls(ExperimentStore.create(d, spec, plan_runs(spec)), **kwargs)
 
     @classmethod
-    def resume(cls, experiment_dir: str | Path, repeats: int | None = None, **kwargs: Any) -> Runner:
+    def resume(
+        cls, experiment_dir: str | Path, repeats: int | None = None, **kwargs: Any
+    ) -> Runner:
         """Reopen an experiment; the runner will run only what has not finished (plus new repeats)."""
         store = ExperimentStore.open(experiment_dir)
         spec = store.spec
@@ -197,7 +207,9 @@ class Runner:
             if skipped:
                 self._todo.remove(run_id)
         if skipped:
-            rec = replace(self.store.run(run_id), status=RUN_STOPPED, error="stopped before it started")
+            rec = replace(
+                self.store.run(run_id), status=RUN_STOPPED, error="stopped before it started"
+            )
             self.store.finish(rec)
             self._emit(ev.RunFailed(rec))
 
@@ -234,8 +246,12 @@ class Runner:
             try:
                 self._execute(run_id)
             except Exception as exc:  # a bug or a full disk: record it, go on with the others
-                rec = replace(self.store.run(run_id), status=RUN_FAILED, ended_at=time.time(),
-                              error=f"tuiprof error: {type(exc).__name__}: {exc}")
+                rec = replace(
+                    self.store.run(run_id),
+                    status=RUN_FAILED,
+                    ended_at=time.time(),
+                    error=f"tuiprof error: {type(exc).__name__}: {exc}",
+                )
                 try:
                     self.store.finish(rec)
                 finally:
@@ -249,8 +265,10 @@ class Runner:
         try:
             self._host = host_fingerprint()
             self._emit(ev.ExperimentStarted(str(self.experiment_dir), tuple(self.store.runs())))
-            workers = [threading.Thread(target=self._worker, name=f"tuiprof-run-{i}", daemon=True)
-                       for i in range(self.parallel)]
+            workers = [
+                threading.Thread(target=self._worker, name=f"tuiprof-run-{i}", daemon=True)
+                for i in range(self.parallel)
+            ]
             for w in workers:
                 w.start()
             for w in workers:
@@ -263,22 +281,28 @@ class Runner:
         finally:
             self.store.close()
             self._closed = True
-            self._emit(ev.ExperimentFinished(str(self.experiment_dir), counts, self.cancel.is_set()))
+            self._emit(
+                ev.ExperimentFinished(str(self.experiment_dir), counts, self.cancel.is_set())
+            )
             self._done.set()
 
-    def _env(self, rec: RunRecord, run_dir: Path, metrics_path: Path, port: int | None) -> dict[str, str]:
+    def _env(
+        self, rec: RunRecord, run_dir: Path, metrics_path: Path, port: int | None
+    ) -> dict[str, str]:
         env = dict(os.environ)
         env.setdefault("PYTHONUNBUFFERED", "1")  # so the log (and the live view) is current
         env.update(self.spec.variant(rec.variant).env)
-        env.update({
-            "TUIPROF_METRICS_FILE": str(metrics_path),
-            "TUIPROF_RUN_DIR": str(run_dir),
-            "TUIPROF_VARIANT": rec.variant,
-            "TUIPROF_REPEAT": str(rec.repeat),
-            "TUIPROF_WARMUP": "1" if rec.is_warmup else "0",
-            "TUIPROF_RUN_ID": rec.run_id,
-            "TUIPROF_EXPERIMENT_DIR": str(self.experiment_dir),
-        })
+        env.update(
+            {
+                "TUIPROF_METRICS_FILE": str(metrics_path),
+                "TUIPROF_RUN_DIR": str(run_dir),
+                "TUIPROF_VARIANT": rec.variant,
+                "TUIPROF_REPEAT": str(rec.repeat),
+                "TUIPROF_WARMUP": "1" if rec.is_warmup else "0",
+                "TUIPROF_RUN_ID": rec.run_id,
+                "TUIPROF_EXPERIMENT_DIR": str(self.experiment_dir),
+            }
+        )
         env.pop("TUIPROF_PROFILER_PORT", None)
         if port is not None:
             env["TUIPROF_PROFILER_PORT"] = str(port)
@@ -287,7 +311,11 @@ class Runner:
     def _execute(self, run_id: str) -> None:
         self.store.prepare_rerun(run_id)
         rec = self.store.run(run_id)
-        run_dir, log_path, metrics_path = Path(rec.run_dir), Path(rec.log_path), Path(rec.metrics_path)
+        run_dir, log_path, metrics_path = (
+            Path(rec.run_dir),
+            Path(rec.log_path),
+            Path(rec.metrics_path),
+        )
         run_dir.mkdir(parents=True, exist_ok=True)
         metrics_path.touch()
         port = free_port() if self.profiler_ports else None
@@ -299,8 +327,13 @@ class Runner:
         try:
             handle = self.backend.launch(request)
         except OSError as exc:
-            rec = replace(rec, status=RUN_FAILED, started_at=started_at, ended_at=time.time(),
-                          error=f"could not start {request.argv[0]!r}: {exc.strerror or exc}")
+            rec = replace(
+                rec,
+                status=RUN_FAILED,
+                started_at=started_at,
+                ended_at=time.time(),
+                error=f"could not start {request.argv[0]!r}: {exc.strerror or exc}",
+            )
             self.store.finish(rec)
             self._emit(ev.RunFailed(rec))
             return
@@ -311,8 +344,9 @@ class Runner:
         code, outcome, wall = self._follow(run_id, handle, t0, log_path, metrics_path)
         self._finish(rec, code, outcome, wall, started_at, port, log_path, metrics_path)
 
-    def _follow(self, run_id: str, handle: Any, t0: float, log_path: Path,
-                metrics_path: Path) -> tuple[int, str, float]:
+    def _follow(
+        self, run_id: str, handle: Any, t0: float, log_path: Path, metrics_path: Path
+    ) -> tuple[int, str, float]:
         """Stream output and progress until the run exits; returns (code, outcome, wall time)."""
         log = _LineTail(log_path)
         metrics = self._readers[run_id] = MetricsReader(metrics_path)
@@ -329,8 +363,10 @@ class Runner:
             if lines:
                 if len(lines) > MAX_LINES_PER_EVENT:
                     skipped = len(lines) - MAX_LINES_PER_EVENT
-                    lines = [f"[tuiprof: {skipped} lines not shown; see {log_path}]",
-                             *lines[-MAX_LINES_PER_EVENT:]]
+                    lines = [
+                        f"[tuiprof: {skipped} lines not shown; see {log_path}]",
+                        *lines[-MAX_LINES_PER_EVENT:],
+                    ]
                 self._emit(ev.RunOutput(run_id, tuple(lines)))
             if metrics.poll(final=final):
                 progress = metrics.state.progress()
@@ -346,11 +382,21 @@ class Runner:
                 stop = run_id in self._stop_requested
             if outcome == RUN_FINISHED and (stop or (timeout is not None and wall > timeout)):
                 outcome = RUN_STOPPED if stop else RUN_TIMEOUT
-                threading.Thread(target=handle.terminate, args=(self.spec.kill_grace_s,),
-                                 daemon=True).start()
+                threading.Thread(
+                    target=handle.terminate, args=(self.spec.kill_grace_s,), daemon=True
+                ).start()
 
-    def _finish(self, rec: RunRecord, code: int, outcome: str, wall: float, started_at: float,
-                port: int | None, log_path: Path, metrics_path: Path) -> None:
+    def _finish(
+        self,
+        rec: RunRecord,
+        code: int,
+        outcome: str,
+        wall: float,
+        started_at: float,
+        port: int | None,
+        log_path: Path,
+        metrics_path: Path,
+    ) -> None:
         state = self._readers.pop(rec.run_id).state
         metrics = dict(state.final)
         metrics[WALL_TIME] = wall  # tuiprof's own measurement always wins
@@ -365,10 +411,17 @@ class Runner:
         if error and tail:
             error += ": " + tail.splitlines()[-1][:200]
         rec = replace(
-            rec, status=status, started_at=started_at, ended_at=started_at + wall,
-            wall_time_s=wall, exit_code=code, metrics=metrics,
-            environment=run_fingerprint(self._host, state.info), error=error,
-            log_tail=tail if status != RUN_FINISHED else "", progress=state.progress(),
+            rec,
+            status=status,
+            started_at=started_at,
+            ended_at=started_at + wall,
+            wall_time_s=wall,
+            exit_code=code,
+            metrics=metrics,
+            environment=run_fingerprint(self._host, state.info),
+            error=error,
+            log_tail=tail if status != RUN_FINISHED else "",
+            progress=state.progress(),
             profiler_port=port,
         )
         self.store.finish(rec)

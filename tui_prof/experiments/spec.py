@@ -26,8 +26,18 @@ WALL_TIME = "wall_time_s"
 ORDERS = ("interleaved", "sequential")
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _TOP_KEYS = {
-    "name", "command", "repeats", "warmup", "timeout_s", "workdir", "output", "metrics",
-    "baseline", "order", "variants", "kill_grace_s",
+    "name",
+    "command",
+    "repeats",
+    "warmup",
+    "timeout_s",
+    "workdir",
+    "output",
+    "metrics",
+    "baseline",
+    "order",
+    "variants",
+    "kill_grace_s",
 }
 
 
@@ -96,11 +106,18 @@ class ExperimentSpec:
             for name, v in d["variants"].items()
         )
         return cls(
-            name=d["name"], command=tuple(d["command"]), variants=variants,
-            repeats=int(d["repeats"]), baseline=d["baseline"], warmup=int(d.get("warmup", 0)),
-            timeout_s=d.get("timeout_s"), workdir=d.get("workdir", "."),
-            output=d.get("output", ""), metrics=tuple(d.get("metrics", (WALL_TIME,))),
-            order=d.get("order", "interleaved"), kill_grace_s=float(d.get("kill_grace_s", 5.0)),
+            name=d["name"],
+            command=tuple(d["command"]),
+            variants=variants,
+            repeats=int(d["repeats"]),
+            baseline=d["baseline"],
+            warmup=int(d.get("warmup", 0)),
+            timeout_s=d.get("timeout_s"),
+            workdir=d.get("workdir", "."),
+            output=d.get("output", ""),
+            metrics=tuple(d.get("metrics", (WALL_TIME,))),
+            order=d.get("order", "interleaved"),
+            kill_grace_s=float(d.get("kill_grace_s", 5.0)),
             source=d.get("source", ""),
         )
 
@@ -129,13 +146,15 @@ def _variant(path: Path, name: str, table: Any) -> VariantSpec:
         raise _err(path, where, "expected a table with optional 'args' and 'env'")
     unknown = set(table) - {"args", "env"}
     if unknown:
-        raise _err(path, f"{where}.{sorted(unknown)[0]}", "unknown field (expected 'args' or 'env')")
+        raise _err(
+            path, f"{where}.{sorted(unknown)[0]}", "unknown field (expected 'args' or 'env')"
+        )
     args = _str_list(path, f"{where}.args", table.get("args", []))
     env = table.get("env", {})
     if not isinstance(env, dict) or not all(
         isinstance(k, str) and isinstance(v, str) for k, v in env.items()
     ):
-        raise _err(path, f"{where}.env", "expected a table of string values, e.g. {X = \"1\"}")
+        raise _err(path, f"{where}.env", 'expected a table of string values, e.g. {X = "1"}')
     return VariantSpec(name, args, dict(env))
 
 
@@ -146,7 +165,9 @@ def check_executable(spec: ExperimentSpec) -> None:
         if os.sep in prog or (os.altsep and os.altsep in prog):
             p = Path(prog) if os.path.isabs(prog) else Path(spec.workdir) / prog
             if not (p.is_file() and os.access(p, os.X_OK)):
-                raise _err(spec.source, "command", f"program {prog!r} does not exist or is not executable")
+                raise _err(
+                    spec.source, "command", f"program {prog!r} does not exist or is not executable"
+                )
         else:
             path_var = v.env.get("PATH", os.environ.get("PATH", os.defpath))
             if shutil.which(prog, path=path_var) is None:
@@ -157,20 +178,25 @@ def parse_spec(data: dict[str, Any], path: Path) -> ExperimentSpec:
     """Validate a parsed TOML document; `path` is the spec file (relative paths start at its folder)."""
     unknown = set(data) - _TOP_KEYS
     if unknown:
-        raise _err(path, sorted(unknown)[0], f"unknown field (expected one of {', '.join(sorted(_TOP_KEYS))})")
+        raise _err(
+            path,
+            sorted(unknown)[0],
+            f"unknown field (expected one of {', '.join(sorted(_TOP_KEYS))})",
+        )
     name = data.get("name")
     if not isinstance(name, str) or not _NAME_RE.match(name):
         raise _err(path, "name", "expected a name of letters, digits, '_', '.' or '-'")
     if "command" not in data:
-        raise _err(path, "command", "missing; expected an argv list such as [\"python\", \"train.py\"]")
+        raise _err(path, "command", 'missing; expected an argv list such as ["python", "train.py"]')
     command = _str_list(path, "command", data["command"])
     if not command:
         raise _err(path, "command", "expected a non-empty argv list")
     repeats = _pos_int(path, "repeats", data.get("repeats", 3), 1)
     warmup = _pos_int(path, "warmup", data.get("warmup", 0), 0)
     timeout = data.get("timeout_s")
-    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
-                                or timeout <= 0):
+    if timeout is not None and (
+        isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0
+    ):
         raise _err(path, "timeout_s", f"expected a positive number of seconds, got {timeout!r}")
     grace = data.get("kill_grace_s", 5.0)
     if isinstance(grace, bool) or not isinstance(grace, (int, float)) or grace < 0:
@@ -189,7 +215,7 @@ def parse_spec(data: dict[str, Any], path: Path) -> ExperimentSpec:
     metrics = (WALL_TIME, *[m for m in dict.fromkeys(metrics) if m != WALL_TIME])
     order = data.get("order", "interleaved")
     if order not in ORDERS:
-        raise _err(path, "order", f"expected \"interleaved\" or \"sequential\", got {order!r}")
+        raise _err(path, "order", f'expected "interleaved" or "sequential", got {order!r}')
     raw_variants = data.get("variants")
     if raw_variants is None:
         variants: tuple[VariantSpec, ...] = (VariantSpec("default"),)
@@ -202,10 +228,19 @@ def parse_spec(data: dict[str, Any], path: Path) -> ExperimentSpec:
         names = ", ".join(v.name for v in variants)
         raise _err(path, "baseline", f"expected one of the variants ({names}), got {baseline!r}")
     spec = ExperimentSpec(
-        name=name, command=command, variants=variants, repeats=repeats, baseline=baseline,
-        warmup=warmup, timeout_s=float(timeout) if timeout is not None else None, workdir=str(wd),
-        output=str((base / output).resolve()), metrics=metrics, order=order,
-        kill_grace_s=float(grace), source=str(path),
+        name=name,
+        command=command,
+        variants=variants,
+        repeats=repeats,
+        baseline=baseline,
+        warmup=warmup,
+        timeout_s=float(timeout) if timeout is not None else None,
+        workdir=str(wd),
+        output=str((base / output).resolve()),
+        metrics=metrics,
+        order=order,
+        kill_grace_s=float(grace),
+        source=str(path),
     )
     check_executable(spec)
     return spec
@@ -227,15 +262,23 @@ def load_spec(path: str | Path) -> ExperimentSpec:
     return parse_spec(data, p)
 
 
-def select(spec: ExperimentSpec, variants: list[str] | None = None, repeats: int | None = None,
-           warmup: int | None = None) -> ExperimentSpec:
+def select(
+    spec: ExperimentSpec,
+    variants: list[str] | None = None,
+    repeats: int | None = None,
+    warmup: int | None = None,
+) -> ExperimentSpec:
     """The spec narrowed to some variants and/or with other counts (the CLI's overrides)."""
     out = spec
     if variants:
         known = {v.name: v for v in spec.variants}
         missing = [n for n in variants if n not in known]
         if missing:
-            raise _err(spec.source, "variants", f"no variant named {missing[0]!r} (have {', '.join(known)})")
+            raise _err(
+                spec.source,
+                "variants",
+                f"no variant named {missing[0]!r} (have {', '.join(known)})",
+            )
         chosen = tuple(known[n] for n in dict.fromkeys(variants))
         base = spec.baseline if spec.baseline in variants else chosen[0].name
         out = replace(out, variants=chosen, baseline=base)

@@ -38,6 +38,7 @@ from tui_prof.model import (
 )
 
 DB_NAME = "experiment.sqlite"
+FIND_MAX_DEPTH = 6  # how deep find_experiments looks below the opened directory
 RUNS_DIR = "runs"
 ATTEMPTS_DIR = "attempts"
 LOG_NAME = "output.log"
@@ -115,16 +116,30 @@ def _row_to_record(row: sqlite3.Row, directory: Path) -> RunRecord:
     run_dir = directory / RUNS_DIR / row["run_id"]
     status = row["status"]
     error = row["error"]
-    if status == RUN_RUNNING and not runner_alive(row["runner_pid"], row["runner_host"], row["runner_start"]):
+    if status == RUN_RUNNING and not runner_alive(
+        row["runner_pid"], row["runner_host"], row["runner_start"]
+    ):
         status, error = RUN_INTERRUPTED, error or "tuiprof stopped while this run was running"
     return RunRecord(
-        run_id=row["run_id"], variant=row["variant"], repeat=row["repeat"], status=status,
-        is_warmup=bool(row["is_warmup"]), started_at=row["started_at"], ended_at=row["ended_at"],
-        wall_time_s=row["wall_time_s"], exit_code=row["exit_code"],
-        metrics=json.loads(row["metrics"]), environment=json.loads(row["environment"]),
-        run_dir=str(run_dir), log_path=str(run_dir / LOG_NAME), error=error,
-        profiler_port=row["profiler_port"], progress=row["progress"], attempt=row["attempt"],
-        log_tail=row["log_tail"], metrics_path=str(run_dir / METRICS_NAME),
+        run_id=row["run_id"],
+        variant=row["variant"],
+        repeat=row["repeat"],
+        status=status,
+        is_warmup=bool(row["is_warmup"]),
+        started_at=row["started_at"],
+        ended_at=row["ended_at"],
+        wall_time_s=row["wall_time_s"],
+        exit_code=row["exit_code"],
+        metrics=json.loads(row["metrics"]),
+        environment=json.loads(row["environment"]),
+        run_dir=str(run_dir),
+        log_path=str(run_dir / LOG_NAME),
+        error=error,
+        profiler_port=row["profiler_port"],
+        progress=row["progress"],
+        attempt=row["attempt"],
+        log_tail=row["log_tail"],
+        metrics_path=str(run_dir / METRICS_NAME),
     )
 
 
@@ -135,9 +150,13 @@ def _meta(conn: sqlite3.Connection) -> dict[str, Any]:
 def _record(directory: Path, meta: dict[str, Any], runs: list[RunRecord]) -> ExperimentRecord:
     spec = meta["spec"]
     return ExperimentRecord(
-        name=spec["name"], directory=str(directory), baseline=spec["baseline"],
-        variants=tuple(spec["variants"]), metrics=tuple(spec["metrics"]),
-        repeats=int(spec["repeats"]), runs=tuple(runs),
+        name=spec["name"],
+        directory=str(directory),
+        baseline=spec["baseline"],
+        variants=tuple(spec["variants"]),
+        metrics=tuple(spec["metrics"]),
+        repeats=int(spec["repeats"]),
+        runs=tuple(runs),
     )
 
 
@@ -170,6 +189,22 @@ def load_experiment(experiment_dir: str | Path) -> ExperimentRecord:
     if "spec" not in meta:
         raise StoreError(f"{db}: not a tuiprof experiment (no spec)")
     return _record(directory, meta, [_row_to_record(r, directory) for r in rows])
+
+
+def find_experiments(root: Path, max_depth: int = FIND_MAX_DEPTH) -> list[Path]:
+    """Experiment directories (those holding the results store) under root, shallow first."""
+    found: list[Path] = []
+    base = root if root.is_dir() else root.parent
+    base_depth = str(base).rstrip(os.sep).count(os.sep)
+    for dirpath, dirnames, filenames in os.walk(base, onerror=lambda _e: None):
+        if DB_NAME in filenames:
+            found.append(Path(dirpath))
+            dirnames[:] = []  # runs inside an experiment are not experiments
+            continue
+        if dirpath.count(os.sep) - base_depth >= max_depth:
+            dirnames[:] = []
+        dirnames[:] = [d for d in dirnames if d not in ("plugins", ".git", "__pycache__")]
+    return sorted(found)
 
 
 def load_spec_from(experiment_dir: str | Path) -> ExperimentSpec:
@@ -219,7 +254,9 @@ class ExperimentStore:
         return conn
 
     @classmethod
-    def create(cls, directory: str | Path, spec: ExperimentSpec, plan: Iterable[PlannedRun]) -> ExperimentStore:
+    def create(
+        cls, directory: str | Path, spec: ExperimentSpec, plan: Iterable[PlannedRun]
+    ) -> ExperimentStore:
         """A new experiment directory with every planned run recorded as pending."""
         d = Path(directory).resolve()
         if (d / DB_NAME).exists():
@@ -233,7 +270,9 @@ class ExperimentStore:
         spec_d = spec.to_dict()  # variants stay in spec order: JSON objects keep insertion order
         with store._tx() as c:
             for key, value in {
-                "schema_version": SCHEMA_VERSION, "spec": spec_d, "created_at": time.time(),
+                "schema_version": SCHEMA_VERSION,
+                "spec": spec_d,
+                "created_at": time.time(),
             }.items():
                 c.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, json.dumps(value)))
         store.add_runs(plan)
@@ -257,8 +296,11 @@ class ExperimentStore:
                 raise StoreError(f"{d}: another tuiprof (pid {row['runner_pid']}) is running it")
             if kill_orphans:
                 kill_orphan(row["child_pgid"], d / RUNS_DIR / row["run_id"])
-            store._update(row["run_id"], status=RUN_INTERRUPTED,
-                          error="tuiprof stopped while this run was running")
+            store._update(
+                row["run_id"],
+                status=RUN_INTERRUPTED,
+                error="tuiprof stopped while this run was running",
+            )
         return store
 
     # -- writing -------------------------------------------------------------------------
@@ -294,7 +336,9 @@ class ExperimentStore:
         """Save a changed spec (e.g. more repeats on resume)."""
         self.spec = spec
         with self._tx() as c:
-            c.execute("INSERT OR REPLACE INTO meta VALUES ('spec', ?)", (json.dumps(spec.to_dict()),))
+            c.execute(
+                "INSERT OR REPLACE INTO meta VALUES ('spec', ?)", (json.dumps(spec.to_dict()),)
+            )
 
     def prepare_rerun(self, run_id: str) -> None:
         """Archive an unfinished attempt's record and files so the run can start afresh."""
@@ -309,8 +353,10 @@ class ExperimentStore:
                 os.replace(src, dst)
             if rec.status != RUN_PENDING:
                 with self._tx() as c:
-                    c.execute("INSERT OR REPLACE INTO run_attempts VALUES (?, ?, ?, ?)",
-                              (run_id, rec.attempt, json.dumps(rec.to_dict()), time.time()))
+                    c.execute(
+                        "INSERT OR REPLACE INTO run_attempts VALUES (?, ?, ?, ?)",
+                        (run_id, rec.attempt, json.dumps(rec.to_dict()), time.time()),
+                    )
                     c.execute(
                         "UPDATE runs SET status = ?, attempt = attempt + 1, started_at = NULL, "
                         "ended_at = NULL, wall_time_s = NULL, exit_code = NULL, metrics = '{}', "
@@ -319,12 +365,28 @@ class ExperimentStore:
                         (RUN_PENDING, run_id),
                     )
 
-    def mark_running(self, run_id: str, started_at: float, pid: int | None, pgid: int | None,
-                     profiler_port: int | None, environment: dict[str, Any]) -> None:
+    def mark_running(
+        self,
+        run_id: str,
+        started_at: float,
+        pid: int | None,
+        pgid: int | None,
+        profiler_port: int | None,
+        environment: dict[str, Any],
+    ) -> None:
         rpid, host, start = runner_identity()
-        self._update(run_id, status=RUN_RUNNING, started_at=started_at, child_pid=pid,
-                     child_pgid=pgid, profiler_port=profiler_port, environment=environment,
-                     runner_pid=rpid, runner_host=host, runner_start=start)
+        self._update(
+            run_id,
+            status=RUN_RUNNING,
+            started_at=started_at,
+            child_pid=pid,
+            child_pgid=pgid,
+            profiler_port=profiler_port,
+            environment=environment,
+            runner_pid=rpid,
+            runner_host=host,
+            runner_start=start,
+        )
 
     def set_progress(self, run_id: str, progress: str) -> None:
         self._update(run_id, progress=progress)
@@ -332,9 +394,16 @@ class ExperimentStore:
     def finish(self, rec: RunRecord) -> None:
         """Commit a run's outcome in one transaction."""
         self._update(
-            rec.run_id, status=rec.status, ended_at=rec.ended_at, wall_time_s=rec.wall_time_s,
-            exit_code=rec.exit_code, metrics=rec.metrics, environment=rec.environment,
-            error=rec.error, log_tail=rec.log_tail, progress=rec.progress,
+            rec.run_id,
+            status=rec.status,
+            ended_at=rec.ended_at,
+            wall_time_s=rec.wall_time_s,
+            exit_code=rec.exit_code,
+            metrics=rec.metrics,
+            environment=rec.environment,
+            error=rec.error,
+            log_tail=rec.log_tail,
+            progress=rec.progress,
         )
 
     # -- reading -------------------------------------------------------------------------

@@ -26,17 +26,28 @@ from tui_prof.instrument.report import (
 class TuiprofCallback(keras.callbacks.Callback):
     """Reports to tuiprof; pass batch_size and dataset_fingerprint so runs can be checked alike."""
 
-    def __init__(self, profile_steps: tuple[int, int] | None = None, batch_size: int | None = None,
-                 dataset_fingerprint: str | None = None, step_markers: bool = True,
-                 **info: Any) -> None:
+    def __init__(
+        self,
+        profile_steps: tuple[int, int] | None = None,
+        batch_size: int | None = None,
+        dataset_fingerprint: str | None = None,
+        step_markers: bool = True,
+        **info: Any,
+    ) -> None:
         super().__init__()
         if profile_steps is not None and not (0 < profile_steps[0] <= profile_steps[1]):
             raise ValueError("profile_steps must be (first, last) with 0 < first <= last")
         self.active = enabled()
         self._profiler = StepProfiler(profile_steps, markers=step_markers)
-        self._info = {k: v for k, v in
-                      {"batch_size": batch_size, "dataset_fingerprint": dataset_fingerprint, **info}.items()
-                      if v is not None}
+        self._info = {
+            k: v
+            for k, v in {
+                "batch_size": batch_size,
+                "dataset_fingerprint": dataset_fingerprint,
+                **info,
+            }.items()
+            if v is not None
+        }
         self._step = 0
         self._epochs: int | None = None
         self._epoch_steps: list[int] = []  # global step at the start of each epoch
@@ -85,5 +96,9 @@ class TuiprofCallback(keras.callbacks.Callback):
         self._profiler.stop()
         # Step time leaves out the first epoch (tracing, caches) when there is more than one.
         skip = self._epoch_steps[1] if len(self._epoch_steps) > 1 else 1
-        report_line({"train_time_s": time.perf_counter() - self._t_train,
-                     **self._profiler.summary(skip=skip)})
+        report_line(
+            {
+                "train_time_s": time.perf_counter() - self._t_train,
+                **self._profiler.summary(skip=skip),
+            }
+        )

@@ -69,7 +69,12 @@ def report_info(**info: Any) -> None:
 def framework_versions() -> dict[str, str]:
     """Versions of the frameworks this job has imported (so none is imported for it)."""
     out = {}
-    for mod, name in (("tensorflow", "tensorflow"), ("keras", "keras"), ("torch", "torch"), ("jax", "jax")):
+    for mod, name in (
+        ("tensorflow", "tensorflow"),
+        ("keras", "keras"),
+        ("torch", "torch"),
+        ("jax", "jax"),
+    ):
         m = sys.modules.get(mod)
         version = getattr(m, "__version__", None) if m is not None else None
         if isinstance(version, str):
@@ -99,7 +104,9 @@ class StepProfiler:
 
     def __init__(self, profile_steps: tuple[int, int] | None = None, markers: bool = True) -> None:
         self.enabled = enabled()  # under tuiprof: time the steps
-        self.tf_ok = self.enabled and (markers or profile_steps is not None)  # ... and use TensorFlow
+        self.tf_ok = self.enabled and (
+            markers or profile_steps is not None
+        )  # ... and use TensorFlow
         self.profile_steps = profile_steps
         self.markers = markers
         self.profiling = False
@@ -113,8 +120,10 @@ class StepProfiler:
             try:
                 import tensorflow as tf
             except ImportError:  # e.g. Keras on JAX or PyTorch: report metrics, skip the markers
-                print("tuiprof: TensorFlow is not installed: no step markers, no profile",
-                      file=sys.stderr)
+                print(
+                    "tuiprof: TensorFlow is not installed: no step markers, no profile",
+                    file=sys.stderr,
+                )
                 self.tf_ok = False
                 return None
             self._tf = tf

@@ -58,7 +58,9 @@ def summary_from_dict(d: dict[str, Any]) -> ProfileSummary:
         hosts=tuple(d["hosts"]),
         step_source=d["step_source"],
         step_source_detail=d.get("step_source_detail", ""),
-        steps=tuple(StepBreakdown(s["step"], s["step_time_ms"], s["breakdown_ms"]) for s in d["steps"]),
+        steps=tuple(
+            StepBreakdown(s["step"], s["step_time_ms"], s["breakdown_ms"]) for s in d["steps"]
+        ),
         average=StepAverage(
             step_time_ms=avg["step_time_ms"],
             breakdown_ms=avg["breakdown_ms"],
@@ -72,8 +74,14 @@ def summary_from_dict(d: dict[str, Any]) -> ProfileSummary:
         precision=Precision(**d["precision"]) if d.get("precision") else None,
         tensor_core=TensorCoreUse(**d["tensor_core"]) if d.get("tensor_core") else None,
         top_ops=tuple(
-            OpStat(o["name"], o["type"], o["where"], o["occurrences"], o["total_self_time_us"],
-                   o["self_time_percent"])
+            OpStat(
+                o["name"],
+                o["type"],
+                o["where"],
+                o["occurrences"],
+                o["total_self_time_us"],
+                o["self_time_percent"],
+            )
             for o in d["top_ops"]
         ),
         kernels=tuple(KernelStat(**k) for k in d["kernels"]),

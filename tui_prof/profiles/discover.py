@@ -27,12 +27,13 @@ class HostFile:
 
 @dataclass(frozen=True)
 class Session:
-    """One profile capture: a directory of per-host trace files."""
+    """One profile capture: a directory of per-host trace files (or per-rank traces), in one format."""
 
     name: str
     path: Path
     run: str
     hosts: tuple[HostFile, ...]
+    format: str = "xplane"  # which reader reads it (profiles.load.READERS)
 
     @property
     def size(self) -> int:
@@ -115,7 +116,9 @@ def discover(path: str | os.PathLike[str]) -> Discovery:
     problems: list[str] = []
     if root.is_file():
         if not root.name.endswith(XPLANE_SUFFIX):
-            raise FileNotFoundError(f"{display_path(root)}: not a profile (expected *{XPLANE_SUFFIX})")
+            raise FileNotFoundError(
+                f"{display_path(root)}: not a profile (expected *{XPLANE_SUFFIX})"
+            )
         st = root.stat()
         session_dir = root.parent
         session = Session(
@@ -139,7 +142,9 @@ def discover(path: str | os.PathLike[str]) -> Discovery:
             continue
         key = (st.st_dev, st.st_ino)
         if key in seen:
-            problems.append(f"{display_path(d)}: skipped, a symlink loop or a second link to a directory")
+            problems.append(
+                f"{display_path(d)}: skipped, a symlink loop or a second link to a directory"
+            )
             continue
         seen.add(key)
         try:

@@ -2,7 +2,7 @@
 
 Contract: `BoxPlot` is a Rich renderable used unchanged by `tuiprof compare` and the TUI. It
 fills the width it is given (at least `MIN_WIDTH`), draws Tukey box plots from
-`tui_prof.stats.box_stats` with distinct glyphs (colour only adds emphasis), and treats
+`tui_prof.comparison.stats.box_stats` with distinct glyphs (colour only adds emphasis), and treats
 variant and metric names as data: they are appended as plain `Text`, never parsed as markup.
 
     fp32   ├────[████│██◆█]──────┤  ○     n=5
@@ -20,11 +20,11 @@ from rich.console import Console, ConsoleOptions, RenderResult
 from rich.measure import Measurement
 from rich.text import Text
 
-from tui_prof.stats import BoxStats, box_stats, metric_unit
-from tui_prof.stats import lower_is_better as direction_rule
+from tui_prof.comparison.stats import BoxStats, box_stats, metric_unit
+from tui_prof.comparison.stats import lower_is_better as direction_rule
 
 if TYPE_CHECKING:
-    from tui_prof.experiment_report import MetricReport
+    from tui_prof.comparison.report import MetricReport
 
 MIN_WIDTH = 40
 WHISKER, CAP_LO, CAP_HI, BOX, BOX_LO, BOX_HI = "─", "├", "┤", "█", "[", "]"

@@ -1,6 +1,6 @@
 """Rich tables of an experiment's statistics, verdicts and comparability, for CLI and TUI alike.
 
-Contract: every function takes the plain report objects of `tui_prof.experiment_report` and
+Contract: every function takes the plain report objects of `tui_prof.comparison.report` and
 returns a Rich renderable; names from runs (variants, metrics, errors) enter as `Text`, never
 as markup. `report_view` is the whole `tuiprof compare` screen; the TUI may use the pieces.
 """
@@ -17,8 +17,8 @@ from rich.rule import Rule
 from rich.table import Table
 from rich.text import Text
 
-from tui_prof.comparability import Comparability
-from tui_prof.experiment_report import ComparisonReport, MetricReport
+from tui_prof.comparison.comparability import Comparability
+from tui_prof.comparison.report import ComparisonReport, MetricReport
 from tui_prof.render.boxplot import BoxPlot
 
 STAT_COLUMNS = ("n", "mean", "std", "median", "p90", "min", "max", "q1", "q3")

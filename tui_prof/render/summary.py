@@ -108,7 +108,9 @@ class BreakdownBars:
             raw = [(c, cells * s.breakdown_ms.get(c, 0.0) / (s.step_time_ms or 1.0)) for c in cats]
             widths = {c: int(w) for c, w in raw}
             rest = cells - sum(widths.values())
-            for c, _w in sorted(raw, key=lambda cw: cw[1] - int(cw[1]), reverse=True)[: max(0, rest)]:
+            for c, _w in sorted(raw, key=lambda cw: cw[1] - int(cw[1]), reverse=True)[
+                : max(0, rest)
+            ]:
                 widths[c] += 1
             for c in cats:
                 color, glyph = CATEGORY_STYLE[c]
@@ -131,10 +133,15 @@ def averages_table(summary: ProfileSummary) -> Table:
         v = avg.breakdown_ms.get(c, 0.0)
         pct = 100.0 * v / avg.step_time_ms if avg.step_time_ms else 0.0
         t.add_row(
-            CATEGORY_LABELS[c], fmt_ms(v), fmt_ms(avg.breakdown_std_ms.get(c)), f"{pct:.1f}%",
+            CATEGORY_LABELS[c],
+            fmt_ms(v),
+            fmt_ms(avg.breakdown_std_ms.get(c)),
+            f"{pct:.1f}%",
             style="dim" if v == 0 else None,
         )
-    t.add_row("Step time", fmt_ms(avg.step_time_ms), fmt_ms(avg.step_time_std_ms), "100%", style="bold")
+    t.add_row(
+        "Step time", fmt_ms(avg.step_time_ms), fmt_ms(avg.step_time_std_ms), "100%", style="bold"
+    )
     return t
 
 
@@ -146,7 +153,9 @@ def steps_table(summary: ProfileSummary) -> Table:
     for c in cats:
         t.add_column(CATEGORY_LABELS[c], justify="right")
     for s in summary.steps:
-        t.add_row(str(s.step), fmt_ms(s.step_time_ms), *(fmt_ms(s.breakdown_ms.get(c, 0.0)) for c in cats))
+        t.add_row(
+            str(s.step), fmt_ms(s.step_time_ms), *(fmt_ms(s.breakdown_ms.get(c, 0.0)) for c in cats)
+        )
     return t
 
 
@@ -157,7 +166,9 @@ def precision_text(summary: ProfileSummary) -> Text:
         t.append("16-bit share: n/a", style="dim")
         t.append(" (no device compute)" if summary.environment.device_type == "CPU" else "")
     else:
-        t.append(f"Device compute: {p.compute_16bit_percent:.1f}% 16-bit, {p.compute_32bit_percent:.1f}% 32-bit")
+        t.append(
+            f"Device compute: {p.compute_16bit_percent:.1f}% 16-bit, {p.compute_32bit_percent:.1f}% 32-bit"
+        )
     tc = summary.tensor_core
     if tc is not None:
         t.append(f"\nTensorCore: {tc.percent_of_kernel_time:.1f}% of kernel time")
@@ -174,8 +185,13 @@ def top_ops_table(summary: ProfileSummary, limit: int = 15) -> Table:
     t.add_column("Self ms", justify="right")
     t.add_column("%", justify="right")
     for o in summary.top_ops[:limit]:
-        t.add_row(Text(o.name), Text(o.op_type), o.where, fmt_ms(o.total_self_time_us / 1000),
-                  f"{o.self_time_percent:.1f}")
+        t.add_row(
+            Text(o.name),
+            Text(o.op_type),
+            o.where,
+            fmt_ms(o.total_self_time_us / 1000),
+            f"{o.self_time_percent:.1f}",
+        )
     return t
 
 
@@ -188,8 +204,14 @@ def kernels_table(summary: ProfileSummary, limit: int = 15) -> Table:
     t.add_column("TC elig.", justify="center")
     t.add_column("TC used", justify="center")
     for k in summary.kernels[:limit]:
-        t.add_row(Text(k.name), Text(k.op_name), str(k.occurrences), fmt_ms(k.total_duration_us / 1000),
-                  "yes" if k.tensor_core_eligible else "no", "yes" if k.uses_tensor_core else "no")
+        t.add_row(
+            Text(k.name),
+            Text(k.op_name),
+            str(k.occurrences),
+            fmt_ms(k.total_duration_us / 1000),
+            "yes" if k.tensor_core_eligible else "no",
+            "yes" if k.uses_tensor_core else "no",
+        )
     return t
 
 

@@ -16,7 +16,7 @@ from tui_prof.tui.screens.browse import BrowseScreen
 
 if TYPE_CHECKING:
     from tui_prof.experiments.runner import Runner
-    from tui_prof.tui.launch import Prefetch
+    from tui_prof.profiles.prefetch import Prefetch
     from tui_prof.tui.screens.capture_dialog import CaptureRequest
     from tui_prof.tui.screens.start_dialog import StartRequest
 
@@ -30,10 +30,20 @@ class TuiprofApp(App[int]):
         Binding("question_mark", "help", "Help", id="help", key_display="?"),
         Binding("b", "show('browse')", "Browse", id="browse"),
         Binding("e", "show('experiments')", "Experiments", id="experiments"),
-        Binding("r", "start_experiment", "Run experiment", id="run_experiment",
-                tooltip="Start a repeated experiment (variants × repeats)"),
-        Binding("a", "capture", "Capture", id="capture",
-                tooltip="Capture a profile from a running job's profiler server"),
+        Binding(
+            "r",
+            "start_experiment",
+            "Run experiment",
+            id="run_experiment",
+            tooltip="Start a repeated experiment (variants × repeats)",
+        ),
+        Binding(
+            "a",
+            "capture",
+            "Capture",
+            id="capture",
+            tooltip="Capture a profile from a running job's profiler server",
+        ),
         Binding("c", "show('captures')", "Captures", id="captures", show=False),
     ]
 
@@ -114,7 +124,9 @@ class TuiprofApp(App[int]):
         from tui_prof.model import RUN_RUNNING
         from tui_prof.tui.widgets.run_table import RunTable
 
-        if self.is_screen_installed("experiments") and self.screen is self.get_screen("experiments"):
+        if self.is_screen_installed("experiments") and self.screen is self.get_screen(
+            "experiments"
+        ):
             run = self.screen.query_one(RunTable).selected_run
             if run is not None and run.status == RUN_RUNNING and run.profiler_port:
                 return f"localhost:{run.profiler_port}", run.run_dir

@@ -8,9 +8,16 @@ from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("Rescan logdir", "screen.rescan", "List the open path again"),
-    ("Toggle own step finder", "screen.toggle_fallback", "Cross-check official steps with tuiprof's own"),
-    ("Toggle full analysis of large profiles", "screen.toggle_full",
-     "Run TensorBoard's converter even on profiles over $TUIPROF_LARGE_MB (op and kernel tables)"),
+    (
+        "Toggle own step finder",
+        "screen.toggle_fallback",
+        "Cross-check official steps with tuiprof's own",
+    ),
+    (
+        "Toggle full analysis of large profiles",
+        "screen.toggle_full",
+        "Run TensorBoard's converter even on profiles over $TUIPROF_LARGE_MB (op and kernel tables)",
+    ),
     ("Overview tab", "screen.tab('tab-overview')", "Headline, breakdown, precision, advice"),
     ("Steps tab", "screen.tab('tab-steps')", "Per-step breakdown table"),
     ("Top ops tab", "screen.tab('tab-ops')", "Framework ops by self time"),
@@ -39,4 +46,9 @@ class TuiprofCommands(Provider):
         for name, action, help_text in self._commands():
             score = matcher.match(name)
             if score > 0:
-                yield Hit(score, matcher.highlight(name), partial(self.app.run_action, action), help=help_text)
+                yield Hit(
+                    score,
+                    matcher.highlight(name),
+                    partial(self.app.run_action, action),
+                    help=help_text,
+                )

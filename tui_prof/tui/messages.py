@@ -96,6 +96,6 @@ class CaptureEnded(Message):
 
 @dataclass
 class LogdirChanged(Message):
-    """The followed logdir has new or changed files (see tui_prof.follow)."""
+    """The followed logdir has new or changed files (see tui_prof.live.follow)."""
 
     events: list  # list[FollowEvent]

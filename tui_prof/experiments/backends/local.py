@@ -81,7 +81,13 @@ class LocalBackend:
         with open(request.log_path, "ab", buffering=0) as log:
             t_start = time.perf_counter()
             proc = subprocess.Popen(
-                list(request.argv), cwd=request.cwd, env=request.env, stdin=subprocess.DEVNULL,
-                stdout=log, stderr=subprocess.STDOUT, start_new_session=True, close_fds=True,
+                list(request.argv),
+                cwd=request.cwd,
+                env=request.env,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                close_fds=True,
             )
         return LocalRunHandle(proc, t_start)

@@ -29,7 +29,7 @@ from tui_prof.tui.widgets.profile_tree import NodeData, ProfileTree
 from tui_prof.tui.widgets.session_view import SessionView
 
 if TYPE_CHECKING:
-    from tui_prof.tui.launch import Prefetch
+    from tui_prof.profiles.prefetch import Prefetch
 
 
 class BrowseScreen(Screen[None]):
@@ -40,8 +40,13 @@ class BrowseScreen(Screen[None]):
         Binding("2", "tab('tab-steps')", "Steps", id="tab_steps", show=False),
         Binding("3", "tab('tab-ops')", "Ops", id="tab_ops", show=False),
         Binding("4", "tab('tab-kernels')", "Kernels", id="tab_kernels", show=False),
-        Binding("F", "toggle_fallback", "Own steps", id="fallback",
-                tooltip="Ignore official step markers and use tuiprof's own step finder"),
+        Binding(
+            "F",
+            "toggle_fallback",
+            "Own steps",
+            id="fallback",
+            tooltip="Ignore official step markers and use tuiprof's own step finder",
+        ),
     ]
 
     def __init__(self, root: Path, prefetch: Prefetch | None = None) -> None:
@@ -79,7 +84,7 @@ class BrowseScreen(Screen[None]):
         """Watch the open directory, so a running job's new sessions appear without a restart."""
         if not self.root.is_dir():
             return
-        from tui_prof.follow import LogdirFollower
+        from tui_prof.live.follow import LogdirFollower
 
         # Anything written after the listing started is reported, so nothing falls between the two.
         since = self.prefetch.started_at if self.prefetch is not None else self._created
@@ -92,7 +97,7 @@ class BrowseScreen(Screen[None]):
             self._follower.stop(timeout=1.0)  # type: ignore[attr-defined]
 
     def on_logdir_changed(self, message: LogdirChanged) -> None:
-        from tui_prof.follow import PROFILE, SESSION
+        from tui_prof.live.follow import PROFILE, SESSION
 
         new_sessions = [e.path for e in message.events if e.kind == SESSION]
         if new_sessions:
@@ -146,8 +151,12 @@ class BrowseScreen(Screen[None]):
         tree.populate(message.discovery)
         view = self.query_one(SessionView)
         if message.discovery.problems:
-            self.notify("\n".join(Text(p).plain for p in message.discovery.problems[:5]),
-                        title="Some paths could not be read", severity="warning", markup=False)
+            self.notify(
+                "\n".join(Text(p).plain for p in message.discovery.problems[:5]),
+                title="Some paths could not be read",
+                severity="warning",
+                markup=False,
+            )
         if not message.discovery.sessions:
             view.show_message(
                 f"No profiles (*.xplane.pb) under {self.root}.\n"
@@ -179,8 +188,14 @@ class BrowseScreen(Screen[None]):
         self._cancel = threading.Event()
         self._current = session
         pre = self.prefetch
-        if (pre is not None and not pre.used and pre.session == session and pre.analysed.is_set()
-                and not self.force_fallback and not self.full):
+        if (
+            pre is not None
+            and not pre.used
+            and pre.session == session
+            and pre.analysed.is_set()
+            and not self.force_fallback
+            and not self.full
+        ):
             pre.used = True  # analysed before the first frame: show it without a worker
             if pre.summary is not None:
                 self.on_profile_loaded(ProfileLoaded(session, pre.summary, 0.0))
@@ -192,8 +207,11 @@ class BrowseScreen(Screen[None]):
         self._analyse(session, self._cancel, self.force_fallback, self.full)
 
     @work(thread=True, exclusive=True, group="analyse", exit_on_error=False)
-    def _analyse(self, session: Session, cancel: threading.Event, fallback: bool, full: bool) -> None:
-        from tui_prof.profiles.xplane import Cancelled, load_summary
+    def _analyse(
+        self, session: Session, cancel: threading.Event, fallback: bool, full: bool
+    ) -> None:
+        from tui_prof.model import Cancelled
+        from tui_prof.profiles.load import load_summary
 
         start = time.perf_counter()
         pre = self.prefetch
@@ -208,7 +226,10 @@ class BrowseScreen(Screen[None]):
                 return
         try:
             summary = load_summary(
-                session, force_fallback=fallback, full=full, cancel=cancel,
+                session,
+                force_fallback=fallback,
+                full=full,
+                cancel=cancel,
                 progress=lambda f, m: self.post_message(LoadProgressed(session, f, m)),
             )
         except Cancelled:
@@ -217,7 +238,9 @@ class BrowseScreen(Screen[None]):
             self.post_message(ProfileFailed(session, str(exc)))
             return
         except Exception as exc:  # a bug must not kill the browser; show it like a bad file
-            self.post_message(ProfileFailed(session, f"unexpected error: {type(exc).__name__}: {exc}"))
+            self.post_message(
+                ProfileFailed(session, f"unexpected error: {type(exc).__name__}: {exc}")
+            )
             return
         if not cancel.is_set():
             self.post_message(ProfileLoaded(session, summary, time.perf_counter() - start))
@@ -249,16 +272,22 @@ class BrowseScreen(Screen[None]):
 
     def action_toggle_full(self) -> None:
         self.full = not self.full
-        self.notify("Large profiles: TensorBoard's converter too (op and kernel tables; slow, memory-hungry)"
-                    if self.full else "Large profiles: tuiprof's streaming reader")
+        self.notify(
+            "Large profiles: TensorBoard's converter too (op and kernel tables; slow, memory-hungry)"
+            if self.full
+            else "Large profiles: tuiprof's streaming reader"
+        )
         if self._current is not None:
             current, self._current = self._current, None
             self.load(current)
 
     def action_toggle_fallback(self) -> None:
         self.force_fallback = not self.force_fallback
-        self.notify("Steps: tuiprof's own step finder" if self.force_fallback
-                    else "Steps: official markers where present")
+        self.notify(
+            "Steps: tuiprof's own step finder"
+            if self.force_fallback
+            else "Steps: official markers where present"
+        )
         if self._current is not None:
             current, self._current = self._current, None
             self.load(current)

@@ -8,7 +8,7 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Button, Input, Label, Static
 
-from tui_prof.capture import CaptureError, parse_addresses
+from tui_prof.live.capture import CaptureError, parse_addresses
 from tui_prof.tui.screens.form_dialog import FormDialog
 
 

@@ -17,7 +17,7 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static
 
-from tui_prof.capture import CaptureError, CaptureResult, capture_series
+from tui_prof.live.capture import CaptureError, CaptureResult, capture_series
 from tui_prof.model import ProfileError, StepBreakdown
 from tui_prof.render.summary import BreakdownBars, fmt_ms
 from tui_prof.tui.messages import Captured, CaptureEnded, CaptureProgressed
@@ -35,10 +35,14 @@ class CapturesScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield Header(show_clock=False)
         with VerticalScroll(id="captures"):
-            yield Static(Text("No captures yet: press a to capture a running job's profile.", style="dim"),
-                         id="capture-status")
+            yield Static(
+                Text("No captures yet: press a to capture a running job's profile.", style="dim"),
+                id="capture-status",
+            )
             yield DataTable(id="capture-table", cursor_type="row", zebra_stripes=True)
-            yield Static(Text("Average step time per capture", style="bold"), id="capture-chart-title")
+            yield Static(
+                Text("Average step time per capture", style="bold"), id="capture-chart-title"
+            )
             yield Static(id="capture-chart")
         yield Footer()
 
@@ -60,12 +64,16 @@ class CapturesScreen(Screen[None]):
 
     @work(thread=True, group="capture", exit_on_error=False)
     def _run(self, request: CaptureRequest, cancel: threading.Event) -> None:
-        from tui_prof.profiles.xplane import load_summary
+        from tui_prof.profiles.load import load_summary
 
         count = request.count if request.every_s is not None else 1
         every = request.every_s if request.every_s is not None else 0.0
         results = capture_series(
-            request.addresses, logdir=request.logdir, every_s=every, count=count, cancel=cancel,
+            request.addresses,
+            logdir=request.logdir,
+            every_s=every,
+            count=count,
+            cancel=cancel,
             duration_ms=request.duration_ms,
             progress=lambda f, m: self.post_message(CaptureProgressed(f, m)),
         )
@@ -85,7 +93,9 @@ class CapturesScreen(Screen[None]):
             self.post_message(CaptureEnded(None, False))
 
     def on_capture_progressed(self, message: CaptureProgressed) -> None:
-        self.query_one("#capture-status", Static).update(Text(f"{message.text} ({message.fraction:.0%})"))
+        self.query_one("#capture-status", Static).update(
+            Text(f"{message.text} ({message.fraction:.0%})")
+        )
 
     def on_captured(self, message: Captured) -> None:
         result: CaptureResult = message.result  # type: ignore[assignment]
@@ -93,20 +103,41 @@ class CapturesScreen(Screen[None]):
         n = table.row_count + 1
         s = message.summary
         if s is None or s.average is None:
-            table.add_row(str(n), time.strftime("%H:%M:%S"), Text(result.session_dir.name), "–", "0",
-                          Text(message.error or "no steps found"))
+            table.add_row(
+                str(n),
+                time.strftime("%H:%M:%S"),
+                Text(result.session_dir.name),
+                "–",
+                "0",
+                Text(message.error or "no steps found"),
+            )
         else:
-            table.add_row(str(n), time.strftime("%H:%M:%S"), Text(result.session_dir.name),
-                          fmt_ms(s.average.step_time_ms), str(len(s.steps)), Text(s.bottleneck))
-            self.points.append(StepBreakdown(n, s.average.step_time_ms, dict(s.average.breakdown_ms)))
-            self.query_one("#capture-chart", Static).update(BreakdownBars(self.points, label_width=6))
+            table.add_row(
+                str(n),
+                time.strftime("%H:%M:%S"),
+                Text(result.session_dir.name),
+                fmt_ms(s.average.step_time_ms),
+                str(len(s.steps)),
+                Text(s.bottleneck),
+            )
+            self.points.append(
+                StepBreakdown(n, s.average.step_time_ms, dict(s.average.breakdown_ms))
+            )
+            self.query_one("#capture-chart", Static).update(
+                BreakdownBars(self.points, label_width=6)
+            )
         self.query_one("#capture-status", Static).update(Text(f"Captured {result.session_dir}"))
         # The message bubbles on to the app, which lists the browse tree again.
 
     def on_capture_ended(self, message: CaptureEnded) -> None:
         if message.error:
-            self.notify(message.error, title="Capture", severity="warning" if message.empty else "error",
-                        markup=False, timeout=10)
+            self.notify(
+                message.error,
+                title="Capture",
+                severity="warning" if message.empty else "error",
+                markup=False,
+                timeout=10,
+            )
             self.query_one("#capture-status", Static).update(Text(message.error, style="bold red"))
 
     def action_stop_capture(self) -> None:

@@ -19,7 +19,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, RichLog, Select, Static
 
 from tui_prof.experiments import events as ev
-from tui_prof.experiments.store import DB_NAME, StoreError, load_experiment
+from tui_prof.experiments.store import StoreError, find_experiments, load_experiment
 from tui_prof.model import RunRecord
 from tui_prof.tui.messages import (
     ComparisonReady,
@@ -29,7 +29,6 @@ from tui_prof.tui.messages import (
 )
 from tui_prof.tui.widgets.run_table import RunTable
 
-MAX_DEPTH = 6
 LOG_TAIL_LINES = 400
 # The live log is drawn at most every LIVE_FLUSH_S with at most LIVE_LINES_PER_FLUSH new lines: RichLog
 # renders each line as it is written (~0.1 ms a line here), so drawing all of four fast streams' output
@@ -38,26 +37,12 @@ LIVE_FLUSH_S = 0.1
 LIVE_LINES_PER_FLUSH = 50
 
 
-def find_experiments(root: Path, max_depth: int = MAX_DEPTH) -> list[Path]:
-    """Experiment directories (those holding the results store) under root, shallow first."""
-    found: list[Path] = []
-    base = root if root.is_dir() else root.parent
-    base_depth = str(base).rstrip(os.sep).count(os.sep)
-    for dirpath, dirnames, filenames in os.walk(base, onerror=lambda _e: None):
-        if DB_NAME in filenames:
-            found.append(Path(dirpath))
-            dirnames[:] = []  # runs inside an experiment are not experiments
-            continue
-        if dirpath.count(os.sep) - base_depth >= max_depth:
-            dirnames[:] = []
-        dirnames[:] = [d for d in dirnames if d not in ("plugins", ".git", "__pycache__")]
-    return sorted(found)
-
-
 class ExperimentsScreen(Screen[None]):
     BINDINGS = [
         Binding("x", "stop_selected", "Stop run", id="stop_run", tooltip="Stop the selected run"),
-        Binding("X", "stop_all", "Stop all", id="stop_all", tooltip="Stop every run of this experiment"),
+        Binding(
+            "X", "stop_all", "Stop all", id="stop_all", tooltip="Stop every run of this experiment"
+        ),
         Binding("f5,ctrl+r", "rescan", "Rescan", id="rescan_experiments", show=False),
     ]
 
@@ -78,7 +63,9 @@ class ExperimentsScreen(Screen[None]):
                 yield Static("Log", id="log-title")
                 yield RichLog(id="run-log", max_lines=LOG_TAIL_LINES, wrap=False, markup=False)
             with VerticalScroll(id="comparison-pane"):
-                yield Static(Text("No experiment yet: press r to start one.", style="dim"), id="comparison")
+                yield Static(
+                    Text("No experiment yet: press r to start one.", style="dim"), id="comparison"
+                )
         yield Footer()
 
     def on_mount(self) -> None:
@@ -135,7 +122,7 @@ class ExperimentsScreen(Screen[None]):
 
     @work(thread=True, exclusive=True, group="comparison", exit_on_error=False)
     def refresh_comparison(self) -> None:
-        from tui_prof.compare_cli import build_report
+        from tui_prof.comparison.report import build_report
 
         directory = self.current
         if directory is None:
@@ -181,7 +168,9 @@ class ExperimentsScreen(Screen[None]):
             if run is not None:
                 from dataclasses import replace
 
-                table.upsert(replace(run, progress=event.progress, metrics={**run.metrics, **event.metrics}))
+                table.upsert(
+                    replace(run, progress=event.progress, metrics={**run.metrics, **event.metrics})
+                )
         elif isinstance(event, ev.RunOutput):
             self._append(event.run_id, list(event.lines))
         elif isinstance(event, ev.ExperimentFinished):
@@ -205,7 +194,10 @@ class ExperimentsScreen(Screen[None]):
         lines, skipped = self._pending, self._pending_skipped
         self._pending, self._pending_skipped = [], 0
         if skipped:
-            lines = [f"[tuiprof: {skipped} lines not shown here; the run's log file has them]", *lines]
+            lines = [
+                f"[tuiprof: {skipped} lines not shown here; the run's log file has them]",
+                *lines,
+            ]
         self._write_log(lines)
 
     def _write_log(self, lines: list[str]) -> None:

@@ -21,9 +21,11 @@ class QuitDialog(ModalScreen[str]):
     def compose(self) -> ComposeResult:
         with Vertical(id="quit-dialog"):
             yield Label(f"{self.active} run(s) still running.")
-            yield Label("Leave them running: their processes go on and write their own files; "
-                        "`tuiprof run --resume DIR` later records them as interrupted and runs "
-                        "what is missing.")
+            yield Label(
+                "Leave them running: their processes go on and write their own files; "
+                "`tuiprof run --resume DIR` later records them as interrupted and runs "
+                "what is missing."
+            )
             with Horizontal():
                 yield Button("Stop runs and quit", variant="error", id=STOP)
                 yield Button("Leave running", id=LEAVE)

@@ -47,7 +47,9 @@ class ProfileTree(Tree[NodeData]):
             rnode = self.root.add(Text(run.name, style="bold"), data=run, expand=True)
             for sess in run.sessions:
                 label = Text(sess.name)
-                label.append(f"  {len(sess.hosts)} host{'s' if len(sess.hosts) != 1 else ''}", style="dim")
+                label.append(
+                    f"  {len(sess.hosts)} host{'s' if len(sess.hosts) != 1 else ''}", style="dim"
+                )
                 snode = rnode.add(label, data=sess, expand=False)
                 self._session_nodes[str(sess.path)] = snode
                 for h in sess.hosts:
@@ -66,7 +68,9 @@ class ProfileTree(Tree[NodeData]):
         if node is None:
             return
         label = Text(("⚠ " if problem else "") + session.name, style="red" if problem else "")
-        label.append(f"  {len(session.hosts)} host{'s' if len(session.hosts) != 1 else ''}", style="dim")
+        label.append(
+            f"  {len(session.hosts)} host{'s' if len(session.hosts) != 1 else ''}", style="dim"
+        )
         node.set_label(label)
 
     def action_expand_node(self) -> None:

@@ -61,8 +61,14 @@ class RunTable(DataTable[object]):
 
     def _cells(self, r: RunRecord, now: float) -> tuple[object, ...]:
         repeat = f"warm-up {r.repeat + 1}" if r.is_warmup else str(r.repeat + 1)
-        return (Text(r.variant), repeat, Text(r.status, style=STATUS_STYLE.get(r.status, "")),
-                _elapsed(r, now), Text(r.progress or ""), _metrics(r))
+        return (
+            Text(r.variant),
+            repeat,
+            Text(r.status, style=STATUS_STYLE.get(r.status, "")),
+            _elapsed(r, now),
+            Text(r.progress or ""),
+            _metrics(r),
+        )
 
     def upsert(self, run: RunRecord) -> None:
         now = time.time()

@@ -32,7 +32,11 @@ class StepBreakdownTable(DataTable[str]):
         for c in cats:
             self.add_column(CATEGORY_LABELS[c], key=c)
         for s in summary.steps:
-            self.add_row(str(s.step), fmt_ms(s.step_time_ms), *(fmt_ms(s.breakdown_ms.get(c, 0.0)) for c in cats))
+            self.add_row(
+                str(s.step),
+                fmt_ms(s.step_time_ms),
+                *(fmt_ms(s.breakdown_ms.get(c, 0.0)) for c in cats),
+            )
 
 
 class TopOpsTable(DataTable[object]):
@@ -43,8 +47,14 @@ class TopOpsTable(DataTable[object]):
         self.add_column("Type", width=16)
         self.add_columns("Where", "Calls", "Self ms", "% of side")
         for o in summary.top_ops:
-            self.add_row(Text(o.name), Text(o.op_type), o.where, str(o.occurrences),
-                         fmt_ms(o.total_self_time_us / 1000), f"{o.self_time_percent:.1f}")
+            self.add_row(
+                Text(o.name),
+                Text(o.op_type),
+                o.where,
+                str(o.occurrences),
+                fmt_ms(o.total_self_time_us / 1000),
+                f"{o.self_time_percent:.1f}",
+            )
 
 
 class KernelTable(DataTable[object]):
@@ -55,8 +65,15 @@ class KernelTable(DataTable[object]):
         self.add_columns("Calls", "Total ms", "TC eligible", "TC used", "Occupancy %")
         for k in summary.kernels:
             occ = "–" if k.occupancy_percent is None else f"{k.occupancy_percent:.0f}"
-            self.add_row(Text(k.name), Text(k.op_name), str(k.occurrences), fmt_ms(k.total_duration_us / 1000),
-                         "yes" if k.tensor_core_eligible else "no", "yes" if k.uses_tensor_core else "no", occ)
+            self.add_row(
+                Text(k.name),
+                Text(k.op_name),
+                str(k.occurrences),
+                fmt_ms(k.total_duration_us / 1000),
+                "yes" if k.tensor_core_eligible else "no",
+                "yes" if k.uses_tensor_core else "no",
+                occ,
+            )
 
 
 class SessionView(Vertical):

@@ -20,63 +20,85 @@ _STR, _BYT, _MSG = _F.TYPE_STRING, _F.TYPE_BYTES, _F.TYPE_MESSAGE
 
 # (message, [(field name, number, label, type, message type or "", oneof index or None)])
 _MESSAGES: list[tuple[str, list[tuple[str, int, int, int, str, int | None]]]] = [
-    ("XSpace", [
-        ("planes", 1, _REP, _MSG, "XPlane", None),
-        ("errors", 2, _REP, _STR, "", None),
-        ("warnings", 3, _REP, _STR, "", None),
-        ("hostnames", 4, _REP, _STR, "", None),
-    ]),
-    ("XPlane", [
-        ("id", 1, _OPT, _I64, "", None),
-        ("name", 2, _OPT, _STR, "", None),
-        ("lines", 3, _REP, _MSG, "XLine", None),
-        ("event_metadata", 4, _REP, _MSG, "XPlane.EventMetadataEntry", None),
-        ("stat_metadata", 5, _REP, _MSG, "XPlane.StatMetadataEntry", None),
-        ("stats", 6, _REP, _MSG, "XStat", None),
-    ]),
-    ("XLine", [
-        ("id", 1, _OPT, _I64, "", None),
-        ("display_id", 10, _OPT, _I64, "", None),
-        ("name", 2, _OPT, _STR, "", None),
-        ("display_name", 11, _OPT, _STR, "", None),
-        ("timestamp_ns", 3, _OPT, _I64, "", None),
-        ("duration_ps", 9, _OPT, _I64, "", None),
-        ("events", 4, _REP, _MSG, "XEvent", None),
-    ]),
-    ("XEvent", [
-        ("metadata_id", 1, _OPT, _I64, "", None),
-        ("offset_ps", 2, _OPT, _I64, "", 0),
-        ("num_occurrences", 5, _OPT, _I64, "", 0),
-        ("duration_ps", 3, _OPT, _I64, "", None),
-        ("stats", 4, _REP, _MSG, "XStat", None),
-    ]),
-    ("XStat", [
-        ("metadata_id", 1, _OPT, _I64, "", None),
-        ("double_value", 2, _OPT, _DBL, "", 0),
-        ("uint64_value", 3, _OPT, _U64, "", 0),
-        ("int64_value", 4, _OPT, _I64, "", 0),
-        ("str_value", 5, _OPT, _STR, "", 0),
-        ("bytes_value", 6, _OPT, _BYT, "", 0),
-        ("ref_value", 7, _OPT, _U64, "", 0),
-    ]),
-    ("XEventMetadata", [
-        ("id", 1, _OPT, _I64, "", None),
-        ("name", 2, _OPT, _STR, "", None),
-        ("display_name", 4, _OPT, _STR, "", None),
-        ("metadata", 3, _OPT, _BYT, "", None),
-        ("stats", 5, _REP, _MSG, "XStat", None),
-        ("child_id", 6, _REP, _I64, "", None),
-    ]),
-    ("XStatMetadata", [
-        ("id", 1, _OPT, _I64, "", None),
-        ("name", 2, _OPT, _STR, "", None),
-        ("description", 3, _OPT, _STR, "", None),
-    ]),
+    (
+        "XSpace",
+        [
+            ("planes", 1, _REP, _MSG, "XPlane", None),
+            ("errors", 2, _REP, _STR, "", None),
+            ("warnings", 3, _REP, _STR, "", None),
+            ("hostnames", 4, _REP, _STR, "", None),
+        ],
+    ),
+    (
+        "XPlane",
+        [
+            ("id", 1, _OPT, _I64, "", None),
+            ("name", 2, _OPT, _STR, "", None),
+            ("lines", 3, _REP, _MSG, "XLine", None),
+            ("event_metadata", 4, _REP, _MSG, "XPlane.EventMetadataEntry", None),
+            ("stat_metadata", 5, _REP, _MSG, "XPlane.StatMetadataEntry", None),
+            ("stats", 6, _REP, _MSG, "XStat", None),
+        ],
+    ),
+    (
+        "XLine",
+        [
+            ("id", 1, _OPT, _I64, "", None),
+            ("display_id", 10, _OPT, _I64, "", None),
+            ("name", 2, _OPT, _STR, "", None),
+            ("display_name", 11, _OPT, _STR, "", None),
+            ("timestamp_ns", 3, _OPT, _I64, "", None),
+            ("duration_ps", 9, _OPT, _I64, "", None),
+            ("events", 4, _REP, _MSG, "XEvent", None),
+        ],
+    ),
+    (
+        "XEvent",
+        [
+            ("metadata_id", 1, _OPT, _I64, "", None),
+            ("offset_ps", 2, _OPT, _I64, "", 0),
+            ("num_occurrences", 5, _OPT, _I64, "", 0),
+            ("duration_ps", 3, _OPT, _I64, "", None),
+            ("stats", 4, _REP, _MSG, "XStat", None),
+        ],
+    ),
+    (
+        "XStat",
+        [
+            ("metadata_id", 1, _OPT, _I64, "", None),
+            ("double_value", 2, _OPT, _DBL, "", 0),
+            ("uint64_value", 3, _OPT, _U64, "", 0),
+            ("int64_value", 4, _OPT, _I64, "", 0),
+            ("str_value", 5, _OPT, _STR, "", 0),
+            ("bytes_value", 6, _OPT, _BYT, "", 0),
+            ("ref_value", 7, _OPT, _U64, "", 0),
+        ],
+    ),
+    (
+        "XEventMetadata",
+        [
+            ("id", 1, _OPT, _I64, "", None),
+            ("name", 2, _OPT, _STR, "", None),
+            ("display_name", 4, _OPT, _STR, "", None),
+            ("metadata", 3, _OPT, _BYT, "", None),
+            ("stats", 5, _REP, _MSG, "XStat", None),
+            ("child_id", 6, _REP, _I64, "", None),
+        ],
+    ),
+    (
+        "XStatMetadata",
+        [
+            ("id", 1, _OPT, _I64, "", None),
+            ("name", 2, _OPT, _STR, "", None),
+            ("description", 3, _OPT, _STR, "", None),
+        ],
+    ),
 ]
 _ONEOFS = {"XEvent": "data", "XStat": "value"}
 _RESERVED = {"XLine": [(5, 6), (6, 7), (7, 8), (8, 9)]}
-_MAP_ENTRIES = {"XPlane": [("EventMetadataEntry", "XEventMetadata"),
-                           ("StatMetadataEntry", "XStatMetadata")]}
+_MAP_ENTRIES = {
+    "XPlane": [("EventMetadataEntry", "XEventMetadata"), ("StatMetadataEntry", "XStatMetadata")]
+}
 
 
 def _json_name(name: str) -> str:
@@ -86,8 +108,9 @@ def _json_name(name: str) -> str:
 
 def _add_field(msg: descriptor_pb2.DescriptorProto, spec: tuple) -> None:
     name, number, label, ftype, type_name, oneof = spec
-    field = msg.field.add(name=name, number=number, label=label, type=ftype,
-                          json_name=_json_name(name))
+    field = msg.field.add(
+        name=name, number=number, label=label, type=ftype, json_name=_json_name(name)
+    )
     if type_name:
         field.type_name = f".{PACKAGE}.{type_name}"
     if oneof is not None:
@@ -102,7 +125,9 @@ def file_descriptor_proto(*, lenient: bool = False) -> descriptor_pb2.FileDescri
     """
     fdp = descriptor_pb2.FileDescriptorProto(
         name=FILE_NAME.replace(".proto", "_lenient.proto") if lenient else FILE_NAME,
-        package=PACKAGE, syntax="proto3")
+        package=PACKAGE,
+        syntax="proto3",
+    )
     fdp.options.cc_enable_arenas = True
     for msg_name, fields in _MESSAGES:
         msg = fdp.message_type.add(name=msg_name)
@@ -142,5 +167,14 @@ XStatMetadata = _CLASSES["XStatMetadata"]
 # The same messages with names as bytes: what tuiprof's reader parses with (see lenient above).
 RAW_CLASSES = _build(lenient=True)
 
-__all__ = ["RAW_CLASSES", "XEvent", "XEventMetadata", "XLine", "XPlane", "XSpace", "XStat", "XStatMetadata",
-           "file_descriptor_proto"]
+__all__ = [
+    "RAW_CLASSES",
+    "XEvent",
+    "XEventMetadata",
+    "XLine",
+    "XPlane",
+    "XSpace",
+    "XStat",
+    "XStatMetadata",
+    "file_descriptor_proto",
+]

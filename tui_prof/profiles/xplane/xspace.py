@@ -21,9 +21,9 @@ from typing import Any
 import numpy as np
 
 from tui_prof.model import ProfileError
-from tui_prof.profiles.line_events import LineEvents, StatColumns
-from tui_prof.profiles.xline_wire import decode_line
-from tui_prof.profiles.xplane_proto import RAW_CLASSES
+from tui_prof.profiles.xplane.line_events import LineEvents, StatColumns
+from tui_prof.profiles.xplane.proto import RAW_CLASSES
+from tui_prof.profiles.xplane.wire import decode_line
 
 HOST_PLANE_NAME = "/host:CPU"
 _DEVICE_RE = re.compile(r"^/device:([A-Z]+):(\d+)")
@@ -187,16 +187,26 @@ class XSpaceFile:
             for a, b in plane.meta_spans:  # whole records: a partial XPlane, merged field by field
                 msg.MergeFromString(self._mm[a:b])
         except Exception as exc:  # upb's DecodeError
-            raise ProfileError(f"{self.path.name}: damaged metadata in {plane.name} ({exc})") from exc
+            raise ProfileError(
+                f"{self.path.name}: damaged metadata in {plane.name} ({exc})"
+            ) from exc
         stat_names = {k: text(v.name) for k, v in msg.stat_metadata.items()}
         event_names = {k: text(v.name or v.display_name) for k, v in msg.event_metadata.items()}
-        stats = {stat_names.get(s.metadata_id, str(s.metadata_id)): stat_value(s, stat_names)
-                 for s in msg.stats}
+        stats = {
+            stat_names.get(s.metadata_id, str(s.metadata_id)): stat_value(s, stat_names)
+            for s in msg.stats
+        }
         return PlaneMeta(event_names=event_names, stat_names=stat_names, stats=stats)
 
-    def lines(self, plane: PlaneRef, stat_ids: dict[int, str], text_stats: frozenset[str],
-              ref_names: dict[int, str], *, skip_ids: range | None = None,
-              ) -> Iterator[tuple[int, LineEvents | None]]:
+    def lines(
+        self,
+        plane: PlaneRef,
+        stat_ids: dict[int, str],
+        text_stats: frozenset[str],
+        ref_names: dict[int, str],
+        *,
+        skip_ids: range | None = None,
+    ) -> Iterator[tuple[int, LineEvents | None]]:
         """(bytes, events) of each line in turn; events is None for lines whose id is skipped."""
         mm = self._mm
         for a, b in plane.line_spans:
@@ -210,7 +220,8 @@ class XSpaceFile:
                     msg = _LineMsg.FromString(buf)
                 except Exception as exc:  # upb's DecodeError
                     raise ProfileError(
-                        f"{self.path.name}: damaged line in {plane.name} ({exc})") from exc
+                        f"{self.path.name}: damaged line in {plane.name} ({exc})"
+                    ) from exc
                 events = _upb_line_events(msg, stat_ids, text_stats, ref_names)
             else:
                 events = decoded[1]
@@ -236,16 +247,23 @@ def _line_id(mm: Any, a: int, b: int) -> int | None:
     return None
 
 
-def _upb_line_events(line: Any, stat_ids: dict[int, str], text_stats: frozenset[str],
-                     ref_names: dict[int, str]) -> LineEvents:
+def _upb_line_events(
+    line: Any, stat_ids: dict[int, str], text_stats: frozenset[str], ref_names: dict[int, str]
+) -> LineEvents:
     """The slow path of decode_line, through upb message objects (same result)."""
     events = line.events
     n = len(events)
-    triples = np.array([(e.metadata_id, e.offset_ps, e.duration_ps) for e in events],
-                       dtype=np.int64).reshape(n, 3)
+    triples = np.array(
+        [(e.metadata_id, e.offset_ps, e.duration_ps) for e in events], dtype=np.int64
+    ).reshape(n, 3)
     start = triples[:, 1] + line.timestamp_ns * 1000
-    out = LineEvents(line_id=line.id, name=text(line.display_name or line.name),
-                     metadata_id=triples[:, 0], start_ps=start, end_ps=start + triples[:, 2])
+    out = LineEvents(
+        line_id=line.id,
+        name=text(line.display_name or line.name),
+        metadata_id=triples[:, 0],
+        start_ps=start,
+        end_ps=start + triples[:, 2],
+    )
     out.ints = StatColumns(n, [v for v in stat_ids.values() if v not in text_stats])
     out.texts = {v: {} for v in stat_ids.values() if v in text_stats}
     for i, e in enumerate(events):
@@ -256,13 +274,21 @@ def _upb_line_events(line: Any, stat_ids: dict[int, str], text_stats: frozenset[
                 continue
             if name in out.texts:
                 value = getattr(s, kind)
-                out.texts[name][i] = (ref_names.get(value, "") if kind == "ref_value"
-                                      else text(value) if isinstance(value, bytes) else str(value))
+                out.texts[name][i] = (
+                    ref_names.get(value, "")
+                    if kind == "ref_value"
+                    else text(value)
+                    if isinstance(value, bytes)
+                    else str(value)
+                )
             elif kind == "int64_value":
                 out.ints.add(name, np.array([i]), np.array([s.int64_value]))
             elif kind in ("uint64_value", "ref_value"):  # stored as the same 64 bits
-                out.ints.add(name, np.array([i]),
-                             np.array([getattr(s, kind)], dtype=np.uint64).view(np.int64))
+                out.ints.add(
+                    name,
+                    np.array([i]),
+                    np.array([getattr(s, kind)], dtype=np.uint64).view(np.int64),
+                )
     return out
 
 
@@ -286,9 +312,21 @@ def plane_summary(paths: Sequence[Path | str]) -> dict[str, Any]:
                 if dev:
                     kinds.add(dev[0])
                     devices.append(plane.name if len(paths) == 1 else f"{hosts[-1]}{plane.name}")
-    kind = "TPU" if "TPU" in kinds else "GPU" if "GPU" in kinds else sorted(kinds)[0] if kinds else "CPU"
-    return {"device_type": kind, "device_count": len(devices) if kinds else 0,
-            "device_names": devices, "hosts": hosts}
+    kind = (
+        "TPU"
+        if "TPU" in kinds
+        else "GPU"
+        if "GPU" in kinds
+        else sorted(kinds)[0]
+        if kinds
+        else "CPU"
+    )
+    return {
+        "device_type": kind,
+        "device_count": len(devices) if kinds else 0,
+        "device_names": devices,
+        "hosts": hosts,
+    }
 
 
 # tsl's derived lines ("Steps", "TensorFlow Ops", ...) use thread ids from 0xdeadbeef (as int32) up.
@@ -305,11 +343,17 @@ class PlaneEvents:
     lines: list[LineEvents]
 
 
-def read_plane(space: XSpaceFile, plane: PlaneRef, *, stats: Sequence[str] = (),
-               text_stats: Sequence[str] = (), want: Callable[[str], bool] | None = None,
-               skip_derived: bool = False,
-               keep: Callable[[LineEvents, np.ndarray], np.ndarray] | None = None,
-               tick: Callable[[int], None] | None = None) -> PlaneEvents:
+def read_plane(
+    space: XSpaceFile,
+    plane: PlaneRef,
+    *,
+    stats: Sequence[str] = (),
+    text_stats: Sequence[str] = (),
+    want: Callable[[str], bool] | None = None,
+    skip_derived: bool = False,
+    keep: Callable[[LineEvents, np.ndarray], np.ndarray] | None = None,
+    tick: Callable[[int], None] | None = None,
+) -> PlaneEvents:
     """Read a plane line by line, keeping the named stats of every event (text_stats as text);
     LineEvents.stats gets all of them for the events whose name want() accepts.
 
@@ -321,8 +365,13 @@ def read_plane(space: XSpaceFile, plane: PlaneRef, *, stats: Sequence[str] = (),
     stat_ids = {k: v for k, v in meta.stat_names.items() if v in names}
     wanted = [k for k, v in meta.event_names.items() if want(v)] if want else []
     lines: list[LineEvents] = []
-    for size, le in space.lines(plane, stat_ids, frozenset(text_stats), meta.stat_names,
-                                skip_ids=DERIVED_LINE_IDS if skip_derived else None):
+    for size, le in space.lines(
+        plane,
+        stat_ids,
+        frozenset(text_stats),
+        meta.stat_names,
+        skip_ids=DERIVED_LINE_IDS if skip_derived else None,
+    ):
         if le is not None and len(le.start_ps):
             for name in stats:  # every asked-for stat is there, absent or not
                 if name not in text_stats and name not in le.ints:

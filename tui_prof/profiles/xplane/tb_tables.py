@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tui_prof.model import KernelStat, OpStat, Precision, StepBreakdown, TensorCoreUse
+from tui_prof.model import KernelStat, OpStat, Precision, StepBreakdown
 
 # Overview page per-step column ids → our category names.
 STEP_COLUMNS: dict[str, str] = {
@@ -85,14 +85,20 @@ def precision(props: dict[str, str]) -> Precision | None:
 
 def top_ops(op_stats: list[dict[str, Any]], limit: int = 50) -> list[OpStat]:
     """Framework ops by total self time, idle excluded (TensorBoard's default view)."""
-    tables = [t for t in op_stats if any(c.get("id") == "total_self_time" for c in t.get("cols", []))]
+    tables = [
+        t for t in op_stats if any(c.get("id") == "total_self_time" for c in t.get("cols", []))
+    ]
     if not tables:
         return []
     rows = [r for r in _rows(tables[-1]) if r.get("type") != "IDLE"]
     ops = []
     for r in rows:
         where = str(r.get("host_or_device") or "")
-        frac = r.get("device_total_self_time_percent" if where == "Device" else "host_total_self_time_percent")
+        frac = r.get(
+            "device_total_self_time_percent"
+            if where == "Device"
+            else "host_total_self_time_percent"
+        )
         ops.append(
             OpStat(
                 name=str(r.get("operation") or ""),
@@ -127,18 +133,3 @@ def kernels(kernel_stats: Any) -> list[KernelStat]:
     ]
     out.sort(key=lambda k: k.total_duration_us, reverse=True)
     return out
-
-
-def tensor_core_use(ks: list[KernelStat]) -> TensorCoreUse | None:
-    total = sum(k.total_duration_us for k in ks)
-    if total <= 0:
-        return None
-    used = sum(k.total_duration_us for k in ks if k.uses_tensor_core)
-    eligible = sum(k.total_duration_us for k in ks if k.tensor_core_eligible)
-    used_of_eligible = sum(
-        k.total_duration_us for k in ks if k.tensor_core_eligible and k.uses_tensor_core
-    )
-    return TensorCoreUse(
-        percent_of_kernel_time=100.0 * used / total,
-        percent_of_eligible_time=100.0 * used_of_eligible / eligible if eligible > 0 else None,
-    )

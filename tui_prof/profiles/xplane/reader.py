@@ -7,7 +7,6 @@ the summary says which step source it used. Never imports TensorFlow or textual.
 
 from __future__ import annotations
 
-import math
 import os
 import threading
 from collections.abc import Callable, Sequence
@@ -15,20 +14,17 @@ from pathlib import Path
 from typing import Any
 
 from tui_prof.model import (
-    CATEGORIES,
     STEP_SOURCE_OFFICIAL,
     Cancelled,
     Environment,
-    KernelStat,
-    OpStat,
     Precision,
     ProfileError,
     ProfileSummary,
-    StepAverage,
     StepBreakdown,
 )
-from tui_prof.profiles import advice, cache, converter, tb_tables
-from tui_prof.profiles.discover import Session, discover, display_path, host_name
+from tui_prof.profiles.assemble import assemble
+from tui_prof.profiles.discover import Session
+from tui_prof.profiles.xplane import converter, tb_tables
 
 Progress = Callable[[float, str], None]
 
@@ -40,33 +36,6 @@ def _check(cancel: threading.Event | None) -> None:
         raise Cancelled()
 
 
-def average(steps: Sequence[StepBreakdown]) -> StepAverage | None:
-    """Mean and sample standard deviation (n-1) over steps, as TensorBoard's overview computes them."""
-    if not steps:
-        return None
-    n = len(steps)
-
-    def mean_std(values: list[float]) -> tuple[float, float | None]:
-        m = sum(values) / n
-        if n < 2:
-            return m, None
-        return m, math.sqrt(max(0.0, sum((v - m) ** 2 for v in values) / (n - 1)))
-
-    st, st_sd = mean_std([s.step_time_ms for s in steps])
-    means: dict[str, float] = {}
-    sds: dict[str, float | None] = {}
-    for c in CATEGORIES:
-        means[c], sds[c] = mean_std([s.breakdown_ms.get(c, 0.0) for s in steps])
-    return StepAverage(
-        step_time_ms=st,
-        breakdown_ms=means,
-        step_time_std_ms=st_sd,
-        breakdown_std_ms=sds,
-        min_step_time_ms=min(s.step_time_ms for s in steps),
-        max_step_time_ms=max(s.step_time_ms for s in steps),
-    )
-
-
 def _validate(paths: Sequence[Path]) -> None:
     for p in paths:
         try:
@@ -75,16 +44,6 @@ def _validate(paths: Sequence[Path]) -> None:
             raise ProfileError(f"{p.name}: cannot read ({exc.strerror})") from exc
         if size == 0:
             raise ProfileError(f"{p.name}: empty file (0 bytes) — the capture wrote nothing")
-
-
-def session_of(path: str | Path) -> Session:
-    """The one session a path names (a session dir or one .xplane.pb)."""
-    found = discover(path).sessions
-    if not found:
-        raise ProfileError(f"{path}: no .xplane.pb files here")
-    if len(found) > 1:
-        raise ProfileError(f"{path}: holds {len(found)} sessions; name one of them")
-    return found[0]
 
 
 def large_profile_bytes() -> int:
@@ -99,7 +58,7 @@ def _own_steps(
     paths: Sequence[Path], cancel: threading.Event | None, report: Progress, lo: float, hi: float
 ) -> tuple[list[StepBreakdown], str, str, Any]:
     """tuiprof's streaming step finder; (steps, source, detail, found-or-None)."""
-    from tui_prof.profiles.steps import find_steps
+    from tui_prof.profiles.xplane.steps import find_steps
 
     def sub_progress(f: float, m: str) -> None:
         report(lo + (hi - lo) * f, m)
@@ -111,8 +70,8 @@ def _own_steps(
     return list(found.steps), found.source, found.detail, found
 
 
-def summarize_session(
-    session: Session | str | Path,
+def summarize(
+    session: Session,
     *,
     force_fallback: bool = False,
     full: bool = False,
@@ -124,8 +83,6 @@ def summarize_session(
     Sessions of `large_profile_bytes()` or more are read by tuiprof's streaming reader alone
     (TensorBoard's converter needs about 11× the file's size in memory), unless `full`.
     """
-    if not isinstance(session, Session):
-        session = session_of(session)
     report = progress or (lambda _f, _m: None)
     paths = [h.path for h in session.hosts]
     _validate(paths)
@@ -160,15 +117,24 @@ def summarize_session(
     prec = tb_tables.precision(props) if device_type != "CPU" else None
     kernels = tb_tables.kernels(tables[converter.KERNEL_STATS])
     report(1.0, "done")
-    return _assemble(session, steps, source, detail, env, prec, kernels,
-                     tb_tables.top_ops(tables[converter.OP_STATS]), warnings)
+    return assemble(
+        session,
+        steps,
+        source,
+        detail,
+        env,
+        prec,
+        kernels,
+        tb_tables.top_ops(tables[converter.OP_STATS]),
+        warnings,
+    )
 
 
 def _summarize_streaming(
     session: Session, paths: Sequence[Path], cancel: threading.Event | None, report: Progress
 ) -> ProfileSummary:
     """A large session: steps, breakdown, devices and 16-bit share from the raw events alone."""
-    from tui_prof.profiles.xspace import plane_summary
+    from tui_prof.profiles.xplane.xspace import plane_summary
 
     mb = session.size / 2**20
     report(0.02, f"large profile ({mb:,.0f} MB): reading it with tuiprof's streaming reader")
@@ -176,8 +142,10 @@ def _summarize_streaming(
     _check(cancel)
     planes = plane_summary(paths)
     env = Environment(
-        device_type=planes["device_type"], device_count=planes["device_count"],
-        hosts=tuple(h.host for h in session.hosts), device_names=tuple(planes["device_names"]),
+        device_type=planes["device_type"],
+        device_count=planes["device_count"],
+        hosts=tuple(h.host for h in session.hosts),
+        device_names=tuple(planes["device_names"]),
     )
     p16 = getattr(found, "device_compute_16bit_percent", None)
     prec = Precision(p16, 100.0 - p16) if p16 is not None and env.device_type != "CPU" else None
@@ -189,65 +157,4 @@ def _summarize_streaming(
     if source == "none":
         warnings.append(f"No steps found: {detail}")
     report(1.0, "done")
-    return _assemble(session, steps, source, detail, env, prec, [], [], warnings)
-
-
-def _assemble(
-    session: Session,
-    steps: list[StepBreakdown],
-    source: str,
-    detail: str,
-    env: Environment,
-    prec: Precision | None,
-    kernels: list[KernelStat],
-    ops: list[OpStat],
-    warnings: list[str],
-) -> ProfileSummary:
-    """The verdict and advice come from the same rules whichever reader found the numbers."""
-    avg = average(steps)
-    tc = tb_tables.tensor_core_use(kernels)
-    verdict, flagged = advice.bottleneck(avg, env.device_type)
-    return ProfileSummary(
-        path=display_path(session.path),
-        hosts=env.hosts,
-        step_source=source,
-        step_source_detail=detail,
-        steps=tuple(steps),
-        average=avg,
-        precision=prec,
-        tensor_core=tc,
-        top_ops=tuple(ops),
-        kernels=tuple(kernels),
-        environment=env,
-        bottleneck=verdict,
-        recommendations=tuple(advice.recommendations(flagged, env.device_type, prec, tc)),
-        warnings=tuple(warnings),
-    )
-
-
-def load_summary(
-    session: Session | str | Path,
-    *,
-    use_cache: bool = True,
-    force_fallback: bool = False,
-    full: bool = False,
-    cancel: threading.Event | None = None,
-    progress: Progress | None = None,
-) -> ProfileSummary:
-    """summarize_session through the on-disk cache: what the CLI and the TUI call."""
-    if not isinstance(session, Session):
-        session = session_of(session)
-    sess = session
-
-    def compute() -> ProfileSummary:
-        return summarize_session(
-            sess, force_fallback=force_fallback, full=full, cancel=cancel, progress=progress
-        )
-
-    if not use_cache:
-        return compute()
-    variant = ("fallback" if force_fallback else "") + ("full" if full else "")
-    return cache.cached_summary(sess, compute, variant=variant)
-
-
-__all__ = ["Cancelled", "average", "host_name", "load_summary", "session_of", "summarize_session"]
+    return assemble(session, steps, source, detail, env, prec, [], [], warnings)

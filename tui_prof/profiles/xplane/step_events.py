@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from tui_prof.profiles.line_events import MISSING
+from tui_prof.profiles.xplane.line_events import MISSING
 
 # xprof's EventType values (event_span.h): where events overlap, the higher value owns the time.
 HOST_COMPUTE, HOST_COMPILE, HOST_TO_HOST, HOST_TO_DEVICE, HOST_PREPARE = 10, 60, 70, 80, 90
@@ -22,11 +22,18 @@ DEVICE_COLLECTIVES, HOST_WAIT_INPUT, DEVICE_TO_DEVICE, DEVICE_TO_HOST = 100, 110
 DEVICE_COMPUTE_32, DEVICE_COMPUTE_16 = 140, 150
 # How the converter's input-pipeline analysis folds them into the overview's categories.
 # HOST_TO_HOST belongs to none there; here it ends up in "other" with the uncovered time.
-CATEGORY_OF = {HOST_COMPUTE: "host_compute", HOST_COMPILE: "compilation", HOST_TO_DEVICE: "input",
-               HOST_PREPARE: "kernel_launch", DEVICE_COLLECTIVES: "device_collectives",
-               HOST_WAIT_INPUT: "input", DEVICE_TO_DEVICE: "device_to_device",
-               DEVICE_TO_HOST: "output", DEVICE_COMPUTE_32: "device_compute",
-               DEVICE_COMPUTE_16: "device_compute"}
+CATEGORY_OF = {
+    HOST_COMPUTE: "host_compute",
+    HOST_COMPILE: "compilation",
+    HOST_TO_DEVICE: "input",
+    HOST_PREPARE: "kernel_launch",
+    DEVICE_COLLECTIVES: "device_collectives",
+    HOST_WAIT_INPUT: "input",
+    DEVICE_TO_DEVICE: "device_to_device",
+    DEVICE_TO_HOST: "output",
+    DEVICE_COMPUTE_32: "device_compute",
+    DEVICE_COMPUTE_16: "device_compute",
+}
 _NOT_CPU_COMPUTE = ("EagerExecute", "EagerLocalExecute", "EagerKernelExecute", "FunctionRun")
 _EXPLICIT_MARKER = re.compile(r"^(train|test|TraceContext)[^/]*$")
 _GET_NEXT_OPS = ("IteratorGetNextOp::DoCompute", "IteratorGetNextAsOptionalOp::DoCompute")
@@ -69,13 +76,21 @@ def classify_host(name: str) -> int:
     return HOST_COMPUTE
 
 
-def types_of(metadata_id: np.ndarray, names: dict[int, str], fn: Callable[[str], int]) -> np.ndarray:
+def types_of(
+    metadata_id: np.ndarray, names: dict[int, str], fn: Callable[[str], int]
+) -> np.ndarray:
     uniq, inverse = np.unique(metadata_id, return_inverse=True)
     return np.array([fn(names.get(int(u), "")) for u in uniq], dtype=np.int64)[inverse]
 
 
-def coverage(step: np.ndarray, start: np.ndarray, end: np.ndarray, etype: np.ndarray,
-             span_begin: np.ndarray, span_end: np.ndarray) -> dict[int, np.ndarray]:
+def coverage(
+    step: np.ndarray,
+    start: np.ndarray,
+    end: np.ndarray,
+    etype: np.ndarray,
+    span_begin: np.ndarray,
+    span_end: np.ndarray,
+) -> dict[int, np.ndarray]:
     """Per event type, picoseconds of each step it owns (xprof ToNonOverlappedEvents + clipping)."""
     n_steps = len(span_begin)
     b = np.maximum(start, span_begin[step])
@@ -103,8 +118,9 @@ def coverage(step: np.ndarray, start: np.ndarray, end: np.ndarray, etype: np.nda
     return owned
 
 
-def host_groups(lines: list, roots: dict[tuple[int, int], int],
-                 names: dict[int, str]) -> list[np.ndarray]:
+def host_groups(
+    lines: list, roots: dict[tuple[int, int], int], names: dict[int, str]
+) -> list[np.ndarray]:
     """Each host event's step (or -1): the roots' call trees on their own thread, then events
     linked to them as consumers of a producer (`_p`/`_pt` = `_c`/`_ct`, or an executor's step id
     and iteration for async IteratorGetNext ops), and so on: tsl's grouping, for host threads.
@@ -119,8 +135,10 @@ def host_groups(lines: list, roots: dict[tuple[int, int], int],
     get_next = [k for k, v in names.items() if v in _GET_NEXT_OPS]
     for li, le in enumerate(lines):
         ints = le.ints
-        for kind, key_a, key_b, keys, at in ((1, "_pt", "_p", prod_key, prod_at),
-                                             (1, "_ct", "_c", cons_key, cons_at)):
+        for kind, key_a, key_b, keys, at in (
+            (1, "_pt", "_p", prod_key, prod_at),
+            (1, "_ct", "_c", cons_key, cons_at),
+        ):
             i = np.flatnonzero(ints[key_b] != MISSING)
             keys.append(_link_key(kind, ints[key_a][i], ints[key_b][i]))
             at.append(base[li] + i)
@@ -141,7 +159,7 @@ def host_groups(lines: list, roots: dict[tuple[int, int], int],
     dirty = set(range(len(lines)))
     for _ in range(64):
         for li in sorted(dirty):
-            _nest(group[base[li]:base[li + 1]], lines[li].start_ps, lines[li].end_ps)
+            _nest(group[base[li] : base[li + 1]], lines[li].start_ps, lines[li].end_ps)
         owner = np.full(len(keys), -1, dtype=np.int64)
         grouped = group[prod_at] >= 0
         owner[prod_k[grouped]] = group[prod_at[grouped]]
@@ -151,14 +169,17 @@ def host_groups(lines: list, roots: dict[tuple[int, int], int],
         group[cons_at[joins]] = owner[cons_k[joins]]
         dirty = set(np.searchsorted(base, cons_at[joins], side="right").tolist())
         dirty = {li - 1 for li in dirty}
-    return [group[base[li]:base[li + 1]] for li in range(len(lines))]
+    return [group[base[li] : base[li + 1]] for li in range(len(lines))]
 
 
 def _link_key(kind: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """One int64 per (kind, a, b) link key (a hash; a collision would need 2^-64 luck)."""
     with np.errstate(over="ignore"):
-        return (b.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
-                + a.astype(np.uint64) * np.uint64(1000003) + np.uint64(kind)).view(np.int64)
+        return (
+            b.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+            + a.astype(np.uint64) * np.uint64(1000003)
+            + np.uint64(kind)
+        ).view(np.int64)
 
 
 def _nest(group: np.ndarray, start: np.ndarray, end: np.ndarray) -> None:

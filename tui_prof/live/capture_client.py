@@ -1,8 +1,8 @@
 """The child side of `tuiprof capture`: runs xprof's native capture client, reads its log.
 
-Contract: `python -m tui_prof.capture_client REQUEST_JSON` calls the client once and writes
+Contract: `python -m tui_prof.live.capture_client REQUEST_JSON` calls the client once and writes
 `{"ok": ...}` to the request's result path; `classify()` turns the client's terse error plus
-the per-address reasons it logs into one clear line. Internal to `tui_prof.capture`, which
+the per-address reasons it logs into one clear line. Internal to `tui_prof.live.capture`, which
 runs this in its own process so the client's logging, blocking and crashes stay out of tuiprof.
 """
 

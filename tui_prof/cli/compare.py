@@ -12,10 +12,9 @@ import argparse
 import io
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
-from tui_prof.experiment_report import ComparisonReport, MetricReport, available_metrics
+from tui_prof.comparison.report import ComparisonReport, MetricReport, build_report
 
 MARKDOWN_WIDTH = 80
 
@@ -48,37 +47,6 @@ def register(subparsers: Any) -> None:
 def _fail(message: str) -> int:
     print(f"tuiprof compare: {message}", file=sys.stderr)
     return 2
-
-
-def build_report(experiment_dir: str | Path, metrics: list[str] | None = None) -> ComparisonReport:
-    """Load and compare; raises ValueError with a one-line message for the user."""
-    from tui_prof.comparability import intentional_fields
-    from tui_prof.experiment_report import compare_experiment
-    from tui_prof.experiments.store import StoreError, load_experiment, load_spec_from
-
-    path = Path(experiment_dir)
-    if not path.exists():
-        raise ValueError(f"{path}: no such directory")
-    if not path.is_dir():
-        raise ValueError(f"{path}: not a directory")
-    try:
-        exp = load_experiment(path)
-    except StoreError as exc:
-        raise ValueError(str(exc)) from None
-    intended: set[str] = set()
-    try:
-        spec = load_spec_from(path)
-        intended = intentional_fields({v.name: (v.args, v.env) for v in spec.variants})
-    except Exception:  # an older or partial spec: check everything rather than fail
-        intended = set()
-    if metrics:
-        known = available_metrics(exp)
-        unknown = [m for m in metrics if m not in known]
-        if unknown:
-            raise ValueError(
-                f"unknown metric {unknown[0]!r} (this experiment has: {', '.join(known)})"
-            )
-    return compare_experiment(exp, metrics, intentional=intended)
 
 
 def run(args: argparse.Namespace) -> int:

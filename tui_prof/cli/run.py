@@ -19,29 +19,51 @@ from tui_prof.experiments import events as ev
 from tui_prof.model import RUN_FINISHED, RUN_PENDING, RUN_RUNNING, RunRecord
 
 STATUS_STYLE = {
-    "pending": "dim", "running": "bold cyan", "finished": "green", "failed": "bold red",
-    "timeout": "bold red", "stopped": "yellow", "interrupted": "yellow",
+    "pending": "dim",
+    "running": "bold cyan",
+    "finished": "green",
+    "failed": "bold red",
+    "timeout": "bold red",
+    "stopped": "yellow",
+    "interrupted": "yellow",
 }
 
 
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
-        "run", help="run an experiment: every variant, repeated, into an experiment directory",
+        "run",
+        help="run an experiment: every variant, repeated, into an experiment directory",
         description="Run the variants of an experiment spec (TOML) repeatedly, interleaved, and "
-                    "record every run in an experiment directory (printed on the last line).",
+        "record every run in an experiment directory (printed on the last line).",
     )
     p.add_argument("spec", nargs="?", help="experiment spec (TOML)")
-    p.add_argument("--repeats", type=int, metavar="N", help="counted runs per variant (overrides the spec)")
+    p.add_argument(
+        "--repeats", type=int, metavar="N", help="counted runs per variant (overrides the spec)"
+    )
     p.add_argument("--variants", metavar="A,B", help="run only these variants (comma-separated)")
     p.add_argument("--warmup", type=int, metavar="N", help="warm-up runs per variant (not counted)")
-    p.add_argument("--output", metavar="DIR", help="the experiment directory to create "
-                   "(default: <spec's output>/<name>-<date>-<time>)")
-    p.add_argument("--resume", metavar="EXPERIMENT_DIR",
-                   help="run what an earlier, interrupted experiment did not finish")
-    p.add_argument("--parallel", type=int, default=1, metavar="N",
-                   help="runs at the same time (default 1: timings are only comparable one at a time)")
-    p.add_argument("--no-profiler-port", action="store_true",
-                   help="do not give jobs a TUIPROF_PROFILER_PORT (no profiler server, no live capture)")
+    p.add_argument(
+        "--output",
+        metavar="DIR",
+        help="the experiment directory to create (default: <spec's output>/<name>-<date>-<time>)",
+    )
+    p.add_argument(
+        "--resume",
+        metavar="EXPERIMENT_DIR",
+        help="run what an earlier, interrupted experiment did not finish",
+    )
+    p.add_argument(
+        "--parallel",
+        type=int,
+        default=1,
+        metavar="N",
+        help="runs at the same time (default 1: timings are only comparable one at a time)",
+    )
+    p.add_argument(
+        "--no-profiler-port",
+        action="store_true",
+        help="do not give jobs a TUIPROF_PROFILER_PORT (no profiler server, no live capture)",
+    )
     p.add_argument("--headless", action="store_true", help="plain progress lines, no live table")
     p.set_defaults(func=run_command)
 
@@ -58,14 +80,24 @@ def _make_runner(args: argparse.Namespace, on_event: Any) -> Any:
     if args.resume:
         if args.spec or args.variants or args.warmup is not None or args.output:
             raise ValueError("--resume takes no SPEC, --variants, --warmup or --output")
-        return Runner.resume(args.resume, repeats=args.repeats, on_event=on_event, parallel=args.parallel,
-                             profiler_ports=not args.no_profiler_port)
+        return Runner.resume(
+            args.resume,
+            repeats=args.repeats,
+            on_event=on_event,
+            parallel=args.parallel,
+            profiler_ports=not args.no_profiler_port,
+        )
     if not args.spec:
         raise ValueError("give a SPEC file, or --resume EXPERIMENT_DIR")
     variants = [v.strip() for v in args.variants.split(",") if v.strip()] if args.variants else None
     spec = select(load_spec(args.spec), variants, args.repeats, args.warmup)
-    return Runner.create(spec, args.output, on_event=on_event, parallel=args.parallel,
-                         profiler_ports=not args.no_profiler_port)
+    return Runner.create(
+        spec,
+        args.output,
+        on_event=on_event,
+        parallel=args.parallel,
+        profiler_ports=not args.no_profiler_port,
+    )
 
 
 class _Board:
@@ -100,7 +132,11 @@ class _Board:
                 self.runs[r.run_id] = r
                 wall = f" in {r.wall_time_s:.2f} s" if r.wall_time_s is not None else ""
                 shown = {k: v for k, v in r.metrics.items() if k != "wall_time_s"}
-                ms = "  " + " ".join(f"{k}={v:.4g}" for k, v in list(shown.items())[:6]) if shown else ""
+                ms = (
+                    "  " + " ".join(f"{k}={v:.4g}" for k, v in list(shown.items())[:6])
+                    if shown
+                    else ""
+                )
                 why = f" ({r.error})" if r.error else ""
                 self.lines.append(f"{self._pos(r.run_id)} {r.run_id} {r.status}{wall}{why}{ms}")
 
@@ -117,15 +153,23 @@ class _Board:
             runs = list(self.runs.values())
             now = time.monotonic()
             done = sum(r.status not in (RUN_PENDING, RUN_RUNNING) for r in runs)
-            t = Table(box=None, pad_edge=False, header_style="bold", title_justify="left",
-                      title=f"{title}: {done}/{len(runs)} runs done", title_style="bold")
+            t = Table(
+                box=None,
+                pad_edge=False,
+                header_style="bold",
+                title_justify="left",
+                title=f"{title}: {done}/{len(runs)} runs done",
+                title_style="bold",
+            )
             for col in ("run", "status", "elapsed", "progress", *metrics):
                 t.add_column(col, justify="right" if col in ("elapsed", *metrics) else "left")
             if len(runs) > max_rows:  # keep the running ones and their neighbours in view
-                first = next((i for i, r in enumerate(runs) if r.status in (RUN_RUNNING, RUN_PENDING)),
-                             len(runs))
+                first = next(
+                    (i for i, r in enumerate(runs) if r.status in (RUN_RUNNING, RUN_PENDING)),
+                    len(runs),
+                )
                 start = max(0, min(first - max_rows // 3, len(runs) - max_rows))
-                runs = runs[start:start + max_rows]
+                runs = runs[start : start + max_rows]
             for r in runs:
                 if r.wall_time_s is not None:
                     elapsed = f"{r.wall_time_s:.1f} s"
@@ -135,8 +179,13 @@ class _Board:
                     elapsed = ""
                 vals = r.metrics or self.metrics.get(r.run_id, {})
                 cells = [f"{vals[m]:.4g}" if m in vals else "" for m in metrics]
-                t.add_row(Text(r.run_id), Text(r.status, style=STATUS_STYLE.get(r.status, "")), elapsed,
-                          Text(r.progress or self.progress.get(r.run_id, "")), *cells)
+                t.add_row(
+                    Text(r.run_id),
+                    Text(r.status, style=STATUS_STYLE.get(r.status, "")),
+                    elapsed,
+                    Text(r.progress or self.progress.get(r.run_id, "")),
+                    *cells,
+                )
             return t
 
 
@@ -190,8 +239,12 @@ def run_command(args: argparse.Namespace) -> int:
         metrics = tuple(m for m in runner.spec.metrics if m != "wall_time_s")[:4]
         rows = max(5, console.size.height - 5)
         title = runner.spec.name
-        with Live(board.table(title, metrics, rows), console=console, refresh_per_second=4,
-                  transient=False) as live:
+        with Live(
+            board.table(title, metrics, rows),
+            console=console,
+            refresh_per_second=4,
+            transient=False,
+        ) as live:
             completed = _wait(runner, lambda: live.update(board.table(title, metrics, rows)))
     else:
         completed = _wait(runner, print_lines)
@@ -200,8 +253,10 @@ def run_command(args: argparse.Namespace) -> int:
     counted = [r for r in record.runs if not r.is_warmup]
     finished = sum(r.status == RUN_FINISHED for r in counted)
     bad = [r for r in record.runs if r.status not in (RUN_FINISHED, RUN_PENDING)]
-    print(f"{record.name}: {finished}/{len(counted)} runs finished"
-          + ("; not finished: " + ", ".join(f"{r.run_id} ({r.status})" for r in bad) if bad else ""))
+    print(
+        f"{record.name}: {finished}/{len(counted)} runs finished"
+        + ("; not finished: " + ", ".join(f"{r.run_id} ({r.status})" for r in bad) if bad else "")
+    )
     print(runner.experiment_dir, flush=True)
     if not completed:
         return 130

@@ -14,10 +14,10 @@ from collections.abc import Sequence
 # Subcommand → the module that registers it, in `--help` order. Only the module of the command
 # asked for is imported: `tuiprof summary` must not pay for numpy (compare) or the runner.
 COMMANDS: dict[str, str] = {
-    "summary": "tui_prof.summary_cli",
-    "run": "tui_prof.run_cli",
-    "compare": "tui_prof.compare_cli",
-    "capture": "tui_prof.capture_cli",
+    "summary": "tui_prof.cli.summary",
+    "run": "tui_prof.cli.run",
+    "compare": "tui_prof.cli.compare",
+    "capture": "tui_prof.cli.capture",
 }
 SUBCOMMANDS: tuple[str, ...] = tuple(COMMANDS)
 

@@ -31,8 +31,8 @@ from pathlib import Path
 import numpy as np
 
 from tui_prof.model import CATEGORIES, Cancelled, ProfileError, StepBreakdown
-from tui_prof.profiles.line_events import MISSING
-from tui_prof.profiles.step_events import (
+from tui_prof.profiles.xplane.line_events import MISSING
+from tui_prof.profiles.xplane.step_events import (
     CATEGORY_OF,
     DEVICE_COMPUTE_16,
     DEVICE_COMPUTE_32,
@@ -43,8 +43,8 @@ from tui_prof.profiles.step_events import (
     host_groups,
     types_of,
 )
-from tui_prof.profiles.step_sources import MARKER_CANDIDATE, Choice, choose_windows
-from tui_prof.profiles.xspace import (
+from tui_prof.profiles.xplane.step_sources import MARKER_CANDIDATE, Choice, choose_windows
+from tui_prof.profiles.xplane.xspace import (
     LineEvents,
     PlaneEvents,
     XSpaceFile,
@@ -57,8 +57,19 @@ Progress = Callable[[float, str], None]
 _DEVICE_STATS = ("correlation_id", "group_id")
 _DROP_EDGES_ABOVE = 5  # xprof's kDropIncomplteteStepThreshold
 # Host stats: those before "_p" mark steps and launches; the rest link a CPU-only step's threads.
-_HOST_STATS = ("step_num", "_r", "group_id", "tf_function_call", "correlation_id",
-               "_p", "_pt", "_c", "_ct", "id", "iter_num")
+_HOST_STATS = (
+    "step_num",
+    "_r",
+    "group_id",
+    "tf_function_call",
+    "correlation_id",
+    "_p",
+    "_pt",
+    "_c",
+    "_ct",
+    "id",
+    "iter_num",
+)
 
 
 @dataclass(frozen=True)
@@ -69,7 +80,9 @@ class FoundSteps:
     detail: str  # one sentence for users: how the steps were found
     steps: tuple[StepBreakdown, ...]
     hosts: tuple[str, ...] = ()
-    device_compute_16bit_percent: float | None = None  # share of device compute, where devices exist
+    device_compute_16bit_percent: float | None = (
+        None  # share of device compute, where devices exist
+    )
 
 
 @dataclass
@@ -96,8 +109,9 @@ def _complete(ok: np.ndarray, source: str) -> np.ndarray:
     return ok
 
 
-def _step_dicts(numbers: list[int], span_ps: np.ndarray, owned: dict[int, np.ndarray],
-                ok: np.ndarray) -> dict[int, tuple[float, dict[str, float]]]:
+def _step_dicts(
+    numbers: list[int], span_ps: np.ndarray, owned: dict[int, np.ndarray], ok: np.ndarray
+) -> dict[int, tuple[float, dict[str, float]]]:
     out = {}
     for k, num in enumerate(numbers):
         if not ok[k]:
@@ -112,10 +126,13 @@ def _step_dicts(numbers: list[int], span_ps: np.ndarray, owned: dict[int, np.nda
     return out
 
 
-def _device_steps(devices: list[PlaneEvents], read_host: Callable[[], PlaneEvents | None],
-                  prefer_official: bool) -> tuple:
+def _device_steps(
+    devices: list[PlaneEvents], read_host: Callable[[], PlaneEvents | None], prefer_official: bool
+) -> tuple:
     """(choice, step numbers, step spans, owned time per type, well-formed) from device events."""
-    cols: dict[str, list[np.ndarray]] = {k: [] for k in ("start", "end", "type", "dev", "corr", "group")}
+    cols: dict[str, list[np.ndarray]] = {
+        k: [] for k in ("start", "end", "type", "dev", "corr", "group")
+    }
     for d, pe in enumerate(devices):
         for le in pe.lines:
             n = len(le.start_ps)
@@ -127,14 +144,24 @@ def _device_steps(devices: list[PlaneEvents], read_host: Callable[[], PlaneEvent
                 types[idx[compute]] = np.where(half[compute], DEVICE_COMPUTE_16, DEVICE_COMPUTE_32)
             corr = np.where(le.ints["correlation_id"] == MISSING, -1, le.ints["correlation_id"])
             group = np.where(le.ints["group_id"] == MISSING, -1, le.ints["group_id"])
-            for key, arr in (("start", le.start_ps), ("end", le.end_ps), ("type", types),
-                             ("dev", np.full(n, d)), ("corr", corr), ("group", group)):
+            for key, arr in (
+                ("start", le.start_ps),
+                ("end", le.end_ps),
+                ("type", types),
+                ("dev", np.full(n, d)),
+                ("corr", corr),
+                ("group", group),
+            ):
                 cols[key].append(arr)
     ev = {k: np.concatenate(v) if v else np.zeros(0, dtype=np.int64) for k, v in cols.items()}
     ok_ev = ev["corr"] >= 0
     if prefer_official and (ok_ev & (ev["group"] >= 0)).any():
-        choice = Choice("xprof_groups", "steps from the step groups recorded in the profile "
-                        "(group_id stats of device events)", [], by_group=True)
+        choice = Choice(
+            "xprof_groups",
+            "steps from the step groups recorded in the profile (group_id stats of device events)",
+            [],
+            by_group=True,
+        )
         numbers = sorted(set(ev["group"][ok_ev & (ev["group"] >= 0)].tolist()))
         step = np.searchsorted(numbers, ev["group"])
         step[~ok_ev | (ev["group"] < 0)] = -1
@@ -142,7 +169,9 @@ def _device_steps(devices: list[PlaneEvents], read_host: Callable[[], PlaneEvent
         host = read_host()  # only now: a preprocessed profile never needs its host plane
         choice = choose_windows(host, prefer_official=prefer_official)
         if choice is None:
-            raise ProfileError("no step markers, Keras batches or train-step tf.function calls found")
+            raise ProfileError(
+                "no step markers, Keras batches or train-step tf.function calls found"
+            )
         numbers = [w.step for w in choice.windows]
         step = _launched_in(ev, choice.windows, host)
     keep = step >= 0
@@ -177,8 +206,9 @@ def _launched_in(ev: dict[str, np.ndarray], windows: list, host: PlaneEvents | N
     corr_l = [le.ints["correlation_id"] for le in lines]
     has = [c != MISSING for c in corr_l]
     if lines and any(h.any() for h in has):
-        groups = host_groups(lines, {(w.line, w.index): k for k, w in enumerate(windows)},
-                              host.meta.event_names)
+        groups = host_groups(
+            lines, {(w.line, w.index): k for k, w in enumerate(windows)}, host.meta.event_names
+        )
         corr = np.concatenate([c[h] for c, h in zip(corr_l, has, strict=True)])
         when = np.concatenate([le.start_ps[h] for le, h in zip(lines, has, strict=True)])
         owner = np.concatenate([g[h] for g, h in zip(groups, has, strict=True)])
@@ -253,18 +283,35 @@ def _read_host(path: Path, prefer_official: bool, tick: Callable[[int], None]) -
     with XSpaceFile(path) as space:
         host_ref = next((p for p in space.planes if p.is_host), None)
         dev_refs = [p for p in space.planes if p.device and p.device[0] in ("GPU", "TPU")]
-        devices = [read_plane(space, p, stats=_DEVICE_STATS, text_stats=("shape",),
-                              skip_derived=True, tick=tick) for p in dev_refs]
+        devices = [
+            read_plane(
+                space, p, stats=_DEVICE_STATS, text_stats=("shape",), skip_derived=True, tick=tick
+            )
+            for p in dev_refs
+        ]
 
         def host() -> PlaneEvents | None:
             if host_ref is None:
                 return None
             if not dev_refs:  # CPU-only: every host event may belong to a step
-                return read_plane(space, host_ref, stats=_HOST_STATS, text_stats=("step_name",),
-                                  want=MARKER_CANDIDATE.search, tick=tick)
+                return read_plane(
+                    space,
+                    host_ref,
+                    stats=_HOST_STATS,
+                    text_stats=("step_name",),
+                    want=MARKER_CANDIDATE.search,
+                    tick=tick,
+                )
             return read_plane(  # with devices, hold only markers, launches and linked events
-                space, host_ref, stats=_HOST_STATS, text_stats=("step_name",),
-                want=MARKER_CANDIDATE.search, tick=tick, keep=_linked)
+                space,
+                host_ref,
+                stats=_HOST_STATS,
+                text_stats=("step_name",),
+                want=MARKER_CANDIDATE.search,
+                tick=tick,
+                keep=_linked,
+            )
+
         if dev_refs:  # as in xprof 2.24: with devices, host events only mark steps and launches
             choice, numbers, span, owned, ok = _device_steps(devices, host, prefer_official)
         else:
@@ -272,8 +319,9 @@ def _read_host(path: Path, prefer_official: bool, tick: Callable[[int], None]) -
         name = host_name(path, space)
     steps = _step_dicts(numbers, span, owned, _complete(ok, choice.source))
     if not steps:
-        raise ProfileError(f"{name}: {len(numbers)} candidate steps ({choice.source}) but none "
-                           "holds any compute")
+        raise ProfileError(
+            f"{name}: {len(numbers)} candidate steps ({choice.source}) but none holds any compute"
+        )
     c16 = float(owned.get(DEVICE_COMPUTE_16, np.zeros(1))[ok].sum()) if dev_refs else 0.0
     c32 = float(owned.get(DEVICE_COMPUTE_32, np.zeros(1))[ok].sum()) if dev_refs else 0.0
     return _HostResult(name, choice.source, choice.detail, steps, (c16, c32))
@@ -286,14 +334,22 @@ def _combine(results: list[_HostResult]) -> dict[int, tuple[float, dict[str, flo
         common &= set(r.steps)
     if not common and len({len(r.steps) for r in results}) == 1:
         seqs = [sorted(r.steps) for r in results]
-        return {seqs[0][k]: max((r.steps[s[k]] for r, s in zip(results, seqs, strict=True)), key=lambda v: v[0])
-                for k in range(len(seqs[0]))}
+        return {
+            seqs[0][k]: max(
+                (r.steps[s[k]] for r, s in zip(results, seqs, strict=True)), key=lambda v: v[0]
+            )
+            for k in range(len(seqs[0]))
+        }
     return {n: max((r.steps[n] for r in results), key=lambda v: v[0]) for n in sorted(common)}
 
 
-def find_steps(xplane_paths: Sequence[Path], *, prefer_official_markers: bool = True,
-               cancel: threading.Event | None = None,
-               progress: Callable[[float, str], None] | None = None) -> FoundSteps:
+def find_steps(
+    xplane_paths: Sequence[Path],
+    *,
+    prefer_official_markers: bool = True,
+    cancel: threading.Event | None = None,
+    progress: Callable[[float, str], None] | None = None,
+) -> FoundSteps:
     """Find the steps of one session (its hosts' files) and their breakdown from the raw events.
 
     Raises ProfileError when a file is not a readable profile or no steps are found,
@@ -324,13 +380,18 @@ def find_steps(xplane_paths: Sequence[Path], *, prefer_official_markers: bool = 
     first = results[0]
     c16 = sum(r.compute_ps[0] for r in results)
     c32 = sum(r.compute_ps[1] for r in results)
-    detail = first.detail + (f" (steps common to all {len(results)} hosts)" if len(results) > 1
-                             else "")
+    detail = first.detail + (
+        f" (steps common to all {len(results)} hosts)" if len(results) > 1 else ""
+    )
     if progress:
         progress(1.0, "steps found")
     return FoundSteps(
-        source=first.source, detail=detail,
-        steps=tuple(StepBreakdown(step=n, step_time_ms=t, breakdown_ms=b)
-                    for n, (t, b) in sorted(steps.items())),
+        source=first.source,
+        detail=detail,
+        steps=tuple(
+            StepBreakdown(step=n, step_time_ms=t, breakdown_ms=b)
+            for n, (t, b) in sorted(steps.items())
+        ),
         hosts=tuple(r.host for r in results),
-        device_compute_16bit_percent=100.0 * c16 / (c16 + c32) if c16 + c32 > 0 else None)
+        device_compute_16bit_percent=100.0 * c16 / (c16 + c32) if c16 + c32 > 0 else None,
+    )

@@ -12,9 +12,18 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from tui_prof.comparability import Comparability, check_comparability
+from tui_prof.comparison.comparability import Comparability, check_comparability
+from tui_prof.comparison.stats import (
+    Comparison,
+    Describe,
+    compare,
+    describe,
+    lower_is_better,
+    metric_unit,
+)
 from tui_prof.model import (
     RUN_FAILED,
     RUN_FINISHED,
@@ -24,7 +33,6 @@ from tui_prof.model import (
     ExperimentRecord,
     RunRecord,
 )
-from tui_prof.stats import Comparison, Describe, compare, describe, lower_is_better, metric_unit
 
 WALL_TIME = "wall_time_s"
 FAILED_STATUSES = (RUN_FAILED, RUN_TIMEOUT, RUN_INTERRUPTED, RUN_STOPPED)
@@ -188,7 +196,7 @@ def compare_experiment(
 
     `metrics` restricts and orders the metrics (default: `available_metrics(exp)`); a metric
     no run reported still gets a report with n=0 everywhere. `intentional` names fields the
-    variants change on purpose (see `tui_prof.comparability.intentional_fields`).
+    variants change on purpose (see `tui_prof.comparison.comparability.intentional_fields`).
     """
     variants = list(exp.variants)
     for r in exp.runs:
@@ -216,3 +224,33 @@ def compare_experiment(
         counted_runs=len(runs),
         pending_runs=pending,
     )
+
+
+def build_report(experiment_dir: str | Path, metrics: list[str] | None = None) -> ComparisonReport:
+    """Load and compare; raises ValueError with a one-line message for the user."""
+    from tui_prof.comparison.comparability import intentional_fields
+    from tui_prof.experiments.store import StoreError, load_experiment, load_spec_from
+
+    path = Path(experiment_dir)
+    if not path.exists():
+        raise ValueError(f"{path}: no such directory")
+    if not path.is_dir():
+        raise ValueError(f"{path}: not a directory")
+    try:
+        exp = load_experiment(path)
+    except StoreError as exc:
+        raise ValueError(str(exc)) from None
+    intended: set[str] = set()
+    try:
+        spec = load_spec_from(path)
+        intended = intentional_fields({v.name: (v.args, v.env) for v in spec.variants})
+    except Exception:  # an older or partial spec: check everything rather than fail
+        intended = set()
+    if metrics:
+        known = available_metrics(exp)
+        unknown = [m for m in metrics if m not in known]
+        if unknown:
+            raise ValueError(
+                f"unknown metric {unknown[0]!r} (this experiment has: {', '.join(known)})"
+            )
+    return compare_experiment(exp, metrics, intentional=intended)

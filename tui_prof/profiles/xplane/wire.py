@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from tui_prof.profiles.line_events import LineEvents, StatColumns
+from tui_prof.profiles.xplane.line_events import LineEvents, StatColumns
 
 _U7, _HIGH = np.uint64(0x7F), 0x80
 
@@ -61,7 +61,7 @@ def _header_field(buf: bytes, pos: int, header: dict[int, Any]) -> int:
         header[tag >> 3] = int(v[0].astype(np.int64))
         return int(p[0])
     if tag in (0x12, 0x5A):  # name, display_name
-        header[tag >> 3] = bytes(buf[int(p[0]):int(p[0]) + int(v[0])])
+        header[tag >> 3] = bytes(buf[int(p[0]) : int(p[0]) + int(v[0])])
         return int(p[0]) + int(v[0])
     raise _Unexpected(f"XLine tag {tag}")
 
@@ -90,8 +90,9 @@ def _chase(buf: bytes, pos: int, end: int) -> tuple[list[int], list[int], int]:
 _CHUNK = 1 << 22  # bytes per scanning window: bounds the temporaries of a 100 MB line
 
 
-def _scan_chunks(arr: np.ndarray, patterns: list[list[tuple[int, np.ndarray | int]]]
-                 ) -> Iterator[list[np.ndarray]]:
+def _scan_chunks(
+    arr: np.ndarray, patterns: list[list[tuple[int, np.ndarray | int]]]
+) -> Iterator[list[np.ndarray]]:
     """Per window of the buffer, for each pattern, the positions k where arr[k + offset] equals
     the byte (or one of the bytes) of every (offset, byte) in it. Whole-window comparisons
     stream through memory where gathers at scattered positions would not; windows bound the
@@ -100,7 +101,7 @@ def _scan_chunks(arr: np.ndarray, patterns: list[list[tuple[int, np.ndarray | in
     n = len(arr)
     for c0 in range(0, n, _CHUNK):
         c1 = min(n, c0 + _CHUNK)
-        window = arr[c0:c1 + span - 1]
+        window = arr[c0 : c1 + span - 1]
         if len(window) < c1 - c0 + span - 1:  # the line's end: pad, so short records still match
             window = np.concatenate([window, np.zeros(c1 - c0 + span - 1 - len(window), np.uint8)])
         width = c1 - c0
@@ -115,7 +116,7 @@ def _scan_chunks(arr: np.ndarray, patterns: list[list[tuple[int, np.ndarray | in
                     eq[key] = window == values[0]
                     for v in values[1:]:
                         eq[key] |= window == v
-                seg = eq[key][off:off + width]
+                seg = eq[key][off : off + width]
                 mask = seg.copy() if mask is None else np.logical_and(mask, seg, out=mask)
             found.append(np.flatnonzero(mask) + c0)
         yield found
@@ -157,7 +158,9 @@ def _event_spans(buf: bytes, arr: np.ndarray) -> tuple[dict[int, Any], np.ndarra
     hits = _scan(arr, [[(0, 0x22), (1 + ln, 0x08), (2 + ln + md, 0x10)] for ln, md in shapes])
     found = []
     for (ln, md), at in zip(shapes, hits, strict=True):
-        at = at[(at >= first) & _varint_len_ok(arr, at + 1, ln) & _varint_len_ok(arr, at + 2 + ln, md)]
+        at = at[
+            (at >= first) & _varint_len_ok(arr, at + 1, ln) & _varint_len_ok(arr, at + 2 + ln, md)
+        ]
         found.append((at, at + 1 + ln, _length_at(arr, at + 1, ln)))
     at = np.concatenate([f[0] for f in found])
     order = np.argsort(at, kind="stable")
@@ -179,8 +182,12 @@ def _event_spans(buf: bytes, arr: np.ndarray) -> tuple[dict[int, Any], np.ndarra
     return header, starts, stops
 
 
-def decode_line(buf: bytes | memoryview, stat_ids: dict[int, str], text_stats: frozenset[str],
-                ref_names: dict[int, str]) -> tuple[dict[int, Any], LineEvents] | None:
+def decode_line(
+    buf: bytes | memoryview,
+    stat_ids: dict[int, str],
+    text_stats: frozenset[str],
+    ref_names: dict[int, str],
+) -> tuple[dict[int, Any], LineEvents] | None:
     """(header fields by number, events) of a serialized XLine; None if it is encoded unusually.
 
     stat_ids: stat metadata id -> name of the stats to keep; those in text_stats are kept as
@@ -192,8 +199,9 @@ def decode_line(buf: bytes | memoryview, stat_ids: dict[int, str], text_stats: f
         return None
 
 
-def _decode(buf: bytes, stat_ids: dict[int, str], text_stats: frozenset[str],
-            ref_names: dict[int, str]) -> tuple[dict[int, Any], LineEvents]:
+def _decode(
+    buf: bytes, stat_ids: dict[int, str], text_stats: frozenset[str], ref_names: dict[int, str]
+) -> tuple[dict[int, Any], LineEvents]:
     arr = np.frombuffer(buf, np.uint8)
     last = len(arr) - 1
     header, ev_start, ev_end = _event_spans(buf, arr)
@@ -207,14 +215,22 @@ def _decode(buf: bytes, stat_ids: dict[int, str], text_stats: frozenset[str],
     _check_layout(buf, pos, ev_end)
     n = len(ev_start)
     ints = StatColumns(n, [name for name in stat_ids.values() if name not in text_stats])
-    texts: dict[str, dict[int, str]] = {name: {} for name in stat_ids.values() if name in text_stats}
+    texts: dict[str, dict[int, str]] = {
+        name: {} for name in stat_ids.values() if name in text_stats
+    }
     if stat_ids and n:
         _find_stats(buf, arr, pos, ev_start, ev_end, stat_ids, ints, texts, ref_names)
     start = offset + int(header.get(3, 0)) * 1000
     name = header.get(11) or header.get(2) or b""
-    return header, LineEvents(line_id=int(header.get(1, 0)),
-                              name=name.decode("utf-8", "replace"), metadata_id=md,
-                              start_ps=start, end_ps=start + duration, ints=ints, texts=texts)
+    return header, LineEvents(
+        line_id=int(header.get(1, 0)),
+        name=name.decode("utf-8", "replace"),
+        metadata_id=md,
+        start_ps=start,
+        end_ps=start + duration,
+        ints=ints,
+        texts=texts,
+    )
 
 
 def _check_layout(buf: Any, stats_from: np.ndarray, ev_end: np.ndarray, sample: int = 64) -> None:
@@ -244,9 +260,17 @@ def _py_varint(buf: Any, pos: int) -> tuple[int, int]:
     raise _Unexpected("varint longer than 10 bytes")
 
 
-def _find_stats(buf: bytes, arr: np.ndarray, stats_from: np.ndarray, ev_start: np.ndarray,
-                ev_end: np.ndarray, stat_ids: dict[int, str], ints: StatColumns,
-                texts: dict[str, dict[int, str]], ref_names: dict[int, str]) -> None:
+def _find_stats(
+    buf: bytes,
+    arr: np.ndarray,
+    stats_from: np.ndarray,
+    ev_start: np.ndarray,
+    ev_end: np.ndarray,
+    stat_ids: dict[int, str],
+    ints: StatColumns,
+    texts: dict[str, dict[int, str]],
+    ref_names: dict[int, str],
+) -> None:
     """Find the wanted XStat records directly: a record head with a wanted metadata_id and a
     value whose size matches the record's length, inside an event's stats."""
     sids = np.array(sorted(stat_ids), dtype=np.int64)
@@ -273,13 +297,32 @@ def _find_stats(buf: bytes, arr: np.ndarray, stats_from: np.ndarray, ev_start: n
         owner_c = np.maximum(owner, 0)
         inside = (owner >= 0) & (at >= stats_from[owner_c]) & (body + length <= ev_end[owner_c])
         sel = np.flatnonzero(inside)
-        _stat_values(buf, arr, owner[sel], mid[sel], q[sel], (body + length)[sel], stat_ids,
-                     ints, texts, ref_names)
+        _stat_values(
+            buf,
+            arr,
+            owner[sel],
+            mid[sel],
+            q[sel],
+            (body + length)[sel],
+            stat_ids,
+            ints,
+            texts,
+            ref_names,
+        )
 
 
-def _stat_values(buf: bytes, arr: np.ndarray, events: np.ndarray, mid: np.ndarray, q: np.ndarray,
-                 s_end: np.ndarray, stat_ids: dict[int, str], ints: StatColumns,
-                 texts: dict[str, dict[int, str]], ref_names: dict[int, str]) -> None:
+def _stat_values(
+    buf: bytes,
+    arr: np.ndarray,
+    events: np.ndarray,
+    mid: np.ndarray,
+    q: np.ndarray,
+    s_end: np.ndarray,
+    stat_ids: dict[int, str],
+    ints: StatColumns,
+    texts: dict[str, dict[int, str]],
+    ref_names: dict[int, str],
+) -> None:
     """Store the values of wanted stats (metadata ids mid, value fields at q) of these events."""
     tags = np.where(q < s_end, arr[np.minimum(q, len(arr) - 1)], 0)
     varint = (tags == 0x18) | (tags == 0x20) | (tags == 0x38)
@@ -294,13 +337,21 @@ def _stat_values(buf: bytes, arr: np.ndarray, events: np.ndarray, mid: np.ndarra
             num = sel & varint
             ints.add(name, events[num], values[num].view(np.int64))
             continue
-        for e, v in zip(events[sel & (tags == 0x38)].tolist(),
-                        values[sel & (tags == 0x38)].tolist(), strict=True):
+        for e, v in zip(
+            events[sel & (tags == 0x38)].tolist(),
+            values[sel & (tags == 0x38)].tolist(),
+            strict=True,
+        ):
             texts[name][e] = ref_names.get(v, "")
         strings = np.flatnonzero(sel & ((tags == 0x2A) | (tags == 0x32)))
         if len(strings):
             length, at = _varints(arr, q[strings] + 1)
-            for e, a, k, stop in zip(events[strings].tolist(), at.tolist(), length.tolist(),
-                                     s_end[strings].tolist(), strict=True):
+            for e, a, k, stop in zip(
+                events[strings].tolist(),
+                at.tolist(),
+                length.tolist(),
+                s_end[strings].tolist(),
+                strict=True,
+            ):
                 if a + k == stop:
-                    texts[name][e] = bytes(buf[a:a + k]).decode("utf-8", "replace")
+                    texts[name][e] = bytes(buf[a : a + k]).decode("utf-8", "replace")

@@ -8,7 +8,7 @@ try. The *job* writes the file (the client sends it the path), so LOGDIR must be
 can write and tuiprof can read: the same machine, or a shared filesystem.
 
 The native client logs to stdout/stderr, can block for tens of seconds and could crash, so it
-runs in a child process (`python -m tui_prof.capture_client`, internal) whose output goes to a log
+runs in a child process (`python -m tui_prof.live.capture_client`, internal) whose output goes to a log
 file, with a timeout, a cancel event and a process group to kill. No TensorFlow import here.
 """
 
@@ -29,7 +29,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from tui_prof.capture_client import CONNECT_WAIT_S, classify
+from tui_prof.live.capture_client import CONNECT_WAIT_S, classify
 
 Progress = Callable[[float, str], None]
 
@@ -238,7 +238,7 @@ def _capture_once(
     started = time.monotonic()
     with open(log, "ab") as log_file:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "tui_prof.capture_client", json.dumps(request)],
+            [sys.executable, "-m", "tui_prof.live.capture_client", json.dumps(request)],
             stdin=subprocess.DEVNULL,
             stdout=log_file,
             stderr=subprocess.STDOUT,

@@ -24,16 +24,26 @@ def register(sub: Any) -> None:
     )
     p.add_argument("path", help="logdir, run dir, session dir or one .xplane.pb file")
     fmt = p.add_mutually_exclusive_group()
-    fmt.add_argument("--json", action="store_const", dest="format", const="json", help="one JSON object")
-    fmt.add_argument("--markdown", action="store_const", dest="format", const="markdown", help="Markdown tables")
-    fmt.add_argument("--csv", action="store_const", dest="format", const="csv", help="one CSV row per step")
-    p.add_argument("--no-cache", action="store_true", help="recompute instead of reading the summary cache")
+    fmt.add_argument(
+        "--json", action="store_const", dest="format", const="json", help="one JSON object"
+    )
+    fmt.add_argument(
+        "--markdown", action="store_const", dest="format", const="markdown", help="Markdown tables"
+    )
+    fmt.add_argument(
+        "--csv", action="store_const", dest="format", const="csv", help="one CSV row per step"
+    )
     p.add_argument(
-        "--fallback", action="store_true",
+        "--no-cache", action="store_true", help="recompute instead of reading the summary cache"
+    )
+    p.add_argument(
+        "--fallback",
+        action="store_true",
         help="ignore official step markers and use tuiprof's own step finder (to cross-check it)",
     )
     p.add_argument(
-        "--full", action="store_true",
+        "--full",
+        action="store_true",
         help="always run TensorBoard's converter, even on profiles of $TUIPROF_LARGE_MB (200) MB "
         "or more, which are otherwise read by tuiprof's streaming reader (no op/kernel tables)",
     )
@@ -56,7 +66,9 @@ def to_markdown(summaries: list[ProfileSummary]) -> str:
             sd = f" ± {avg.step_time_std_ms:.2f}" if avg.step_time_std_ms is not None else ""
             out.append(f"- Step time: {avg.step_time_ms:.2f}{sd} ms")
         if s.precision:
-            out.append(f"- 16-bit share of device compute: {s.precision.compute_16bit_percent:.1f}%")
+            out.append(
+                f"- 16-bit share of device compute: {s.precision.compute_16bit_percent:.1f}%"
+            )
         out.append(f"- Bottleneck: {s.bottleneck}\n")
         if avg:
             out.append("| Category | Avg ms | % of step |\n|---|---:|---:|")
@@ -77,14 +89,21 @@ def to_csv(summaries: list[ProfileSummary]) -> str:
     w.writerow(["session", "step_source", "step", "step_time_ms", *[f"{c}_ms" for c in CATEGORIES]])
     for s in summaries:
         for st in s.steps:
-            w.writerow([s.path, s.step_source, st.step, st.step_time_ms,
-                        *[st.breakdown_ms.get(c, 0.0) for c in CATEGORIES]])
+            w.writerow(
+                [
+                    s.path,
+                    s.step_source,
+                    st.step,
+                    st.step_time_ms,
+                    *[st.breakdown_ms.get(c, 0.0) for c in CATEGORIES],
+                ]
+            )
     return buf.getvalue()
 
 
 def run(args: argparse.Namespace) -> int:
     from tui_prof.profiles.discover import discover
-    from tui_prof.profiles.xplane import load_summary
+    from tui_prof.profiles.load import load_summary
 
     try:
         found = discover(args.path)
@@ -109,13 +128,26 @@ def run(args: argparse.Namespace) -> int:
         try:
             if show_progress:
                 with console.status(label) as status:
-                    summaries.append(load_summary(
-                        sess, use_cache=not args.no_cache, force_fallback=args.fallback, full=args.full,
-                        progress=lambda f, m, st=status, lb=label: st.update(f"{lb}: {m} ({f:.0%})"),
-                    ))
+                    summaries.append(
+                        load_summary(
+                            sess,
+                            use_cache=not args.no_cache,
+                            force_fallback=args.fallback,
+                            full=args.full,
+                            progress=lambda f, m, st=status, lb=label: st.update(
+                                f"{lb}: {m} ({f:.0%})"
+                            ),
+                        )
+                    )
             else:
-                summaries.append(load_summary(sess, use_cache=not args.no_cache,
-                                              force_fallback=args.fallback, full=args.full))
+                summaries.append(
+                    load_summary(
+                        sess,
+                        use_cache=not args.no_cache,
+                        force_fallback=args.fallback,
+                        full=args.full,
+                    )
+                )
         except ProfileError as exc:
             errors.append({"path": str(sess.path), "error": str(exc)})
             _err(f"{sess.path}: {exc}")

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tui_prof.profiles.line_events import MISSING
-from tui_prof.profiles.xspace import PlaneEvents
+from tui_prof.profiles.xplane.line_events import MISSING
+from tui_prof.profiles.xplane.xspace import PlaneEvents
 
 _EXPLICIT_MARKER = re.compile(r"^(train|test|TraceContext)[^/]*$")
 _TRAIN_FN = re.compile(r"train|step", re.IGNORECASE)
@@ -68,9 +68,16 @@ def _windows(host: PlaneEvents, picked: list[tuple[int, int]], *, numbered: bool
     nums = [host.lines[li].ints.value("step_num", i) for li, i in picked]
     if not numbered or MISSING in nums or len(set(nums)) != len(nums):
         nums = list(range(len(picked)))
-    return [Window(step=int(n), begin_ps=int(host.lines[li].start_ps[i]),
-                   end_ps=int(host.lines[li].end_ps[i]), line=li, index=i)
-            for n, (li, i) in zip(nums, picked, strict=True)]
+    return [
+        Window(
+            step=int(n),
+            begin_ps=int(host.lines[li].start_ps[i]),
+            end_ps=int(host.lines[li].end_ps[i]),
+            line=li,
+            index=i,
+        )
+        for n, (li, i) in zip(nums, picked, strict=True)
+    ]
 
 
 def _named(host: PlaneEvents, test) -> list[tuple[int, int]]:
@@ -111,16 +118,19 @@ def _official_markers(host: PlaneEvents) -> list[Window]:
             picked.append((li, i))
             named[names.get(int(le.metadata_id[i]), "")] += 1
     if not picked:  # markers without step numbers: the most frequent explicit marker name
-        counts = Counter(names[int(le.metadata_id[i])] for li, i in
-                         _named(host, lambda v: bool(_EXPLICIT_MARKER.match(v)))
-                         for le in [host.lines[li]])
+        counts = Counter(
+            names[int(le.metadata_id[i])]
+            for li, i in _named(host, lambda v: bool(_EXPLICIT_MARKER.match(v)))
+            for le in [host.lines[li]]
+        )
         if counts:
             top = counts.most_common(1)[0][0]
             picked = _named(host, lambda v: v == top)
     elif len(named) > 1:  # several marker names: keep the one that appears most (then outermost)
         top = named.most_common(1)[0][0]
-        picked = [(li, i) for li, i in picked
-                  if names.get(int(host.lines[li].metadata_id[i])) == top]
+        picked = [
+            (li, i) for li, i in picked if names.get(int(host.lines[li].metadata_id[i])) == top
+        ]
     return _windows(host, picked, numbered=True)
 
 
@@ -151,20 +161,33 @@ def choose_windows(host: PlaneEvents | None, *, prefer_official: bool) -> Choice
     if prefer_official:
         windows = _group_windows(host)
         if windows:
-            return Choice("xprof_groups", "steps from the step groups recorded in the profile "
-                          "(group_id stats)", windows, by_group=True)
+            return Choice(
+                "xprof_groups",
+                "steps from the step groups recorded in the profile (group_id stats)",
+                windows,
+                by_group=True,
+            )
         windows = _official_markers(host)
         if windows:
-            name = host.meta.event_names.get(int(host.lines[windows[0].line]
-                                                 .metadata_id[windows[0].index]), "")
-            return Choice("step_markers", f"steps from the job's own '{name}' step markers, "
-                          "which TensorBoard's converter did not use", windows)
+            name = host.meta.event_names.get(
+                int(host.lines[windows[0].line].metadata_id[windows[0].index]), ""
+            )
+            return Choice(
+                "step_markers",
+                f"steps from the job's own '{name}' step markers, "
+                "which TensorBoard's converter did not use",
+                windows,
+            )
     windows = _windows(host, _named(host, lambda v: v == KERAS_BATCH), numbered=True)
     if windows:
-        return Choice("keras_profiled_batch",
-                      "steps from Keras' 'Profiled batch' events (TensorBoard callback)", windows)
+        return Choice(
+            "keras_profiled_batch",
+            "steps from Keras' 'Profiled batch' events (TensorBoard callback)",
+            windows,
+        )
     name, windows = _function_calls(host)
     if windows:
-        return Choice("tf_function_calls",
-                      f"steps from repeated calls of the tf.function '{name}'", windows)
+        return Choice(
+            "tf_function_calls", f"steps from repeated calls of the tf.function '{name}'", windows
+        )
     return None

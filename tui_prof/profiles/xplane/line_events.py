@@ -28,8 +28,9 @@ class StatColumns(Mapping[str, np.ndarray]):
     def add(self, name: str, events: np.ndarray, values: np.ndarray) -> None:
         """Record values for these events (a later value for the same event wins)."""
         self._cols.pop(name, None)
-        self._parts.setdefault(name, []).append((np.asarray(events, dtype=np.int64),
-                                                 np.asarray(values, dtype=np.int64)))
+        self._parts.setdefault(name, []).append(
+            (np.asarray(events, dtype=np.int64), np.asarray(values, dtype=np.int64))
+        )
 
     def sparse(self, name: str) -> tuple[np.ndarray, np.ndarray]:
         """(event indices in order, values) of the events that carry this stat."""
@@ -96,11 +97,18 @@ class LineEvents:
         idx = np.flatnonzero(keep)
         new_of = {int(i): k for k, i in enumerate(idx.tolist())}
         return LineEvents(
-            line_id=self.line_id, name=self.name, metadata_id=self.metadata_id[idx],
-            start_ps=self.start_ps[idx], end_ps=self.end_ps[idx], ints=self.ints.subset(keep),
-            texts={k: {new_of[i]: t for i, t in v.items() if i in new_of}
-                   for k, v in self.texts.items()},
-            stats={new_of[i]: st for i, st in self.stats.items() if i in new_of})
+            line_id=self.line_id,
+            name=self.name,
+            metadata_id=self.metadata_id[idx],
+            start_ps=self.start_ps[idx],
+            end_ps=self.end_ps[idx],
+            ints=self.ints.subset(keep),
+            texts={
+                k: {new_of[i]: t for i, t in v.items() if i in new_of}
+                for k, v in self.texts.items()
+            },
+            stats={new_of[i]: st for i, st in self.stats.items() if i in new_of},
+        )
 
     def stats_of(self, i: int) -> dict[str, Any]:
         """Every asked-for stat of event i."""

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from tui_prof.tdist import f_ppf, t_cdf, t_ppf
+from tui_prof.comparison.tdist import f_ppf, t_cdf, t_ppf
 
 MIN_RUNS = 3  # below this there is no interval: two runs cannot show their own spread
 CONFIDENCE = 0.95

@@ -17,7 +17,13 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from tui_prof.capture import CaptureError, CaptureResult, capture, capture_series, parse_addresses
+from tui_prof.live.capture import (
+    CaptureError,
+    CaptureResult,
+    capture,
+    capture_series,
+    parse_addresses,
+)
 
 
 def register(sub: Any) -> None:
@@ -119,7 +125,7 @@ def summary_text(session_dir: Path) -> str:
     """Average step time and the non-zero breakdown categories of one session, on one line."""
     try:
         from tui_prof.model import CATEGORIES, CATEGORY_LABELS
-        from tui_prof.profiles.xplane import load_summary
+        from tui_prof.profiles.load import load_summary
         from tui_prof.render.summary import fmt_ms
 
         s = load_summary(session_dir)

@@ -1,0 +1,1 @@
+"""Attaching to running jobs: capture from profiler servers, and following a growing logdir."""

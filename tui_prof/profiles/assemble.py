@@ -1,0 +1,99 @@
+"""What every reader shares once it has steps: averages, Tensor Core use, the verdict and advice.
+
+Contract: a reader (xplane, kineto, legacy …) finds steps, devices, ops and kernels in its own
+format and hands them to `assemble`, so the same rules judge every format. Pure; no I/O.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from tui_prof.model import (
+    CATEGORIES,
+    Environment,
+    KernelStat,
+    OpStat,
+    Precision,
+    ProfileSummary,
+    StepAverage,
+    StepBreakdown,
+    TensorCoreUse,
+)
+from tui_prof.profiles import advice
+from tui_prof.profiles.discover import Session, display_path
+
+
+def average(steps: Sequence[StepBreakdown]) -> StepAverage | None:
+    """Mean and sample standard deviation (n-1) over steps, as TensorBoard's overview computes them."""
+    if not steps:
+        return None
+    n = len(steps)
+
+    def mean_std(values: list[float]) -> tuple[float, float | None]:
+        m = sum(values) / n
+        if n < 2:
+            return m, None
+        return m, math.sqrt(max(0.0, sum((v - m) ** 2 for v in values) / (n - 1)))
+
+    st, st_sd = mean_std([s.step_time_ms for s in steps])
+    means: dict[str, float] = {}
+    sds: dict[str, float | None] = {}
+    for c in CATEGORIES:
+        means[c], sds[c] = mean_std([s.breakdown_ms.get(c, 0.0) for s in steps])
+    return StepAverage(
+        step_time_ms=st,
+        breakdown_ms=means,
+        step_time_std_ms=st_sd,
+        breakdown_std_ms=sds,
+        min_step_time_ms=min(s.step_time_ms for s in steps),
+        max_step_time_ms=max(s.step_time_ms for s in steps),
+    )
+
+
+def tensor_core_use(ks: Sequence[KernelStat]) -> TensorCoreUse | None:
+    total = sum(k.total_duration_us for k in ks)
+    if total <= 0:
+        return None
+    used = sum(k.total_duration_us for k in ks if k.uses_tensor_core)
+    eligible = sum(k.total_duration_us for k in ks if k.tensor_core_eligible)
+    used_of_eligible = sum(
+        k.total_duration_us for k in ks if k.tensor_core_eligible and k.uses_tensor_core
+    )
+    return TensorCoreUse(
+        percent_of_kernel_time=100.0 * used / total,
+        percent_of_eligible_time=100.0 * used_of_eligible / eligible if eligible > 0 else None,
+    )
+
+
+def assemble(
+    session: Session,
+    steps: list[StepBreakdown],
+    source: str,
+    detail: str,
+    env: Environment,
+    prec: Precision | None,
+    kernels: list[KernelStat],
+    ops: list[OpStat],
+    warnings: list[str],
+) -> ProfileSummary:
+    """The verdict and advice come from the same rules whichever reader found the numbers."""
+    avg = average(steps)
+    tc = tensor_core_use(kernels)
+    verdict, flagged = advice.bottleneck(avg, env.device_type)
+    return ProfileSummary(
+        path=display_path(session.path),
+        hosts=env.hosts,
+        step_source=source,
+        step_source_detail=detail,
+        steps=tuple(steps),
+        average=avg,
+        precision=prec,
+        tensor_core=tc,
+        top_ops=tuple(ops),
+        kernels=tuple(kernels),
+        environment=env,
+        bottleneck=verdict,
+        recommendations=tuple(advice.recommendations(flagged, env.device_type, prec, tc)),
+        warnings=tuple(warnings),
+    )

@@ -1,0 +1,80 @@
+"""One session → ProfileSummary, whatever its format: the reader seam, behind the summary cache.
+
+Contract: `load_summary(session)` is what the CLI and the TUI call. It picks the reader for the
+session's `format` (see READERS), caches the result by (path, size, mtime) and raises
+ProfileError with a one-line reason, or Cancelled when the cancel event is set. A new format is
+a discover rule plus one module exposing `summarize(session, *, force_fallback, full, cancel,
+progress) -> ProfileSummary`; readers are imported only when a session of theirs is read.
+"""
+
+from __future__ import annotations
+
+import importlib
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+from tui_prof.model import ProfileError, ProfileSummary
+from tui_prof.profiles import cache
+from tui_prof.profiles.discover import Session, discover
+
+Progress = Callable[[float, str], None]
+
+# Session format (as discover names it) → the module that reads it.
+READERS: dict[str, str] = {
+    "xplane": "tui_prof.profiles.xplane.reader",
+}
+
+
+def session_of(path: str | Path) -> Session:
+    """The one session a path names (a session directory or one profile file)."""
+    found = discover(path).sessions
+    if not found:
+        raise ProfileError(f"{path}: no profile sessions here")
+    if len(found) > 1:
+        raise ProfileError(f"{path}: holds {len(found)} sessions; name one of them")
+    return found[0]
+
+
+def summarize_session(
+    session: Session | str | Path,
+    *,
+    force_fallback: bool = False,
+    full: bool = False,
+    cancel: threading.Event | None = None,
+    progress: Progress | None = None,
+) -> ProfileSummary:
+    """Analyse one session with its format's reader, without the cache."""
+    if not isinstance(session, Session):
+        session = session_of(session)
+    module = READERS.get(session.format)
+    if module is None:
+        raise ProfileError(f"{session.path}: no reader for {session.format} profiles")
+    reader = importlib.import_module(module)
+    summary: ProfileSummary = reader.summarize(
+        session, force_fallback=force_fallback, full=full, cancel=cancel, progress=progress
+    )
+    return summary
+
+
+def load_summary(
+    session: Session | str | Path,
+    *,
+    use_cache: bool = True,
+    force_fallback: bool = False,
+    full: bool = False,
+    cancel: threading.Event | None = None,
+    progress: Progress | None = None,
+) -> ProfileSummary:
+    """summarize_session through the on-disk cache."""
+    sess = session if isinstance(session, Session) else session_of(session)
+
+    def compute() -> ProfileSummary:
+        return summarize_session(
+            sess, force_fallback=force_fallback, full=full, cancel=cancel, progress=progress
+        )
+
+    if not use_cache:
+        return compute()
+    variant = ("fallback" if force_fallback else "") + ("full" if full else "")
+    return cache.cached_summary(sess, compute, variant=variant)
