@@ -6,6 +6,7 @@ shows comes from one of these objects, so the TUI and `tuiprof summary` cannot d
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -204,6 +205,11 @@ class ProfileSummary:
             "recommendations": list(self.recommendations),
             "warnings": list(self.warnings),
         }
+
+
+# What long work reports as it goes: (fraction done 0..1, what it is doing). The result is ignored,
+# so a TUI can pass `post_message` (which returns bool) directly.
+Progress = Callable[[float, str], object]
 
 
 class ProfileError(Exception):

@@ -15,6 +15,7 @@ from tui_prof.tui.messages import Captured, ProfilesChanged, RunnerEventArrived
 from tui_prof.tui.screens.browse import BrowseScreen
 
 if TYPE_CHECKING:
+    from tui_prof.experiments.events import RunEvent
     from tui_prof.experiments.runner import Runner
     from tui_prof.profiles.prefetch import Prefetch
     from tui_prof.tui.screens.capture_dialog import CaptureRequest
@@ -107,7 +108,7 @@ class TuiprofApp(App[int]):
         screen = self.view("experiments")
         holder: dict[str, str] = {}
 
-        def on_event(event: object) -> None:
+        def on_event(event: RunEvent) -> None:
             screen.post_message(RunnerEventArrived(holder["dir"], event))
 
         runner = Runner.create(request.spec, on_event=on_event, parallel=request.parallel)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,13 +20,12 @@ from tui_prof.model import (
     Precision,
     ProfileError,
     ProfileSummary,
+    Progress,
     StepBreakdown,
 )
 from tui_prof.profiles.assemble import assemble
 from tui_prof.profiles.discover import Session
 from tui_prof.profiles.xplane import converter, tb_tables
-
-Progress = Callable[[float, str], None]
 
 OFFICIAL_DETAIL = "steps from TensorBoard's converter (official step markers)"
 

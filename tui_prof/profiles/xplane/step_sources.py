@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -80,7 +81,7 @@ def _windows(host: PlaneEvents, picked: list[tuple[int, int]], *, numbered: bool
     ]
 
 
-def _named(host: PlaneEvents, test) -> list[tuple[int, int]]:
+def _named(host: PlaneEvents, test: Callable[[str], object]) -> list[tuple[int, int]]:
     names = host.meta.event_names
     ids = [k for k, v in names.items() if test(v)]
     out = []
@@ -110,7 +111,7 @@ def _group_windows(host: PlaneEvents) -> list[Window]:
 def _official_markers(host: PlaneEvents) -> list[Window]:
     names = host.meta.event_names
     picked: list[tuple[int, int]] = []
-    named: Counter = Counter()
+    named: Counter[str] = Counter()
     explicit = [k for k, v in names.items() if _EXPLICIT_MARKER.match(v)]
     for li, le in enumerate(host.lines):
         marker = np.isin(le.metadata_id, explicit) | (le.ints["_r"] == 1)

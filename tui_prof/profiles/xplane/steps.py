@@ -30,8 +30,8 @@ from pathlib import Path
 
 import numpy as np
 
-from tui_prof.model import CATEGORIES, Cancelled, ProfileError, StepBreakdown
-from tui_prof.profiles.xplane.line_events import MISSING
+from tui_prof.model import CATEGORIES, Cancelled, ProfileError, Progress, StepBreakdown
+from tui_prof.profiles.xplane.line_events import MISSING, LineEvents
 from tui_prof.profiles.xplane.step_events import (
     CATEGORY_OF,
     DEVICE_COMPUTE_16,
@@ -43,16 +43,22 @@ from tui_prof.profiles.xplane.step_events import (
     host_groups,
     types_of,
 )
-from tui_prof.profiles.xplane.step_sources import MARKER_CANDIDATE, Choice, choose_windows
+from tui_prof.profiles.xplane.step_sources import (
+    MARKER_CANDIDATE,
+    Choice,
+    Window,
+    choose_windows,
+)
 from tui_prof.profiles.xplane.xspace import (
-    LineEvents,
     PlaneEvents,
     XSpaceFile,
     host_name,
     read_plane,
 )
 
-Progress = Callable[[float, str], None]
+# What the device and host step finders return: (choice, step numbers, step spans, owned time
+# per event type, which steps are well formed).
+_Found = tuple[Choice, list[int], np.ndarray, dict[int, np.ndarray], np.ndarray]
 
 _DEVICE_STATS = ("correlation_id", "group_id")
 _DROP_EDGES_ABOVE = 5  # xprof's kDropIncomplteteStepThreshold
@@ -128,7 +134,7 @@ def _step_dicts(
 
 def _device_steps(
     devices: list[PlaneEvents], read_host: Callable[[], PlaneEvents | None], prefer_official: bool
-) -> tuple:
+) -> _Found:
     """(choice, step numbers, step spans, owned time per type, well-formed) from device events."""
     cols: dict[str, list[np.ndarray]] = {
         k: [] for k in ("start", "end", "type", "dev", "corr", "group")
@@ -144,7 +150,7 @@ def _device_steps(
                 types[idx[compute]] = np.where(half[compute], DEVICE_COMPUTE_16, DEVICE_COMPUTE_32)
             corr = np.where(le.ints["correlation_id"] == MISSING, -1, le.ints["correlation_id"])
             group = np.where(le.ints["group_id"] == MISSING, -1, le.ints["group_id"])
-            for key, arr in (
+            for col, arr in (
                 ("start", le.start_ps),
                 ("end", le.end_ps),
                 ("type", types),
@@ -152,7 +158,7 @@ def _device_steps(
                 ("corr", corr),
                 ("group", group),
             ):
-                cols[key].append(arr)
+                cols[col].append(arr)
     ev = {k: np.concatenate(v) if v else np.zeros(0, dtype=np.int64) for k, v in cols.items()}
     ok_ev = ev["corr"] >= 0
     if prefer_official and (ok_ev & (ev["group"] >= 0)).any():
@@ -167,11 +173,12 @@ def _device_steps(
         step[~ok_ev | (ev["group"] < 0)] = -1
     else:
         host = read_host()  # only now: a preprocessed profile never needs its host plane
-        choice = choose_windows(host, prefer_official=prefer_official)
-        if choice is None:
+        chosen = choose_windows(host, prefer_official=prefer_official)
+        if chosen is None:
             raise ProfileError(
                 "no step markers, Keras batches or train-step tf.function calls found"
             )
+        choice = chosen
         numbers = [w.step for w in choice.windows]
         step = _launched_in(ev, choice.windows, host)
     keep = step >= 0
@@ -195,7 +202,9 @@ def _device_steps(
     return choice, numbers, end - begin, owned, ok
 
 
-def _launched_in(ev: dict[str, np.ndarray], windows: list, host: PlaneEvents | None) -> np.ndarray:
+def _launched_in(
+    ev: dict[str, np.ndarray], windows: list[Window], host: PlaneEvents | None
+) -> np.ndarray:
     """Each device event's step, by its launch (CUPTI correlation id): the step whose call tree
     holds the launch (tsl's grouping, as the converter does), else the step whose marker spans
     it; without launch records, the step whose marker began last before the event did."""
@@ -205,7 +214,7 @@ def _launched_in(ev: dict[str, np.ndarray], windows: list, host: PlaneEvents | N
     lines = host.lines if host else []
     corr_l = [le.ints["correlation_id"] for le in lines]
     has = [c != MISSING for c in corr_l]
-    if lines and any(h.any() for h in has):
+    if host is not None and lines and any(h.any() for h in has):
         groups = host_groups(
             lines, {(w.line, w.index): k for k, w in enumerate(windows)}, host.meta.event_names
         )
@@ -234,7 +243,7 @@ def _launched_in(ev: dict[str, np.ndarray], windows: list, host: PlaneEvents | N
     return step
 
 
-def _host_steps(host: PlaneEvents | None, prefer_official: bool) -> tuple:
+def _host_steps(host: PlaneEvents | None, prefer_official: bool) -> _Found:
     """The same as _device_steps, for a CPU-only profile: from host events."""
     choice = choose_windows(host, prefer_official=prefer_official)
     if choice is None or host is None:
@@ -273,7 +282,7 @@ def _linked(le: LineEvents, picked: np.ndarray) -> np.ndarray:
     """Host events a GPU step needs: marker candidates, launches, and events that link threads
     (grouping spreads by time containment, so plain events in between are not needed)."""
     ints = le.ints
-    keep = picked | (ints["correlation_id"] != MISSING)
+    keep: np.ndarray = picked | (ints["correlation_id"] != MISSING)
     for name in ("_p", "_c", "iter_num"):
         keep |= ints[name] != MISSING
     return keep
@@ -348,7 +357,7 @@ def find_steps(
     *,
     prefer_official_markers: bool = True,
     cancel: threading.Event | None = None,
-    progress: Callable[[float, str], None] | None = None,
+    progress: Progress | None = None,
 ) -> FoundSteps:
     """Find the steps of one session (its hosts' files) and their breakdown from the raw events.
 
