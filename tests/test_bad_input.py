@@ -25,6 +25,20 @@ def _session(root: Path, name: str, host: str, data: bytes) -> Path:
     return d
 
 
+def _damaged_line(data: bytes) -> bytes:
+    """The profile with its largest event line corrupted in the middle (the file's layout, its
+    planes and their metadata stay intact: only decoding that line can find the damage)."""
+    from tui_prof.profiles.xplane.xspace import XSpaceFile
+
+    src = next(GOOD.glob("*.xplane.pb"))
+    with XSpaceFile(src) as space:
+        a, b = max((s for p in space.planes for s in p.line_spans), key=lambda s: s[1] - s[0])
+    out = bytearray(data)
+    mid = (a + b) // 2
+    out[mid : mid + 8] = b"\xff" * 8  # an 8-byte run of 0xff: no valid varint or tag
+    return bytes(out)
+
+
 def _bad_logdir(root: Path) -> Path:
     good_bytes = next(GOOD.glob("*.xplane.pb")).read_bytes()
     _session(root, "empty", "h", b"")
@@ -78,6 +92,45 @@ def test_cli_reports_each_bad_session_and_prints_the_good_one(tmp_path: Path) ->
     assert len(lines) == 3, r.stderr  # one line per bad session, no native log noise
     assert "Traceback" not in r.stderr
     assert any("empty file" in line for line in lines)
+
+
+@pytest.mark.parametrize("fmt", ["--json", "--markdown"])
+def test_damaged_line_in_the_streaming_reader_is_that_sessions_one_line(
+    tmp_path: Path, fmt: str
+) -> None:
+    """TUIPROF_LARGE_MB=0 sends every session to the streaming reader (as ≥ 200 MB ones are)."""
+    good_bytes = next(GOOD.glob("*.xplane.pb")).read_bytes()
+    _session(tmp_path, "a_damaged", "h", _damaged_line(good_bytes))
+    good = tmp_path / "b_good" / "plugins" / "profile"
+    good.mkdir(parents=True)
+    shutil.copytree(GOOD, good / GOOD.name)
+    r = subprocess.run(
+        [sys.executable, "-m", "tui_prof.cli", "summary", str(tmp_path), fmt],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "TUIPROF_LARGE_MB": "0"},
+    )
+    assert "Traceback" not in r.stderr and "BufferError" not in r.stderr, r.stderr
+    assert r.returncode == 1, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "a_damaged" in lines[0] and "damaged line" in lines[0], r.stderr
+    if fmt == "--json":
+        doc = json.loads(r.stdout)
+        assert [Path(s["path"]).parts[-4] for s in doc["sessions"]] == ["b_good"]
+        assert doc["sessions"][0]["steps"]
+        assert [Path(e["path"]).parts[-4] for e in doc["errors"]] == ["a_damaged"]
+        assert "damaged line" in doc["errors"][0]["error"]
+    else:
+        assert "b_good" in r.stdout and "a_damaged" not in r.stdout
+
+
+def test_damaged_line_leaves_the_file_closed_and_raises_profile_error(tmp_path: Path) -> None:
+    from tui_prof.profiles.xplane.steps import find_steps
+
+    d = _session(tmp_path, "r", "h", _damaged_line(next(GOOD.glob("*.xplane.pb")).read_bytes()))
+    with pytest.raises(ProfileError, match="damaged line") as info:
+        find_steps(list(d.glob("*.xplane.pb")))
+    assert "\n" not in str(info.value)
 
 
 def test_cli_missing_path_and_empty_dir(tmp_path: Path) -> None:

@@ -276,3 +276,27 @@ async def test_an_experiment_writing_outside_the_open_path_joins_the_tree(tmp_pa
             pilot, lambda: browse.discovery is not None and len(browse.discovery.sessions) == 1
         )
         assert browse.discovery.runs[0].name.endswith("runs/a-r0")
+
+
+async def test_damaged_line_in_the_streaming_reader_shows_one_line(
+    tmp_path: Path, monkeypatch
+) -> None:
+    from test_bad_input import _damaged_line
+
+    monkeypatch.setenv("TUIPROF_LARGE_MB", "0")  # every session through the streaming reader
+    src = sample_session("custom_loop")
+    bad = tmp_path / "a_bad" / "plugins" / "profile" / "s"
+    bad.mkdir(parents=True)
+    (bad / "h.xplane.pb").write_bytes(_damaged_line(next(src.glob("*.xplane.pb")).read_bytes()))
+    good = tmp_path / "b_good" / "plugins" / "profile"
+    good.mkdir(parents=True)
+    shutil.copytree(src, good / src.name)
+    app = TuiprofApp(tmp_path)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await _settle(pilot)
+        status = _static_text(app, "#status")
+        assert "damaged line" in status and "unexpected error" not in status, status
+        await pilot.press("j", "j")
+        await _settle(pilot)
+        assert "ms" in _static_text(app, "#headline")
+        assert not app.screen.query_one("#status").has_class("error")
