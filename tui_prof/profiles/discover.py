@@ -49,6 +49,26 @@ class Run:
     sessions: tuple[Session, ...]
 
 
+class Problem(str):
+    """One line about a path that could not be listed or read ("PATH: cannot list (permission
+    denied)"); a str, so it prints as is, that also keeps the path and the reason apart."""
+
+    path: str
+    reason: str
+    unreadable: bool  # something that may hold profiles could not be read (not a skipped loop)
+
+    def __new__(cls, path: Path, reason: str, unreadable: bool = True) -> Problem:
+        shown = display_path(path)
+        self = super().__new__(cls, f"{shown}: {reason}")
+        self.path, self.reason, self.unreadable = shown, reason, unreadable
+        return self
+
+
+def _os_reason(exc: OSError) -> str:
+    """As model.os_reason (this module imports nothing of tuiprof: it runs before anything)."""
+    return (exc.strerror or str(exc)).lower()
+
+
 @dataclass(frozen=True)
 class Discovery:
     root: Path
@@ -92,7 +112,7 @@ def display_path(path: Path) -> str:
     return display_name(os.fsdecode(path))
 
 
-def _host_files(entries: list[os.DirEntry[str]], problems: list[str]) -> list[HostFile]:
+def _host_files(entries: list[os.DirEntry[str]], problems: list[Problem]) -> list[HostFile]:
     hosts = []
     for e in entries:
         if not e.name.endswith(XPLANE_SUFFIX):
@@ -102,7 +122,7 @@ def _host_files(entries: list[os.DirEntry[str]], problems: list[str]) -> list[Ho
                 continue
             st = e.stat()
         except OSError as exc:
-            problems.append(f"{display_path(Path(e.path))}: cannot read ({exc.strerror})")
+            problems.append(Problem(Path(e.path), f"cannot read ({_os_reason(exc)})"))
             continue
         hosts.append(HostFile(host_name(e.name), Path(e.path), st.st_size, st.st_mtime))
     return sorted(hosts, key=lambda h: h.host)
@@ -113,7 +133,7 @@ def discover(path: str | os.PathLike[str]) -> Discovery:
     root = Path(path)
     if not root.exists():
         raise FileNotFoundError(f"{display_path(root)}: no such file or directory")
-    problems: list[str] = []
+    problems: list[Problem] = []
     if root.is_file():
         if not root.name.endswith(XPLANE_SUFFIX):
             raise FileNotFoundError(
@@ -138,12 +158,12 @@ def discover(path: str | os.PathLike[str]) -> Discovery:
         try:
             st = d.stat()
         except OSError as exc:
-            problems.append(f"{display_path(d)}: cannot read ({exc.strerror})")
+            problems.append(Problem(d, f"cannot read ({_os_reason(exc)})"))
             continue
         key = (st.st_dev, st.st_ino)
         if key in seen:
             problems.append(
-                f"{display_path(d)}: skipped, a symlink loop or a second link to a directory"
+                Problem(d, "skipped, a symlink loop or a second link to a directory", False)
             )
             continue
         seen.add(key)
@@ -151,7 +171,7 @@ def discover(path: str | os.PathLike[str]) -> Discovery:
             with os.scandir(d) as it:
                 entries = list(it)
         except OSError as exc:
-            problems.append(f"{display_path(d)}: cannot list ({exc.strerror or exc})")
+            problems.append(Problem(d, f"cannot list ({_os_reason(exc)})"))
             continue
         hosts = _host_files(entries, problems)
         if hosts:
@@ -163,8 +183,8 @@ def discover(path: str | os.PathLike[str]) -> Discovery:
             try:
                 if e.is_dir():
                     stack.append(Path(e.path))
-            except OSError:
-                problems.append(f"{display_path(Path(e.path))}: cannot read")
+            except OSError as exc:
+                problems.append(Problem(Path(e.path), f"cannot read ({_os_reason(exc)})"))
     runs = tuple(
         Run(_run_name(run_dir, root), run_dir, tuple(sorted(sessions, key=lambda s: s.name)))
         for run_dir, sessions in sorted(by_run.items(), key=lambda kv: _run_name(kv[0], root))
