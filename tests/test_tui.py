@@ -105,14 +105,33 @@ async def test_empty_directory_names_sample_traces(tmp_path: Path) -> None:
         assert "sample_traces" in _static_text(app, "#status")
 
 
-async def test_op_names_with_markup_are_shown_as_text() -> None:
-    app = TuiprofApp(SAMPLES)
+async def test_op_names_with_markup_are_shown_as_text(tmp_path: Path) -> None:
+    """A real session's summary with its top op renamed to hold Rich markup, served through the
+    summary cache the app reads: the brackets must reach the screen as typed."""
+    import dataclasses
+
+    from tui_prof.profiles import cache
+    from tui_prof.profiles.load import session_of
+
+    src = sample_session("custom_loop")
+    shutil.copytree(src, tmp_path / "run" / "plugins" / "profile" / src.name)
+    session = session_of(tmp_path / "run" / "plugins" / "profile" / src.name)
+    real = summarize_session(session)
+    assert real.top_ops, "the sample has op statistics"
+    name, op_type = "[bold]MatMul[/]", "[red]Fused[/red]"
+    marked = dataclasses.replace(real.top_ops[0], name=name, op_type=op_type)
+    cache.store(
+        cache.cache_key(session), dataclasses.replace(real, top_ops=(marked, *real.top_ops[1:]))
+    )
+    app = TuiprofApp(tmp_path)
     async with app.run_test(size=(120, 40)) as pilot:
         await _settle(pilot)
+        await pilot.press("3")
+        await pilot.pause()
         ops = app.screen.query_one("#ops", DataTable)
-        assert ops.row_count > 0
-        cell = ops.get_row_at(0)[0]
-        assert cell.plain  # a Text, never parsed as markup
+        assert ops.row_count == len(real.top_ops)
+        shown = "\n".join(ops.render_line(y).text for y in range(ops.size.height))
+        assert name in shown and op_type in shown, shown  # as typed, not bold or red "MatMul"
 
 
 async def _wait_for(pilot, predicate, timeout: float = 20.0) -> None:
