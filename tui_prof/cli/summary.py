@@ -8,8 +8,6 @@ Exit codes: 0 all sessions summarised; 1 some sessions, files or directories cou
 from __future__ import annotations
 
 import argparse
-import csv
-import io
 import json
 import sys
 from typing import Any
@@ -94,6 +92,9 @@ def to_markdown(summaries: list[ProfileSummary]) -> str:
 
 
 def to_csv(summaries: list[ProfileSummary]) -> str:
+    import csv  # here, not at the top: only --csv pays for it
+    import io
+
     buf = io.StringIO()
     w = csv.writer(buf)
     w.writerow(["session", "step_source", "step", "step_time_ms", *[f"{c}_ms" for c in CATEGORIES]])
