@@ -1,7 +1,12 @@
-"""Regenerate sample_traces/ (all but experiment_* directories) with examples/train_cnn.py.
+"""Regenerate sample_traces/ (all but experiment_* directories) with the example jobs.
 
     python examples/make_sample_traces.py            # about a minute on two CPU cores
     python examples/make_sample_traces.py --check    # also print what TensorBoard's converter finds
+    python examples/make_sample_traces.py --only torch_float32 torch_autocast   # PyTorch only
+
+TensorFlow profiles come from examples/train_cnn.py, PyTorch ones (Kineto traces) from
+examples/train_torch.py on the CPU; the PyTorch ones are skipped, with a line, where torch is not
+installed.
 
 Each profile comes from its own Python process, because Keras's dtype policy and TensorFlow's
 profiler are process-wide. Seeds are fixed; timings, session names (a timestamp) and host file
@@ -20,6 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "sample_traces"
 TRAIN = ROOT / "examples" / "train_cnn.py"
+TRAIN_TORCH = ROOT / "examples" / "train_torch.py"
 
 # name -> train_cnn.py arguments; every profile covers global steps 5..9.
 PROFILES: dict[str, list[str]] = {
@@ -30,15 +36,21 @@ PROFILES: dict[str, list[str]] = {
     "input_bound": ["--mode", "custom", "--precision", "float32", "--input-bound"],
 }
 COMMON = ["--epochs", "3", "--batch-size", "32", "--seed", "0", "--profile-steps", "5,9"]
+# PyTorch on the CPU (the lead records GPU ones with the same script on a GPU machine).
+TORCH_PROFILES: dict[str, list[str]] = {
+    "torch_float32": ["--precision", "float32", "--device", "cpu"],
+    "torch_autocast": ["--precision", "autocast", "--device", "cpu"],
+}
 
 
-def generate(name: str, args: list[str]) -> None:
+def generate(name: str, args: list[str], script: Path = TRAIN) -> None:
     """Train one configuration into a fresh sample_traces/<name>."""
     logdir = OUT / name
     shutil.rmtree(logdir, ignore_errors=True)
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "CUDA_VISIBLE_DEVICES": ""}
-    env.pop("TUIPROF_METRICS_FILE", None)
-    cmd = [sys.executable, str(TRAIN), *args, *COMMON, "--logdir", str(logdir)]
+    for var in ("TUIPROF_METRICS_FILE", "TUIPROF_RUN_DIR"):
+        env.pop(var, None)
+    cmd = [sys.executable, str(script), *args, *COMMON, "--logdir", str(logdir)]
     print(f"== {name}: {' '.join(cmd[1:])}", flush=True)
     subprocess.run(cmd, check=True, env=env)
 
@@ -76,10 +88,24 @@ def main() -> int:
     parser.add_argument(
         "--check", action="store_true", help="run TensorBoard's converter on each profile"
     )
-    parser.add_argument("--only", nargs="*", choices=sorted(PROFILES), help="regenerate only these")
+    parser.add_argument(
+        "--only", nargs="*", choices=sorted(PROFILES | TORCH_PROFILES), help="regenerate only these"
+    )
     args = parser.parse_args()
-    for name in args.only or PROFILES:
-        generate(name, PROFILES[name])
+    try:
+        import torch  # noqa: F401  (only to know whether the PyTorch samples can be made)
+
+        has_torch = True
+    except ImportError:
+        has_torch = False
+    for name in args.only or [*PROFILES, *TORCH_PROFILES]:
+        if name in TORCH_PROFILES:
+            if not has_torch:
+                print(f"== {name}: skipped, torch is not installed (pip install -e '.[torch]')")
+                continue
+            generate(name, TORCH_PROFILES[name], TRAIN_TORCH)
+        else:
+            generate(name, PROFILES[name])
     for leftover in OUT.rglob(
         "*.op_stats_v2.pb"
     ):  # written by TensorBoard if it opened these profiles
@@ -87,7 +113,7 @@ def main() -> int:
 
     total = 0
     print("\nsample_traces/:")
-    for name in PROFILES:
+    for name in [*PROFILES, *TORCH_PROFILES]:
         for f in sorted((OUT / name).rglob("*")):
             if f.is_file():
                 total += f.stat().st_size
