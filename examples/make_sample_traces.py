@@ -3,6 +3,7 @@
     python examples/make_sample_traces.py            # about a minute on two CPU cores
     python examples/make_sample_traces.py --check    # also print what TensorBoard's converter finds
     python examples/make_sample_traces.py --only torch_float32 torch_autocast   # PyTorch only
+    python examples/make_sample_traces.py --gpu --only torch_cuda_float32 torch_cuda_autocast
 
 TensorFlow profiles come from examples/train_cnn.py, PyTorch ones (Kineto traces) from
 examples/train_torch.py on the CPU; the PyTorch ones are skipped, with a line, where torch is not
@@ -36,18 +37,24 @@ PROFILES: dict[str, list[str]] = {
     "input_bound": ["--mode", "custom", "--precision", "float32", "--input-bound"],
 }
 COMMON = ["--epochs", "3", "--batch-size", "32", "--seed", "0", "--profile-steps", "5,9"]
-# PyTorch on the CPU (the lead records GPU ones with the same script on a GPU machine).
+# PyTorch on the CPU, and on a CUDA GPU with --gpu (on a machine that has one).
 TORCH_PROFILES: dict[str, list[str]] = {
     "torch_float32": ["--precision", "float32", "--device", "cpu"],
     "torch_autocast": ["--precision", "autocast", "--device", "cpu"],
 }
+TORCH_GPU_PROFILES: dict[str, list[str]] = {
+    "torch_cuda_float32": ["--precision", "float32", "--device", "cuda"],
+    "torch_cuda_autocast": ["--precision", "autocast", "--device", "cuda"],
+}
 
 
-def generate(name: str, args: list[str], script: Path = TRAIN) -> None:
+def generate(name: str, args: list[str], script: Path = TRAIN, gpu: bool = False) -> None:
     """Train one configuration into a fresh sample_traces/<name>."""
     logdir = OUT / name
     shutil.rmtree(logdir, ignore_errors=True)
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "CUDA_VISIBLE_DEVICES": ""}
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
+    if not gpu:
+        env["CUDA_VISIBLE_DEVICES"] = ""
     for var in ("TUIPROF_METRICS_FILE", "TUIPROF_RUN_DIR"):
         env.pop(var, None)
     cmd = [sys.executable, str(script), *args, *COMMON, "--logdir", str(logdir)]
@@ -89,7 +96,13 @@ def main() -> int:
         "--check", action="store_true", help="run TensorBoard's converter on each profile"
     )
     parser.add_argument(
-        "--only", nargs="*", choices=sorted(PROFILES | TORCH_PROFILES), help="regenerate only these"
+        "--only",
+        nargs="*",
+        choices=sorted(PROFILES | TORCH_PROFILES | TORCH_GPU_PROFILES),
+        help="regenerate only these",
+    )
+    parser.add_argument(
+        "--gpu", action="store_true", help="also the PyTorch CUDA profiles (needs a CUDA GPU)"
     )
     args = parser.parse_args()
     try:
@@ -98,12 +111,15 @@ def main() -> int:
         has_torch = True
     except ImportError:
         has_torch = False
-    for name in args.only or [*PROFILES, *TORCH_PROFILES]:
-        if name in TORCH_PROFILES:
+    default = [*PROFILES, *TORCH_PROFILES, *(TORCH_GPU_PROFILES if args.gpu else [])]
+    for name in args.only or default:
+        if name in TORCH_PROFILES or name in TORCH_GPU_PROFILES:
             if not has_torch:
                 print(f"== {name}: skipped, torch is not installed (pip install -e '.[torch]')")
                 continue
-            generate(name, TORCH_PROFILES[name], TRAIN_TORCH)
+            gpu = name in TORCH_GPU_PROFILES
+            torch_args = (TORCH_GPU_PROFILES if gpu else TORCH_PROFILES)[name]
+            generate(name, torch_args, TRAIN_TORCH, gpu=gpu)
         else:
             generate(name, PROFILES[name])
     for leftover in OUT.rglob(
@@ -113,7 +129,7 @@ def main() -> int:
 
     total = 0
     print("\nsample_traces/:")
-    for name in [*PROFILES, *TORCH_PROFILES]:
+    for name in [*PROFILES, *TORCH_PROFILES, *TORCH_GPU_PROFILES]:
         for f in sorted((OUT / name).rglob("*")):
             if f.is_file():
                 total += f.stat().st_size

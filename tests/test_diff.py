@@ -244,7 +244,7 @@ def test_cli_errors_are_one_line_and_exit_2(args: list[str], message: str) -> No
 
 def test_pytorch_sample_pair_is_committed() -> None:
     """The PyTorch samples the diff compares once the Kineto reader reads them."""
-    for name in ("torch_float32", "torch_autocast"):
+    for name in ("torch_float32", "torch_autocast", "torch_cuda_float32", "torch_cuda_autocast"):
         traces = list((SAMPLES / name).glob("*.pt.trace.json.gz"))
         assert len(traces) == 1 and traces[0].stat().st_size < 500_000
 
@@ -258,6 +258,7 @@ def test_pytorch_autocast_against_float32() -> None:
     step = d.step_time
     assert step is not None and step.delta_ms > 0  # bfloat16 is emulated on this sample's CPU
     assert any("ToCopyBackward0" in n for n in d.only_in_b), d.only_in_b
+    assert not d.kernels  # a CPU trace
     effects = [abs(r.delta_ms) for r in d.ops]
     assert effects == sorted(effects, reverse=True)
     for where, total in d.op_totals().items():
@@ -294,3 +295,16 @@ def test_cli_variant_without_profiles_is_one_line(tmp_path: Path) -> None:
     assert res.returncode == 2
     assert "none of its 1 finished run(s) wrote a profile" in res.stderr
     assert len(res.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.skipif("kineto" not in READERS, reason="the Kineto trace reader is not merged yet")
+def test_pytorch_cuda_autocast_against_float32_has_kernels() -> None:
+    d = diff_targets(
+        path_target(SAMPLES / "torch_cuda_float32"), path_target(SAMPLES / "torch_cuda_autocast")
+    )
+    assert d.kernels and d.ops and d.a.device_type == d.b.device_type
+    # float16 autocast brings half-precision kernels float32 never launched.
+    assert any("half" in n.lower() or "fp16" in n.lower() for n in d.to_dict()["kernels_only_in_b"])
+    effects = [abs(r.delta_ms) for r in d.kernels]
+    assert effects == sorted(effects, reverse=True)
+    assert math.isclose(sum(r.delta_ms for r in d.kernels), d.kernel_total().delta_ms, abs_tol=1e-9)
