@@ -315,7 +315,13 @@ async def test_damaged_line_in_the_streaming_reader_shows_one_line(
         await _settle(pilot)
         status = _static_text(app, "#status")
         assert "damaged line" in status and "unexpected error" not in status, status
-        await pilot.press("j", "j")
+        tree = app.screen.query_one(ProfileTree)
+        target = good / src.name
+        for _ in range(20):  # j until the cursor is on the good session, as a user would
+            node = tree.cursor_node
+            if node is not None and getattr(node.data, "path", None) == target:
+                break
+            await pilot.press("j")
         await _settle(pilot)
-        assert "ms" in _static_text(app, "#headline")
+        await _wait_for(pilot, lambda: "ms" in _static_text(app, "#headline"))
         assert not app.screen.query_one("#status").has_class("error")
