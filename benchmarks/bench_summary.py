@@ -61,6 +61,11 @@ def main() -> int:
     ap.add_argument(
         "--fallback", action="store_true", help="also time `tuiprof summary --fallback`"
     )
+    ap.add_argument(
+        "--env-bytecode",
+        action="store_true",
+        help="keep this environment's bytecode settings (e.g. PYTHONDONTWRITEBYTECODE)",
+    )
     args = ap.parse_args()
     preflight("xprof")
     f = (args.file or default_profile()).resolve()
@@ -69,8 +74,10 @@ def main() -> int:
         tempfile.TemporaryDirectory(prefix="tuiprof-bench-cache-") as cache,
         tempfile.TemporaryDirectory(prefix="tuiprof-bench-pyc-") as pyc,
     ):
-        env = quiet_env(TUIPROF_CACHE_DIR=cache, PYTHONPYCACHEPREFIX=pyc)
-        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env = quiet_env(TUIPROF_CACHE_DIR=cache)
+        if not args.env_bytecode:
+            env["PYTHONPYCACHEPREFIX"] = pyc
+            env.pop("PYTHONDONTWRITEBYTECODE", None)
         commands = {
             "converter_alone": ([PYTHON, "-c", CONVERTER_ALONE, str(f)], env),
             "tuiprof_summary": (tuiprof_cmd("summary", str(f), "--json", "--no-cache"), env),
@@ -98,6 +105,7 @@ def main() -> int:
     result: dict[str, object] = {
         "profile": str(f),
         "profile_bytes": f.stat().st_size,
+        "bytecode_cached": not args.env_bytecode,
         "series": {n: s.stats() for n, s in series.items()},
         "ratio_tuiprof_over_converter": r,
     }
