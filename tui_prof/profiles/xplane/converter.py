@@ -25,7 +25,9 @@ from tui_prof.model import ProfileError
 OVERVIEW = "overview_page"
 OP_STATS = "framework_op_stats"
 KERNEL_STATS = "kernel_stats"
+HLO_STATS = "hlo_stats"  # device HLO ops with their text (types), for XLA programs
 DEFAULT_TOOLS = (OVERVIEW, OP_STATS, KERNEL_STATS)
+OPTIONAL_TOOLS = (HLO_STATS,)  # asked for too; left out of the result where they fail
 
 _lock = threading.Lock()
 
@@ -46,8 +48,13 @@ def _link_name(name: str, index: int) -> str:
     return name
 
 
-def convert(paths: Sequence[Path], tools: Sequence[str] = DEFAULT_TOOLS) -> dict[str, Any]:
-    """Run TensorBoard's converter tools on one session's host files; raise ProfileError if it fails."""
+def convert(
+    paths: Sequence[Path],
+    tools: Sequence[str] = DEFAULT_TOOLS,
+    optional: Sequence[str] = OPTIONAL_TOOLS,
+) -> dict[str, Any]:
+    """Run TensorBoard's converter tools on one session's host files; raise ProfileError if one
+    of `tools` fails (an `optional` tool that fails is only missing from the result)."""
     if not paths:
         raise ProfileError("no .xplane.pb files to read")
     names = [p.name for p in paths]
@@ -61,11 +68,15 @@ def convert(paths: Sequence[Path], tools: Sequence[str] = DEFAULT_TOOLS) -> dict
             link = Path(tmp) / _link_name(p.name, i)
             os.symlink(os.path.abspath(p), link)
             links.append(str(link))
-        for tool in tools:
+        for tool in (*tools, *(t for t in optional if t not in tools)):
             try:
                 data, _ = r2t.xspace_to_tool_data(links, tool, {"use_saved_result": True})
             except Exception as exc:  # native errors surface as assorted exception types
+                if tool not in tools:
+                    continue
                 raise ProfileError(f"TensorBoard's converter failed on {tool}: {exc}") from exc
+            if data is None and tool not in tools:
+                continue
             if data is None:
                 raise ProfileError(
                     "TensorBoard's converter could not read it (not an XSpace profile, "
@@ -74,5 +85,7 @@ def convert(paths: Sequence[Path], tools: Sequence[str] = DEFAULT_TOOLS) -> dict
             try:
                 out[tool] = json.loads(data)
             except ValueError as exc:
+                if tool not in tools:
+                    continue
                 raise ProfileError(f"TensorBoard's converter returned bad {tool} data") from exc
     return out

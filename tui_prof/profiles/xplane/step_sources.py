@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -42,6 +43,8 @@ class Choice:
     detail: str
     windows: list[Window]
     by_group: bool = False  # the windows' steps are group ids that events carry
+    roots: dict[tuple[int, int], int] | None = None  # events that start each step's call tree,
+    # where it is not the window's one marker (an XLA:CPU run's thunks); they are compute
 
 
 def _outermost(host: PlaneEvents, picked: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -80,7 +83,7 @@ def _windows(host: PlaneEvents, picked: list[tuple[int, int]], *, numbered: bool
     ]
 
 
-def _named(host: PlaneEvents, test) -> list[tuple[int, int]]:
+def _named(host: PlaneEvents, test: Callable[[str], bool]) -> list[tuple[int, int]]:
     names = host.meta.event_names
     ids = [k for k, v in names.items() if test(v)]
     out = []
@@ -110,7 +113,7 @@ def _group_windows(host: PlaneEvents) -> list[Window]:
 def _official_markers(host: PlaneEvents) -> list[Window]:
     names = host.meta.event_names
     picked: list[tuple[int, int]] = []
-    named: Counter = Counter()
+    named: Counter[str] = Counter()
     explicit = [k for k, v in names.items() if _EXPLICIT_MARKER.match(v)]
     for li, le in enumerate(host.lines):
         marker = np.isin(le.metadata_id, explicit) | (le.ints["_r"] == 1)

@@ -1,0 +1,54 @@
+"""`P`: which XLA program's runs are the steps (the TUI's `tuiprof summary --step-program`)."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Label, OptionList
+from textual.widgets.option_list import Option
+
+from tui_prof.model import ProgramStat
+from tui_prof.render.summary import fmt_ms
+
+AUTOMATIC = ""  # the dismissed value that hands the choice back to tuiprof
+
+
+class ProgramDialog(ModalScreen[str | None]):
+    """Lists the programs the selected profile ran; dismisses with a name, AUTOMATIC or None."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+
+    def __init__(self, programs: tuple[ProgramStat, ...], current: str | None) -> None:
+        super().__init__()
+        self.programs = programs
+        self.current = current
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="program-dialog"):
+            yield Label("Steps from the runs of which XLA program?", id="program-title")
+            options = [Option(Text("Automatic: markers, else the program with the most time"))]
+            for p in self.programs:
+                label = Text(p.name)
+                label.append(f"  {p.runs} runs, {fmt_ms(p.time_ms)} ms", style="dim")
+                options.append(Option(label, id=f"p{len(options)}"))
+            yield OptionList(*options, id="program-list")
+            if not self.programs:
+                yield Label(
+                    Text("This profile shows no XLA program runs (not a JAX/XLA job?).", "yellow")
+                )
+
+    def on_mount(self) -> None:
+        names = [p.name for p in self.programs]
+        ol = self.query_one(OptionList)
+        ol.highlighted = names.index(self.current) + 1 if self.current in names else 0
+        ol.focus()
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        k = event.option_index
+        self.dismiss(AUTOMATIC if k == 0 else self.programs[k - 1].name)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
