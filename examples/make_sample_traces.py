@@ -1,4 +1,5 @@
-"""Regenerate sample_traces/ (all but experiment_* directories) with examples/train_cnn.py.
+"""Regenerate sample_traces/ (all but experiment_* directories) with examples/train_cnn.py and,
+where JAX is installed, examples/train_jax.py.
 
     python examples/make_sample_traces.py            # about a minute on two CPU cores
     python examples/make_sample_traces.py --check    # also print what TensorBoard's converter finds
@@ -20,6 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "sample_traces"
 TRAIN = ROOT / "examples" / "train_cnn.py"
+TRAIN_JAX = ROOT / "examples" / "train_jax.py"
 
 # name -> train_cnn.py arguments; every profile covers global steps 5..9.
 PROFILES: dict[str, list[str]] = {
@@ -30,15 +32,29 @@ PROFILES: dict[str, list[str]] = {
     "input_bound": ["--mode", "custom", "--precision", "float32", "--input-bound"],
 }
 COMMON = ["--epochs", "3", "--batch-size", "32", "--seed", "0", "--profile-steps", "5,9"]
+# name -> train_jax.py arguments: a jitted train step traced for global steps 5..14, with JAX's
+# step markers and without (then tuiprof's steps are the runs of the jitted step). Small
+# profiles: no HLO protos, no Python calls.
+JAX_PROFILES: dict[str, list[str]] = {
+    "jax_step_markers": ["--step-markers"],
+    "jax_program_runs": [],
+}
+JAX_COMMON = ["--epochs", "1", "--seed", "0", "--profile-steps", "5,14", "--small-profile"]
 
 
-def generate(name: str, args: list[str]) -> None:
-    """Train one configuration into a fresh sample_traces/<name>."""
+def generate(name: str, args: list[str], script: Path = TRAIN) -> None:
+    """Train one configuration into a fresh sample_traces/<name> (on the CPU)."""
     logdir = OUT / name
     shutil.rmtree(logdir, ignore_errors=True)
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "CUDA_VISIBLE_DEVICES": ""}
+    env = {
+        **os.environ,
+        "TF_CPP_MIN_LOG_LEVEL": "2",
+        "CUDA_VISIBLE_DEVICES": "",
+        "JAX_PLATFORMS": "cpu",
+    }
     env.pop("TUIPROF_METRICS_FILE", None)
-    cmd = [sys.executable, str(TRAIN), *args, *COMMON, "--logdir", str(logdir)]
+    common = JAX_COMMON if script == TRAIN_JAX else COMMON
+    cmd = [sys.executable, str(script), *args, *common, "--logdir", str(logdir)]
     print(f"== {name}: {' '.join(cmd[1:])}", flush=True)
     subprocess.run(cmd, check=True, env=env)
 
@@ -76,18 +92,34 @@ def main() -> int:
     parser.add_argument(
         "--check", action="store_true", help="run TensorBoard's converter on each profile"
     )
-    parser.add_argument("--only", nargs="*", choices=sorted(PROFILES), help="regenerate only these")
+    parser.add_argument(
+        "--only",
+        nargs="*",
+        choices=sorted([*PROFILES, *JAX_PROFILES]),
+        help="regenerate only these",
+    )
     args = parser.parse_args()
-    for name in args.only or PROFILES:
-        generate(name, PROFILES[name])
+    import importlib.util
+
+    has_jax = importlib.util.find_spec("jax") is not None
+    for name in args.only or [*PROFILES, *(JAX_PROFILES if has_jax else ())]:
+        if name in JAX_PROFILES:
+            generate(name, JAX_PROFILES[name], TRAIN_JAX)
+        else:
+            generate(name, PROFILES[name])
+    if not has_jax:
+        print("JAX is not installed: the jax_* samples are left as they are", flush=True)
     for leftover in OUT.rglob(
         "*.op_stats_v2.pb"
     ):  # written by TensorBoard if it opened these profiles
         leftover.unlink()
+    for name in JAX_PROFILES:  # JAX also writes a trace viewer copy; tuiprof reads the xplane
+        for trace in (OUT / name).rglob("*.trace.json.gz"):
+            trace.unlink()
 
     total = 0
     print("\nsample_traces/:")
-    for name in PROFILES:
+    for name in [*PROFILES, *JAX_PROFILES]:
         for f in sorted((OUT / name).rglob("*")):
             if f.is_file():
                 total += f.stat().st_size

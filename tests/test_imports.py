@@ -47,3 +47,14 @@ def test_tui_app_loads_no_tensorflow() -> None:
     loaded = _loaded_after("import tui_prof.tui.app, tui_prof.cli")
     assert "textual" in loaded
     assert "tensorflow" not in loaded
+
+
+def test_analysing_jax_and_legacy_sessions_loads_no_framework() -> None:
+    code = (
+        "from tui_prof.profiles.load import summarize_session\n"
+        "summarize_session('sample_traces/jax_program_runs')\n"
+        "summarize_session('tests/data/legacy_tf22')"
+    )
+    loaded = _loaded_after(code)
+    for framework in ("jax", "jaxlib", "tensorflow", "torch", "textual"):
+        assert framework not in loaded, framework

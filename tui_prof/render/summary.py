@@ -76,6 +76,8 @@ def headline(summary: ProfileSummary) -> Text:
     t.append("\nSteps: ", style="dim")
     t.append(summary.step_source_detail, style="dim")
     for w in summary.warnings:
+        if w == f"No steps found: {summary.step_source_detail}":
+            continue  # the Steps line above says it already
         t.append("\n⚠ " + w, style="yellow")
     return t
 

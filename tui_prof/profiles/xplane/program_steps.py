@@ -39,10 +39,9 @@ def _detail(chosen: Program, programs: list[Program], wanted: str | None) -> str
     how = (
         "named with --step-program"
         if wanted
-        else f"of {n} program{'s' if n != 1 else ''}, the one with the most time; "
-        "--step-program picks another"
+        else f"most time of {n} program{'s' if n != 1 else ''}; --step-program picks another"
     )
-    return f"steps from {chosen.runs} runs of the XLA program '{chosen.name}', one per step ({how})"
+    return f"steps from {chosen.runs} runs of the XLA program '{chosen.name}' ({how})"
 
 
 def module_device_ms(devices: list[PlaneEvents]) -> dict[str, float]:

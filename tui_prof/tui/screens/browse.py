@@ -315,7 +315,14 @@ class BrowseScreen(Screen[None]):
     def action_choose_step_program(self) -> None:
         from tui_prof.tui.screens.program_dialog import AUTOMATIC, ProgramDialog
 
-        programs = self._summary.programs if self._summary is not None else ()
+        summary = self._summary
+        programs = summary.programs if summary is not None else ()
+        note = (
+            "TPU device events carry no launch ids: runs cannot be split into steps here; "
+            "mark the steps with jax.profiler.StepTraceAnnotation."
+            if summary is not None and "TPU" in summary.environment.device_type
+            else None
+        )
 
         def chosen(name: str | None) -> None:
             if name is None:
@@ -331,4 +338,4 @@ class BrowseScreen(Screen[None]):
                 current, self._current = self._current, None
                 self.load(current)
 
-        self.app.push_screen(ProgramDialog(programs, self.step_program), chosen)
+        self.app.push_screen(ProgramDialog(programs, self.step_program, note), chosen)

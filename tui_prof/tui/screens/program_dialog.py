@@ -21,10 +21,13 @@ class ProgramDialog(ModalScreen[str | None]):
 
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
 
-    def __init__(self, programs: tuple[ProgramStat, ...], current: str | None) -> None:
+    def __init__(
+        self, programs: tuple[ProgramStat, ...], current: str | None, note: str | None = None
+    ) -> None:
         super().__init__()
         self.programs = programs
         self.current = current
+        self.note = note
 
     def compose(self) -> ComposeResult:
         with Vertical(id="program-dialog"):
@@ -32,13 +35,17 @@ class ProgramDialog(ModalScreen[str | None]):
             options = [Option(Text("Automatic: markers, else the program with the most time"))]
             for p in self.programs:
                 label = Text(p.name)
-                label.append(f"  {p.runs} runs, {fmt_ms(p.time_ms)} ms", style="dim")
+                runs = f"{p.runs} run{'s' if p.runs != 1 else ''}"
+                label.append(f"  {runs}, {fmt_ms(p.time_ms)} ms", style="dim")
                 options.append(Option(label, id=f"p{len(options)}"))
             yield OptionList(*options, id="program-list")
             if not self.programs:
                 yield Label(
-                    Text("This profile shows no XLA program runs (not a JAX/XLA job?).", "yellow")
+                    Text("This profile shows no XLA program runs (not a JAX/XLA job?).", "yellow"),
+                    id="program-none",
                 )
+            if self.note:
+                yield Label(Text(self.note, "yellow"), id="program-note")
 
     def on_mount(self) -> None:
         names = [p.name for p in self.programs]
