@@ -20,9 +20,8 @@ from xla_profiles import Space
 from tui_prof.model import STEP_SOURCE_OFFICIAL, STEP_SOURCE_PROGRAM_RUNS
 from tui_prof.profiles import advice
 from tui_prof.profiles.load import summarize_session
-from tui_prof.profiles.xplane.op_precision import op_is_16bit
+from tui_prof.profiles.xplane.op_precision import KERNEL_16BIT, op_is_16bit
 from tui_prof.profiles.xplane.program_runs import find_programs, matches, program_name
-from tui_prof.profiles.xplane.step_events import KERNEL_16BIT
 from tui_prof.profiles.xplane.xspace import XSpaceFile, read_plane
 from tui_prof.render.summary import summary_renderable
 

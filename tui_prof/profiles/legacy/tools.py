@@ -31,7 +31,7 @@ def parse(path: Path, cls: type[M], what: str) -> M:
     if not data:
         raise ProfileError(f"{path.name}: empty file (0 bytes), not a {what}")
     try:
-        msg = cls.FromString(data)
+        msg: M = cls.FromString(data)
     except (DecodeError, ValueError) as exc:
         raise ProfileError(f"{path.name}: not a readable {what} (truncated or damaged)") from exc
     if not msg.ListFields():

@@ -6,7 +6,7 @@ Contract: pure functions from the converter's tables (or the model) to a `Precis
 types of its result are 16-bit, or, for matrix ops (dot, convolution, GEMM custom calls), those
 of its operands (bf16 inputs accumulating in f32 still run on 16-bit units); other float ops are
 32-bit; ops without floats and data movement, collectives and idle time are not compute and are
-left out. `kernel_precision` judges kernels by name (step_events.KERNEL_16BIT), the weaker
+left out. `kernel_precision` judges kernels by name (KERNEL_16BIT), the weaker
 evidence, used where there are no HLO ops (TensorFlow without XLA).
 """
 
@@ -17,9 +17,12 @@ from collections.abc import Iterable
 from typing import Any
 
 from tui_prof.model import KernelStat, Precision
-from tui_prof.profiles.xplane.step_events import KERNEL_16BIT
 from tui_prof.profiles.xplane.tb_tables import rows
 
+# Kernel names that carry a 16-bit type, for kernels without a shape stat (JAX, XLA): xprof's
+# "half"/"fp16", and bf16, cuBLAS' h884/h1688/h16816 and rocBLAS/Tensile's H/B input types
+# (`Cijk_Ailk_Bljk_BBS_...` is a bf16 GEMM). The step finder judges kernels by it too.
+KERNEL_16BIT = re.compile(r"half|fp16|f16|(^|_)h(884|1688|16816)|^Cijk_A[a-z]+_B[a-z]+_[HB]")
 _FLOAT = re.compile(r"\b(bf16|f16|f8\w*|f32|f64|tf32)\[")
 _SIXTEEN = ("bf16", "f16", "f8")
 _NOT_COMPUTE = re.compile(

@@ -4,10 +4,11 @@ Contract: TensorBoard's own converter first, so every number it has is its numbe
 no steps ("No step marker observed"), tuiprof's own step finder reads the raw XPlane events and
 the summary says which step source it used (for a JAX job without markers, the runs of its
 train-step XLA program; `step_program` names that program and skips the converter's steps).
-Steps or not, the summary has the devices (TPU and GPU planes by name), their utilisation over
-the profile and the 16-bit share: from the steps where the converter has them, else from the
-device HLO ops' types, the own steps' kernels or the kernel names. Never imports TensorFlow or
-textual.
+Where tuiprof reads the raw events (no official steps, large profiles), the summary also has the
+devices (TPU and GPU planes by name) and their utilisation over the profile; the converter's
+fast path stays as fast as before. The 16-bit share comes from the steps where the converter has
+them, else from the device HLO ops' types, the own steps' kernels or the kernel names. Never
+imports TensorFlow or textual.
 """
 
 from __future__ import annotations
@@ -155,9 +156,6 @@ def summarize(
     Sessions of `large_profile_bytes()` or more are read by tuiprof's streaming reader alone
     (TensorBoard's converter needs about 11× the file's size in memory), unless `full`.
     """
-    from tui_prof.profiles.xplane.utilization import device_utilization
-    from tui_prof.profiles.xplane.xspace import plane_summary
-
     report = progress or (lambda _f, _m: None)
     paths = [h.path for h in session.hosts]
     _validate(paths)
@@ -165,13 +163,21 @@ def summarize(
     if not full and session.size >= large_profile_bytes():
         return _summarize_streaming(session, paths, cancel, report, step_program)
     report(0.05, "running TensorBoard's converter")
-    tables = converter.convert(paths)
+    own_path = force_fallback or bool(step_program)
+
+    def hlo_if_no_steps(done: dict[str, Any]) -> tuple[str, ...]:
+        """Device HLO ops' types give the 16-bit share where the converter's steps do not."""
+        no_steps = own_path or not tb_tables.overview_steps(done[converter.OVERVIEW])
+        return (converter.HLO_STATS,) if no_steps else ()
+
+    tables = converter.convert(paths, then=hlo_if_no_steps)
     _check(cancel)
     overview = tables[converter.OVERVIEW]
     props = tb_tables.overview_properties(overview)
-    steps = [] if force_fallback or step_program else tb_tables.overview_steps(overview)
+    steps = [] if own_path else tb_tables.overview_steps(overview)
     warnings: list[str] = []
     own = _Own(steps, STEP_SOURCE_OFFICIAL, OFFICIAL_DETAIL)
+    utilization = None
     if not steps:
         report(0.5, "no official step markers: finding steps in the raw events")
         own = _own_steps(paths, cancel, report, 0.5, 0.9, step_program)
@@ -185,20 +191,23 @@ def summarize(
             warnings.append(f"No steps found: {own.detail}")
         elif why:
             own.detail = f"{why}; {own.detail}"
-    _check(cancel)
-    report(0.92, "devices")
-    planes = plane_summary(paths)
-    utilization = device_utilization(paths)
+        _check(cancel)
+        # The raw events are being read anyway (not on the converter's fast path): the devices.
+        report(0.92, "devices")
+        from tui_prof.profiles.xplane.utilization import device_utilization
+
+        utilization = device_utilization(paths)
     device_type = props.get("device_type") or props.get("hardware_type") or "Unknown"
     try:
         device_count = int(props.get("device_core_count", "0"))
     except ValueError:
         device_count = 0
+    names = tuple(d.name for d in utilization.devices) if utilization is not None else ()
     env = Environment(
         device_type=device_type,
-        device_count=device_count or planes["device_count"],
+        device_count=device_count or len(names),
         hosts=tuple(h.host for h in session.hosts),
-        device_names=tuple(planes["device_names"]),
+        device_names=names,
     )
     kernels = tb_tables.kernels(tables[converter.KERNEL_STATS])
     official = tb_tables.precision(props) if own.source == STEP_SOURCE_OFFICIAL else None

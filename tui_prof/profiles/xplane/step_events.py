@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from tui_prof.profiles.xplane.line_events import MISSING, LineEvents
+from tui_prof.profiles.xplane.op_precision import KERNEL_16BIT
 
 if TYPE_CHECKING:
     from tui_prof.profiles.xplane.step_sources import Window
@@ -42,10 +43,6 @@ CATEGORY_OF = {
 _NOT_CPU_COMPUTE = ("EagerExecute", "EagerLocalExecute", "EagerKernelExecute", "FunctionRun")
 _EXPLICIT_MARKER = re.compile(r"^(train|test|TraceContext)[^/]*$")
 _GET_NEXT_OPS = ("IteratorGetNextOp::DoCompute", "IteratorGetNextAsOptionalOp::DoCompute")
-# Kernel names that carry a 16-bit type, for kernels without a shape stat (JAX, XLA): xprof's
-# "half"/"fp16", and bf16, cuBLAS' h884/h1688/h16816 and rocBLAS/Tensile's H/B input types
-# (`Cijk_Ailk_Bljk_BBS_...` is a bf16 GEMM).
-KERNEL_16BIT = re.compile(r"half|fp16|f16|(^|_)h(884|1688|16816)|^Cijk_A[a-z]+_B[a-z]+_[HB]")
 
 
 def _memcpy(name: str) -> str:
