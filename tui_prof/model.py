@@ -6,6 +6,7 @@ shows comes from one of these objects, so the TUI and `tuiprof summary` cannot d
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -234,8 +235,8 @@ class ProfileSummary:
     average: StepAverage | None
     precision: Precision | None
     tensor_core: TensorCoreUse | None
-    top_ops: tuple[OpStat, ...]
-    kernels: tuple[KernelStat, ...]
+    top_ops: tuple[OpStat, ...]  # every op, by self time (the diff needs all); views cut
+    kernels: tuple[KernelStat, ...]  # every kernel row, by total time
     environment: Environment
     bottleneck: str
     recommendations: tuple[str, ...]
@@ -264,6 +265,11 @@ class ProfileSummary:
             ),
             "xla_programs": [p.to_dict() for p in self.programs],
         }
+
+
+# What long work reports as it goes: (fraction done 0..1, what it is doing). The result is ignored,
+# so a TUI can pass `post_message` (which returns bool) directly.
+Progress = Callable[[float, str], object]
 
 
 class ProfileError(Exception):

@@ -13,7 +13,7 @@ import json
 import sys
 from typing import Any
 
-from tui_prof.model import CATEGORIES, CATEGORY_LABELS, ProfileError, ProfileSummary
+from tui_prof.model import CATEGORIES, CATEGORY_LABELS, ProfileError, ProfileSummary, Progress
 
 
 def register(sub: Any) -> None:
@@ -58,6 +58,15 @@ def register(sub: Any) -> None:
         "or more, which are otherwise read by tuiprof's streaming reader (no op/kernel tables)",
     )
     p.set_defaults(func=run, format="rich")
+
+
+def _status_progress(status: Any, label: str) -> Progress:
+    """A progress callback that writes into a Rich status line."""
+
+    def report(fraction: float, message: str) -> None:
+        status.update(f"{label}: {message} ({fraction:.0%})")
+
+    return report
 
 
 def _err(msg: str) -> None:
@@ -174,9 +183,7 @@ def run(args: argparse.Namespace) -> int:
                             force_fallback=args.fallback,
                             full=args.full,
                             step_program=args.step_program,
-                            progress=lambda f, m, st=status, lb=label: st.update(
-                                f"{lb}: {m} ({f:.0%})"
-                            ),
+                            progress=_status_progress(status, label),
                         )
                     )
             else:

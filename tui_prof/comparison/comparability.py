@@ -197,7 +197,7 @@ def intentional_fields(variants: Mapping[str, tuple[Sequence[str], Mapping[str, 
     that way (epochs, batch size, dataset) count; a hardware or version field never does.
     """
     settable = {"epochs": "epochs", "batch_size": "batchsize", "dataset_fingerprint": "dataset"}
-    words = set()
+    words: set[str] = set()
     for args, env in variants.values():
         words.update(_squash(a) for a in args)
         words.update(_squash(k) for k in env)

@@ -23,15 +23,14 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from tui_prof.live.capture_client import CONNECT_WAIT_S, classify
-
-Progress = Callable[[float, str], None]
+from tui_prof.model import Progress
 
 # An empty trace from a live server is at most this big (an XSpace with no events: ~200 bytes).
 EMPTY_XPLANE_BYTES = 1024

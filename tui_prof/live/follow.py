@@ -330,7 +330,7 @@ class LogdirFollower:
     def __init__(
         self,
         root: str | os.PathLike[str],
-        on_change: Callable[[list[FollowEvent]], None],
+        on_change: Callable[[list[FollowEvent]], object],
         *,
         settle_s: float = 0.5,
         since: float | None = None,

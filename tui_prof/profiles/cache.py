@@ -33,7 +33,9 @@ from tui_prof.model import (
 )
 from tui_prof.profiles.discover import Session, display_path
 
-SCHEMA = 2  # 2: device utilisation, XLA programs, precision source
+# 2: top_ops holds every op (the diff needs them all), no longer the first 50.
+# 3: device utilisation, XLA programs, the precision's source.
+SCHEMA = 3
 
 
 def cache_dir() -> Path:

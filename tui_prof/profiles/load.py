@@ -14,14 +14,11 @@ from __future__ import annotations
 import importlib
 import inspect
 import threading
-from collections.abc import Callable
 from pathlib import Path
 
-from tui_prof.model import ProfileError, ProfileSummary
+from tui_prof.model import ProfileError, ProfileSummary, Progress
 from tui_prof.profiles import cache
 from tui_prof.profiles.discover import Session, discover
-
-Progress = Callable[[float, str], None]
 
 # Session format (as discover names it) → the module that reads it.
 READERS: dict[str, str] = {

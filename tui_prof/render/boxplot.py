@@ -42,7 +42,7 @@ def nice_step(span: float, target_ticks: int) -> float:
     """A 1, 2 or 5 × 10^k step giving about `target_ticks` intervals over `span`."""
     raw = span / max(1, target_ticks)
     mag = 10 ** math.floor(math.log10(raw))
-    return next(m * mag for m in (1, 2, 5, 10) if m * mag >= raw)
+    return float(next(m * mag for m in (1, 2, 5, 10) if m * mag >= raw))
 
 
 def _decimals(step: float) -> int:

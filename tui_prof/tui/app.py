@@ -11,10 +11,11 @@ from textual.binding import Binding
 from textual.screen import ModalScreen, Screen
 
 from tui_prof.tui.commands import TuiprofCommands
-from tui_prof.tui.messages import Captured, ProfilesChanged, RunnerEventArrived
+from tui_prof.tui.messages import Captured, DiffRequested, ProfilesChanged, RunnerEventArrived
 from tui_prof.tui.screens.browse import BrowseScreen
 
 if TYPE_CHECKING:
+    from tui_prof.experiments.events import RunEvent
     from tui_prof.experiments.runner import Runner
     from tui_prof.profiles.prefetch import Prefetch
     from tui_prof.tui.screens.capture_dialog import CaptureRequest
@@ -72,6 +73,10 @@ class TuiprofApp(App[int]):
                 from tui_prof.tui.screens.captures import CapturesScreen
 
                 self.install_screen(CapturesScreen(), name)
+            elif name == "diff":
+                from tui_prof.tui.screens.diff import DiffScreen
+
+                self.install_screen(DiffScreen(), name)
         return self.get_screen(name)
 
     def on_resize(self) -> None:
@@ -107,7 +112,7 @@ class TuiprofApp(App[int]):
         screen = self.view("experiments")
         holder: dict[str, str] = {}
 
-        def on_event(event: object) -> None:
+        def on_event(event: RunEvent) -> None:
             screen.post_message(RunnerEventArrived(holder["dir"], event))
 
         runner = Runner.create(request.spec, on_event=on_event, parallel=request.parallel)
@@ -145,6 +150,14 @@ class TuiprofApp(App[int]):
         screen = self.view("captures")
         self.action_show("captures")
         screen.start(request)  # type: ignore[attr-defined]
+
+    def on_diff_requested(self, message: DiffRequested) -> None:
+        from tui_prof.tui.screens.diff import DiffScreen
+
+        screen = self.view("diff")
+        self.action_show("diff")
+        if isinstance(screen, DiffScreen):
+            screen.compare(message.a, message.b)
 
     def on_captured(self, message: Captured) -> None:
         self.get_screen("browse").scan()  # type: ignore[attr-defined]

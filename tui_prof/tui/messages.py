@@ -3,11 +3,20 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from textual.message import Message
 
 from tui_prof.model import ProfileSummary
 from tui_prof.profiles.discover import Discovery, Session
+
+if TYPE_CHECKING:  # these load only when their feature is first used (watchfiles, numpy, gRPC)
+    from tui_prof.comparison.profile_diff import TargetRef
+    from tui_prof.comparison.report import ComparisonReport
+    from tui_prof.experiments.events import RunEvent
+    from tui_prof.live.capture import CaptureResult
+    from tui_prof.live.follow import FollowEvent
+    from tui_prof.profiles.diff import ProfileDiff
 
 
 @dataclass
@@ -58,13 +67,13 @@ class RunnerEventArrived(Message):
     """An event from a runner's thread (see tui_prof.experiments.events)."""
 
     directory: str
-    event: object
+    event: RunEvent
 
 
 @dataclass
 class ComparisonReady(Message):
     directory: str
-    report: object | None
+    report: ComparisonReport | None
     error: str | None
 
 
@@ -81,7 +90,7 @@ class CaptureProgressed(Message):
 class Captured(Message):
     """One capture finished: its result and, where it could be read, its summary."""
 
-    result: object
+    result: CaptureResult
     summary: ProfileSummary | None
     error: str | None
 
@@ -98,4 +107,29 @@ class CaptureEnded(Message):
 class LogdirChanged(Message):
     """The followed logdir has new or changed files (see tui_prof.live.follow)."""
 
-    events: list  # list[FollowEvent]
+    events: list[FollowEvent]
+
+
+@dataclass
+class DiffRequested(Message):
+    """Compare A with B (sessions marked in Browse, or variants from Experiments)."""
+
+    a: TargetRef
+    b: TargetRef
+
+
+@dataclass
+class DiffProgressed(Message):
+    fraction: float
+    text: str
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, DiffProgressed)
+
+
+@dataclass
+class DiffReady(Message):
+    """A diff finished: the result, or the one-line reason there is none."""
+
+    diff: ProfileDiff | None
+    error: str | None

@@ -149,7 +149,7 @@ def summarize(
         DETAIL if steps else "the saved overview holds no per-step details",
         environment,
         prec,
-        kernels[:200],
-        ops[:50],
+        kernels,
+        ops,
         warnings,
     )

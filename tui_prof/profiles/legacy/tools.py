@@ -88,8 +88,9 @@ def precision(analysis: Any) -> Precision | None:
     return Precision(p16, p32, "precomputed")
 
 
-def top_ops(path: Path, limit: int = 50) -> list[OpStat]:
-    """Framework ops by total self time from `*.tensorflow_stats.pb`, idle left out."""
+def top_ops(path: Path) -> list[OpStat]:
+    """Every framework op by total self time from `*.tensorflow_stats.pb`, idle left out (all
+    of them, as the xplane reader keeps them: a diff must see an op below any cut-off)."""
     from xprof.protobuf import tf_stats_pb2
 
     db = parse(path, tf_stats_pb2.TfStatsDatabase, "tensorflow_stats file")
@@ -112,7 +113,7 @@ def top_ops(path: Path, limit: int = 50) -> list[OpStat]:
         if r.op_type != "IDLE"
     ]
     ops.sort(key=lambda o: o.total_self_time_us, reverse=True)
-    return ops[:limit]
+    return ops
 
 
 def kernels(path: Path) -> list[KernelStat]:

@@ -8,6 +8,8 @@ Contract: the descriptor below matches tsl/profiler/protobuf/xplane.proto (packa
 
 from __future__ import annotations
 
+from typing import Any
+
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
 PACKAGE = "tensorflow.profiler"
@@ -106,7 +108,9 @@ def _json_name(name: str) -> str:
     return head + "".join(part.capitalize() for part in rest)
 
 
-def _add_field(msg: descriptor_pb2.DescriptorProto, spec: tuple) -> None:
+def _add_field(
+    msg: descriptor_pb2.DescriptorProto, spec: tuple[str, int, int, int, str, int | None]
+) -> None:
     name, number, label, ftype, type_name, oneof = spec
     field = msg.field.add(
         name=name, number=number, label=label, type=ftype, json_name=_json_name(name)
@@ -145,7 +149,7 @@ def file_descriptor_proto(*, lenient: bool = False) -> descriptor_pb2.FileDescri
     return fdp
 
 
-def _build(*, lenient: bool = False) -> dict[str, type]:
+def _build(*, lenient: bool = False) -> dict[str, Any]:  # generated message classes
     # A private pool: never clashes with a real xplane_pb2 that TensorFlow may have loaded.
     pool = descriptor_pool.DescriptorPool()
     pool.Add(file_descriptor_proto(lenient=lenient))

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,6 +30,7 @@ from tui_prof.model import (
     ProfileError,
     ProfileSummary,
     ProgramStat,
+    Progress,
     StepBreakdown,
 )
 from tui_prof.profiles.assemble import assemble
@@ -38,8 +39,6 @@ from tui_prof.profiles.xplane import converter, op_precision, tb_tables
 
 if TYPE_CHECKING:
     from tui_prof.profiles.xplane.steps import FoundSteps
-
-Progress = Callable[[float, str], None]
 
 OFFICIAL_DETAIL = "steps from TensorBoard's converter (official step markers)"
 # Program runs that leave the device idle for more than this share of the time between them.

@@ -108,13 +108,13 @@ def coverage(
     shift = step * stride - span_begin[step]
     b, e = b + shift, e + shift
     owned: dict[int, np.ndarray] = {}
-    above = np.zeros(n_steps)
+    above: np.ndarray = np.zeros(n_steps)
     for t in sorted(set(etype.tolist()), reverse=True):
         m = etype >= t
         vb, ve = b[m], e[m]
         order = np.argsort(vb, kind="stable")
         vb, ve = vb[order], np.maximum.accumulate(ve[order])
-        new = np.ones(len(vb), dtype=bool)
+        new = np.ones(len(vb), dtype=np.bool_)
         new[1:] = vb[1:] > ve[:-1]
         first = np.flatnonzero(new)
         last = np.append(first[1:] - 1, len(vb) - 1)
@@ -136,26 +136,32 @@ def host_groups(
     group = np.full(int(base[-1]), -1, dtype=np.int64)
     for (li, i), k in roots.items():
         group[base[li] + i] = k
-    prod_key, prod_at, cons_key, cons_at = [], [], [], []
+    prod_keys: list[np.ndarray] = []
+    prod_ats: list[np.ndarray] = []
+    cons_keys: list[np.ndarray] = []
+    cons_ats: list[np.ndarray] = []
     executor = [k for k, v in names.items() if v == "ExecutorState::Process"]
     get_next = [k for k, v in names.items() if v in _GET_NEXT_OPS]
     for li, le in enumerate(lines):
         ints = le.ints
-        for kind, key_a, key_b, keys, at in (
-            (1, "_pt", "_p", prod_key, prod_at),
-            (1, "_ct", "_c", cons_key, cons_at),
+        for key_a, key_b, key_list, at_list in (
+            ("_pt", "_p", prod_keys, prod_ats),
+            ("_ct", "_c", cons_keys, cons_ats),
         ):
-            i = np.flatnonzero(ints[key_b] != MISSING)
-            keys.append(_link_key(kind, ints[key_a][i], ints[key_b][i]))
-            at.append(base[li] + i)
+            at = np.flatnonzero(ints[key_b] != MISSING)
+            key_list.append(_link_key(1, ints[key_a][at], ints[key_b][at]))
+            at_list.append(base[li] + at)
         # tsl's legacy link: an executor step (id, iter_num) -> its async IteratorGetNext ops.
         both = (ints["iter_num"] != MISSING) & (ints["id"] != MISSING)
-        for ids, keys, at in ((executor, prod_key, prod_at), (get_next, cons_key, cons_at)):
-            i = np.flatnonzero(both & np.isin(le.metadata_id, ids))
-            keys.append(_link_key(2, ints["id"][i], ints["iter_num"][i]))
-            at.append(base[li] + i)
-    prod_key, prod_at = np.concatenate(prod_key), np.concatenate(prod_at)
-    cons_key, cons_at = np.concatenate(cons_key), np.concatenate(cons_at)
+        for ids, key_list, at_list in (
+            (executor, prod_keys, prod_ats),
+            (get_next, cons_keys, cons_ats),
+        ):
+            at = np.flatnonzero(both & np.isin(le.metadata_id, ids))
+            key_list.append(_link_key(2, ints["id"][at], ints["iter_num"][at]))
+            at_list.append(base[li] + at)
+    prod_key, prod_at = np.concatenate(prod_keys), np.concatenate(prod_ats)
+    cons_key, cons_at = np.concatenate(cons_keys), np.concatenate(cons_ats)
     keys = np.unique(prod_key)  # each link key once; a consumer joins its key's first step
     prod_k = np.searchsorted(keys, prod_key)[::-1]  # reversed: the first producer writes last
     prod_at = prod_at[::-1]

@@ -83,7 +83,7 @@ def _windows(host: PlaneEvents, picked: list[tuple[int, int]], *, numbered: bool
     ]
 
 
-def _named(host: PlaneEvents, test: Callable[[str], bool]) -> list[tuple[int, int]]:
+def _named(host: PlaneEvents, test: Callable[[str], object]) -> list[tuple[int, int]]:
     names = host.meta.event_names
     ids = [k for k, v in names.items() if test(v)]
     out = []

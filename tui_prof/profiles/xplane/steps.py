@@ -36,9 +36,10 @@ from tui_prof.model import (
     Cancelled,
     ProfileError,
     ProgramStat,
+    Progress,
     StepBreakdown,
 )
-from tui_prof.profiles.xplane.line_events import MISSING
+from tui_prof.profiles.xplane.line_events import MISSING, LineEvents
 from tui_prof.profiles.xplane.program_runs import CPU_WAIT, PROGRAM_CANDIDATE
 from tui_prof.profiles.xplane.program_steps import (
     ProgramFindings,
@@ -58,16 +59,21 @@ from tui_prof.profiles.xplane.step_events import (
     launched_in,
     types_of,
 )
-from tui_prof.profiles.xplane.step_sources import MARKER_CANDIDATE, Choice, choose_windows
+from tui_prof.profiles.xplane.step_sources import (
+    MARKER_CANDIDATE,
+    Choice,
+    choose_windows,
+)
 from tui_prof.profiles.xplane.xspace import (
-    LineEvents,
     PlaneEvents,
     XSpaceFile,
     host_name,
     read_plane,
 )
 
-Progress = Callable[[float, str], None]
+# What the device and host step finders return: (choice, step numbers, step spans, owned time
+# per event type, which steps are well formed).
+_Found = tuple[Choice, list[int], np.ndarray, dict[int, np.ndarray], np.ndarray]
 
 _DEVICE_STATS = ("correlation_id", "group_id")
 _DROP_EDGES_ABOVE = 5  # xprof's kDropIncomplteteStepThreshold
@@ -87,8 +93,6 @@ _HOST_STATS = (
     "run_id",
 )
 _HOST_TEXT_STATS = ("step_name", "hlo_module")
-# (choice, step numbers, step spans, owned time per event type, well-formed) of one host.
-_Steps = tuple[Choice, list[int], np.ndarray, dict[int, np.ndarray], np.ndarray]
 
 
 def _host_candidate(name: str) -> bool:
@@ -166,7 +170,7 @@ def _device_steps(
     prefer_official: bool,
     program: str | None,
     findings: ProgramFindings,
-) -> _Steps:
+) -> _Found:
     """(choice, step numbers, step spans, owned time per type, well-formed) from device events."""
     cols: dict[str, list[np.ndarray]] = {
         k: [] for k in ("start", "end", "type", "dev", "corr", "group")
@@ -182,7 +186,7 @@ def _device_steps(
                 types[idx[compute]] = np.where(half[compute], DEVICE_COMPUTE_16, DEVICE_COMPUTE_32)
             corr = np.where(le.ints["correlation_id"] == MISSING, -1, le.ints["correlation_id"])
             group = np.where(le.ints["group_id"] == MISSING, -1, le.ints["group_id"])
-            for key, arr in (
+            for col, arr in (
                 ("start", le.start_ps),
                 ("end", le.end_ps),
                 ("type", types),
@@ -190,7 +194,7 @@ def _device_steps(
                 ("corr", corr),
                 ("group", group),
             ):
-                cols[key].append(arr)
+                cols[col].append(arr)
     ev = {k: np.concatenate(v) if v else np.zeros(0, dtype=np.int64) for k, v in cols.items()}
     ok_ev = ev["corr"] >= 0
     if program is None and prefer_official and (ok_ev & (ev["group"] >= 0)).any():
@@ -236,7 +240,7 @@ def _device_steps(
 
 def _host_steps(
     host: PlaneEvents | None, prefer_official: bool, program: str | None, findings: ProgramFindings
-) -> _Steps:
+) -> _Found:
     """The same as _device_steps, for a CPU-only profile: from host events."""
     if host is None:
         raise ProfileError("no host events to find steps in")
@@ -283,7 +287,7 @@ def _linked(le: LineEvents, picked: np.ndarray) -> np.ndarray:
     """Host events a GPU step needs: marker candidates, launches, and events that link threads
     (grouping spreads by time containment, so plain events in between are not needed)."""
     ints = le.ints
-    keep = picked | (ints["correlation_id"] != MISSING)
+    keep: np.ndarray = picked | (ints["correlation_id"] != MISSING)
     for name in ("_p", "_c", "iter_num"):
         keep |= ints[name] != MISSING
     return keep
@@ -372,7 +376,7 @@ def find_steps(
     prefer_official_markers: bool = True,
     program: str | None = None,
     cancel: threading.Event | None = None,
-    progress: Callable[[float, str], None] | None = None,
+    progress: Progress | None = None,
 ) -> FoundSteps:
     """Find the steps of one session (its hosts' files) and their breakdown from the raw events;
     `program` names the XLA program whose runs are the steps (no other source is tried then).

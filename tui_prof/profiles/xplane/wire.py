@@ -53,7 +53,7 @@ def _optional(arr: np.ndarray, pos: np.ndarray, end: np.ndarray, tag: int) -> np
     return out
 
 
-def _header_field(buf: bytes, pos: int, header: dict[int, Any]) -> int:
+def _header_field(buf: bytes | memoryview, pos: int, header: dict[int, Any]) -> int:
     """Read one non-event XLine field at pos into header; returns the position after it."""
     tag = buf[pos]
     v, p = _varints(np.frombuffer(buf, np.uint8), np.array([pos + 1]))
@@ -66,7 +66,7 @@ def _header_field(buf: bytes, pos: int, header: dict[int, Any]) -> int:
     raise _Unexpected(f"XLine tag {tag}")
 
 
-def _chase(buf: bytes, pos: int, end: int) -> tuple[list[int], list[int], int]:
+def _chase(buf: bytes | memoryview, pos: int, end: int) -> tuple[list[int], list[int], int]:
     """Walk event records one by one from pos (the slow, always-right way)."""
     starts: list[int] = []
     ends: list[int] = []
@@ -118,6 +118,7 @@ def _scan_chunks(
                         eq[key] |= window == v
                 seg = eq[key][off : off + width]
                 mask = seg.copy() if mask is None else np.logical_and(mask, seg, out=mask)
+            assert mask is not None, "a pattern has at least one (offset, byte)"
             found.append(np.flatnonzero(mask) + c0)
         yield found
 
@@ -131,17 +132,22 @@ def _scan(arr: np.ndarray, patterns: list[list[tuple[int, np.ndarray | int]]]) -
 def _varint_len_ok(arr: np.ndarray, at: np.ndarray, size: int) -> np.ndarray:
     """Whether the varint at each position is exactly size bytes long (1 or 2)."""
     last = len(arr) - 1
-    if size == 1:
-        return arr[np.minimum(at, last)] < 0x80
-    return (arr[np.minimum(at, last)] >= 0x80) & (arr[np.minimum(at + 1, last)] < 0x80)
+    ok: np.ndarray = arr[np.minimum(at, last)] < 0x80
+    if size == 2:
+        ok = (arr[np.minimum(at, last)] >= 0x80) & (arr[np.minimum(at + 1, last)] < 0x80)
+    return ok
 
 
 def _length_at(arr: np.ndarray, at: np.ndarray, size: int) -> np.ndarray:
-    lo = arr[at].astype(np.int64)
-    return lo if size == 1 else (lo & 0x7F) | (arr[at + 1].astype(np.int64) << 7)
+    lo: np.ndarray = arr[at].astype(np.int64)
+    if size == 2:
+        lo = (lo & 0x7F) | (arr[at + 1].astype(np.int64) << 7)
+    return lo
 
 
-def _event_spans(buf: bytes, arr: np.ndarray) -> tuple[dict[int, Any], np.ndarray, np.ndarray]:
+def _event_spans(
+    buf: bytes | memoryview, arr: np.ndarray
+) -> tuple[dict[int, Any], np.ndarray, np.ndarray]:
     """Header fields, and where each event's payload starts and ends.
 
     Event records are found all at once: a record head whose metadata_id is followed by the
@@ -200,7 +206,10 @@ def decode_line(
 
 
 def _decode(
-    buf: bytes, stat_ids: dict[int, str], text_stats: frozenset[str], ref_names: dict[int, str]
+    buf: bytes | memoryview,
+    stat_ids: dict[int, str],
+    text_stats: frozenset[str],
+    ref_names: dict[int, str],
 ) -> tuple[dict[int, Any], LineEvents]:
     arr = np.frombuffer(buf, np.uint8)
     last = len(arr) - 1
@@ -261,7 +270,7 @@ def _py_varint(buf: Any, pos: int) -> tuple[int, int]:
 
 
 def _find_stats(
-    buf: bytes,
+    buf: bytes | memoryview,
     arr: np.ndarray,
     stats_from: np.ndarray,
     ev_start: np.ndarray,
@@ -277,7 +286,9 @@ def _find_stats(
     if sids.max(initial=0) >= 1 << 14:
         raise _Unexpected("stat metadata ids past two varint bytes")
     firsts = np.unique(np.where(sids < 0x80, sids, (sids & 0x7F) | 0x80)).astype(np.uint8)
-    patterns = [[(0, 0x22), (1 + ln, 0x08), (2 + ln, firsts)] for ln in (1, 2)]
+    patterns: list[list[tuple[int, np.ndarray | int]]] = [
+        [(0, 0x22), (1 + ln, 0x08), (2 + ln, firsts)] for ln in (1, 2)
+    ]
     for hits in _scan_chunks(arr, patterns):  # a window at a time: millions of stats per line
         found = []
         for ln, at in zip((1, 2), hits, strict=True):
@@ -312,7 +323,7 @@ def _find_stats(
 
 
 def _stat_values(
-    buf: bytes,
+    buf: bytes | memoryview,
     arr: np.ndarray,
     events: np.ndarray,
     mid: np.ndarray,

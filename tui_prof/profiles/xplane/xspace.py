@@ -170,8 +170,8 @@ class XSpaceFile:
         return ref
 
     def close(self) -> None:
-        mm, self._mm = getattr(self, "_mm", None), None
-        if mm is not None:
+        mm = getattr(self, "_mm", None)
+        if mm is not None and not mm.closed:
             mm.close()
 
     def __enter__(self) -> XSpaceFile:
@@ -269,8 +269,8 @@ def _upb_line_events(
     for i, e in enumerate(events):
         for s in e.stats:
             name = stat_ids.get(s.metadata_id)
-            kind = s.WhichOneof("value") if name else None
-            if kind is None:
+            kind = s.WhichOneof("value") if name is not None else None
+            if name is None or kind is None:
                 continue
             if name in out.texts:
                 value = getattr(s, kind)
@@ -349,7 +349,7 @@ def read_plane(
     *,
     stats: Sequence[str] = (),
     text_stats: Sequence[str] = (),
-    want: Callable[[str], bool] | None = None,
+    want: Callable[[str], object] | None = None,
     skip_derived: bool = False,
     keep: Callable[[LineEvents, np.ndarray], np.ndarray] | None = None,
     tick: Callable[[int], None] | None = None,

@@ -17,7 +17,7 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static
 
-from tui_prof.live.capture import CaptureError, CaptureResult, capture_series
+from tui_prof.live.capture import CaptureError, capture_series
 from tui_prof.model import ProfileError, StepBreakdown
 from tui_prof.render.summary import BreakdownBars, fmt_ms
 from tui_prof.tui.messages import Captured, CaptureEnded, CaptureProgressed
@@ -98,7 +98,7 @@ class CapturesScreen(Screen[None]):
         )
 
     def on_captured(self, message: Captured) -> None:
-        result: CaptureResult = message.result  # type: ignore[assignment]
+        result = message.result
         table = self.query_one("#capture-table", DataTable)
         n = table.row_count + 1
         s = message.summary

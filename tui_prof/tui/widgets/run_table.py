@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 from rich.text import Text
+from textual.coordinate import Coordinate
 from textual.widgets import DataTable
 
 from tui_prof.model import (
@@ -91,5 +92,5 @@ class RunTable(DataTable[object]):
     def selected_run(self) -> RunRecord | None:
         if not self.runs or self.cursor_row < 0 or self.cursor_row >= self.row_count:
             return None
-        key = self.coordinate_to_cell_key((self.cursor_row, 0)).row_key.value
+        key = self.coordinate_to_cell_key(Coordinate(self.cursor_row, 0)).row_key.value
         return self.runs.get(str(key))

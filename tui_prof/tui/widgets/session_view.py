@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
@@ -140,5 +142,10 @@ class SessionView(Vertical):
     def clear_summary(self) -> None:
         for sid in ("#headline", "#bars", "#averages", "#precision", "#advice"):
             self.query_one(sid, Static).update("")
-        for table in (StepBreakdownTable, TopOpsTable, KernelTable):
+        tables: tuple[type[DataTable[Any]], ...] = (
+            StepBreakdownTable,
+            TopOpsTable,
+            KernelTable,
+        )
+        for table in tables:
             self.query_one(table).clear(columns=True)
