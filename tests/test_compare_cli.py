@@ -111,7 +111,12 @@ def test_json_follows_the_contract_and_matches_numpy(tmp_path: Path, capsys: Any
         (c,) = m["comparisons"]
         assert list(c)[:6] == COMPARISON_KEYS
         assert (c["variant"], c["baseline"]) == ("mixed", "fp32")
-        assert c["ratio"] == pytest.approx(np.mean(values["mixed"]) / np.mean(values["fp32"]))
+        # One run of each per repeat: paired, the ratio a geometric mean of per-repeat ratios.
+        assert c["design"] == "paired" and c["method"] == "paired-log-ratio"
+        per_repeat = np.array(values["mixed"]) / np.array(values["fp32"])
+        assert c["ratio"] == pytest.approx(np.exp(np.mean(np.log(per_repeat))))
+        means = np.mean(values["mixed"]) / np.mean(values["fp32"])
+        assert c["ratio_of_means"] == pytest.approx(means)
         assert c["ci_low"] < c["ratio"] < c["ci_high"]
     wall = doc["metrics"]["wall_time_s"]["comparisons"][0]
     assert wall["verdict"].startswith("mixed is 1.07× faster, 95% CI 1.0")
@@ -160,8 +165,9 @@ def test_markdown_has_tables_and_a_monochrome_boxplot(tmp_path: Path, capsys: An
     assert "| fp32 (baseline) | 5 |" in md
     block = md.split("```text\n", 1)[1].split("```", 1)[0]
     assert "\x1b[" not in block and "├" in block and max(map(len, block.splitlines())) <= 80
-    ratio = np.mean(WALL["mixed"]) / np.mean(WALL["fp32"])
-    assert f"| mixed | {ratio:.3f} |" in md and "mixed is 1.07× faster" in md
+    ratio = np.exp(np.mean(np.log(np.array(WALL["mixed"]) / np.array(WALL["fp32"]))))
+    assert f"| mixed | paired | {ratio:.3f} |" in md and "mixed is 1.07× faster" in md
+    assert "Trade-off" not in md  # --metric wall_time_s alone: nothing to weigh it against
 
 
 @pytest.mark.parametrize(
