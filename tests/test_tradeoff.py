@@ -128,4 +128,6 @@ def test_rich_and_markdown_show_the_tradeoff(tmp_path: Path, capsys: Any) -> Non
     assert main(["compare", d, "--markdown"]) == 0
     md = capsys.readouterr().out
     assert "## Trade-off: wall_time_s vs val_accuracy" in md
-    assert "| slow | 10.050 | 10.000–10.100 | 0.9500 | 0.9500–0.9510 | 0.9490 | beaten by fast |" in md
+    assert (
+        "| slow | 10.050 | 10.000–10.100 | 0.9500 | 0.9500–0.9510 | 0.9490 | beaten by fast |" in md
+    )
