@@ -123,7 +123,7 @@ def test_rich_and_markdown_show_the_tradeoff(tmp_path: Path, capsys: Any) -> Non
     d = str(make(tmp_path, DATA))
     assert main(["compare", d]) == 0
     out = capsys.readouterr().out
-    assert "Trade-off wall_time_s vs val_accuracy" in out
+    assert "Trade-off: speed wall_time_s (s, lower is better) against quality val_accuracy" in out
     assert "Pareto front: fast, sloppy" in out and "slow is beaten on both by fast" in out
     assert main(["compare", d, "--markdown"]) == 0
     md = capsys.readouterr().out

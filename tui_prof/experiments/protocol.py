@@ -171,3 +171,15 @@ def tail_text(path: str | Path, lines: int = 20, max_bytes: int = 16384) -> str:
     text = data.decode("utf-8", errors="replace").replace("\r\n", "\n")
     out = text.splitlines()[-lines:]
     return "\n".join(out)
+
+
+# Settings a job may read through `tui_prof.instrument.settings` instead of its command line.
+# Its runs report what they read under this `info` key, which is how tuiprof knows a job exposes
+# a change (tui_prof.experiments.suggest) and can offer it as a variant.
+SETTINGS_KEY = "tuiprof_settings"
+SETTING_VARS: dict[str, str] = {
+    "precision": "TUIPROF_PRECISION",  # "float32" or "mixed"
+    "xla": "TUIPROF_XLA",  # "1" or "0": compile the step with XLA / jit
+    "batch_size": "TUIPROF_BATCH_SIZE",  # an integer
+    "prefetch": "TUIPROF_PREFETCH",  # "1" or "0": overlap the input pipeline with training
+}

@@ -120,19 +120,24 @@ def tradeoff_cells(t: Tradeoff) -> list[list[str]]:
 
 
 def tradeoff_table(t: Tradeoff) -> Table:
-    """Each variant's median and quartiles on both metrics, its worst run, and the front."""
+    """Each variant's median and quartiles on both metrics, its worst run, and whether it is on
+    the front (● on it, ○ beaten on both); short headers, so it fits a side pane."""
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1, 0, 0), show_edge=False)
+    table.add_column("", no_wrap=True)
     table.add_column("variant", no_wrap=True)
-    table.add_column(Text(t.speed), justify="right", no_wrap=True)
-    table.add_column("q1–q3", justify="right", no_wrap=True)
-    table.add_column(Text(t.quality), justify="right", no_wrap=True)
-    table.add_column("q1–q3", justify="right", no_wrap=True)
-    table.add_column("worst", justify="right", no_wrap=True)
-    table.add_column("front", justify="center", no_wrap=True)
+    for head in ("speed", "q1–q3", "quality", "q1–q3", "worst"):
+        table.add_column(head, justify="right", no_wrap=True)
     for p, cells in zip(t.points, tradeoff_cells(t), strict=True):
         front = Text("●", style="bold green") if p.pareto else Text("○", style="dim")
-        table.add_row(Text(cells[0], style="bold"), *cells[1:], front)
+        table.add_row(front, Text(cells[0], style="bold"), *cells[1:])
     return table
+
+
+def _axis_text(name: str, unit: str, lower_is_better: bool) -> Text:
+    text = Text(name, style="bold")
+    what = f"{unit}, " if unit else ""
+    text.append(f" ({what}{'lower' if lower_is_better else 'higher'} is better)", style="dim")
+    return text
 
 
 def _iqr(a: Axis) -> float | None:
@@ -141,9 +146,11 @@ def _iqr(a: Axis) -> float | None:
 
 def tradeoff_view(t: Tradeoff) -> Group:
     """The trade-off: a title, the table, who is on the front and why, and the scatter."""
-    head = Text("Trade-off ", style="bold")
-    head.append(f"{t.speed} vs {t.quality}", style="bold")
-    head.append(" · medians, quartiles and the worst run", style="dim")
+    head = Text("Trade-off: speed ", style="bold")
+    head.append_text(_axis_text(t.speed, t.speed_unit, t.speed_lower_is_better))
+    head.append(" against quality ", style="bold")
+    head.append_text(_axis_text(t.quality, t.quality_unit, t.quality_lower_is_better))
+    head.append(" · medians, quartiles, worst run; ● Pareto front", style="dim")
     front = t.front
     beaten = [p for p in t.points if p.dominated_by]
     note = Text()

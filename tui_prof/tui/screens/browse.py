@@ -16,7 +16,7 @@ from textual.containers import Horizontal
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Tree
 
-from tui_prof.model import ProfileError
+from tui_prof.model import ProfileError, ProfileSummary
 from tui_prof.profiles.discover import Discovery, HostFile, Session, discover
 from tui_prof.tui.messages import (
     LoadProgressed,
@@ -59,6 +59,7 @@ class BrowseScreen(Screen[None]):
         self.full = False  # run the converter even on large profiles
         self._cancel: threading.Event | None = None
         self._current: Session | None = None
+        self.current_summary: ProfileSummary | None = None  # of the selected session, once read
         self._follower: object | None = None
         self._created = time.time()
 
@@ -187,6 +188,7 @@ class BrowseScreen(Screen[None]):
             self._cancel.set()
         self._cancel = threading.Event()
         self._current = session
+        self.current_summary = None
         pre = self.prefetch
         if (
             pre is not None
@@ -253,6 +255,7 @@ class BrowseScreen(Screen[None]):
         if message.session != self._current:
             return
         self.query_one(ProfileTree).mark(message.session, None)
+        self.current_summary = message.summary
         self.query_one(SessionView).show_summary(message.summary, message.seconds)
 
     def on_profile_failed(self, message: ProfileFailed) -> None:
@@ -266,6 +269,11 @@ class BrowseScreen(Screen[None]):
 
     def action_rescan(self) -> None:
         self.scan()
+
+    @property
+    def current_session(self) -> Session | None:
+        """The session shown on the right (selected in the tree)."""
+        return self._current
 
     def action_tab(self, tab: str) -> None:
         self.query_one("#tabs").active = tab  # type: ignore[attr-defined]
