@@ -1,7 +1,9 @@
-"""Regenerate sample_traces/ (all but experiment_* directories) with examples/train_cnn.py.
+"""Regenerate sample_traces/ with examples/train_cnn.py.
 
-    python examples/make_sample_traces.py            # about a minute on two CPU cores
-    python examples/make_sample_traces.py --check    # also print what TensorBoard's converter finds
+    python examples/make_sample_traces.py               # the profiles: about a minute on two CPU cores
+    python examples/make_sample_traces.py --check       # also print what TensorBoard's converter finds
+    python examples/make_sample_traces.py --experiment  # only experiment_mixed_precision (`tuiprof
+                                                        # run examples/mixed_precision.toml`, ~3 min)
 
 Each profile comes from its own Python process, because Keras's dtype policy and TensorFlow's
 profiler are process-wide. Seeds are fixed; timings, session names (a timestamp) and host file
@@ -20,6 +22,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "sample_traces"
 TRAIN = ROOT / "examples" / "train_cnn.py"
+EXPERIMENT = OUT / "experiment_mixed_precision"
+EXPERIMENT_SPEC = ROOT / "examples" / "mixed_precision.toml"
 
 # name -> train_cnn.py arguments; every profile covers global steps 5..9.
 PROFILES: dict[str, list[str]] = {
@@ -41,6 +45,27 @@ def generate(name: str, args: list[str]) -> None:
     cmd = [sys.executable, str(TRAIN), *args, *COMMON, "--logdir", str(logdir)]
     print(f"== {name}: {' '.join(cmd[1:])}", flush=True)
     subprocess.run(cmd, check=True, env=env)
+
+
+def generate_experiment() -> None:
+    """Run examples/mixed_precision.toml with this checkout's tuiprof into a fresh
+    sample_traces/experiment_mixed_precision (its README.md is kept)."""
+    readme = EXPERIMENT / "README.md"
+    text = readme.read_text(encoding="utf-8") if readme.is_file() else None
+    shutil.rmtree(EXPERIMENT, ignore_errors=True)
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "CUDA_VISIBLE_DEVICES": ""}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    for key in [k for k in env if k.startswith("TUIPROF_")]:
+        env.pop(key)  # not a run of some outer experiment
+    cmd = [sys.executable, "-m", "tui_prof.cli", "run", str(EXPERIMENT_SPEC), "--headless"]
+    cmd += ["--no-profiler-port", "--output", str(EXPERIMENT)]
+    print(f"== {EXPERIMENT.name}: tuiprof run {EXPERIMENT_SPEC.relative_to(ROOT)}", flush=True)
+    try:
+        subprocess.run(cmd, check=True, env=env)
+    finally:
+        if text is not None:
+            EXPERIMENT.mkdir(parents=True, exist_ok=True)
+            readme.write_text(text, encoding="utf-8")
 
 
 def converter_verdict(path: Path) -> str:
@@ -77,7 +102,15 @@ def main() -> int:
         "--check", action="store_true", help="run TensorBoard's converter on each profile"
     )
     parser.add_argument("--only", nargs="*", choices=sorted(PROFILES), help="regenerate only these")
+    parser.add_argument(
+        "--experiment",
+        action="store_true",
+        help="regenerate only experiment_mixed_precision, by running examples/mixed_precision.toml",
+    )
     args = parser.parse_args()
+    if args.experiment:
+        generate_experiment()
+        return 0
     for name in args.only or PROFILES:
         generate(name, PROFILES[name])
     for leftover in OUT.rglob(

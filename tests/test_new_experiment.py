@@ -46,9 +46,9 @@ async def test_variants_typed_as_commands_run_and_the_spec_is_saved(tmp_path: Pa
         await pilot.pause()
         dialog = app.screen
         assert isinstance(dialog, StartDialog)
-        dialog.query_one("#variants", TextArea).text = (
-            f"a={sys.executable} job.py 0.9\nb={sys.executable} job.py 0.8\n"
-        )
+        dialog.query_one(
+            "#variants", TextArea
+        ).text = f"a={sys.executable} job.py 0.9\nb={sys.executable} job.py 0.8\n"
         dialog.query_one("#repeats").value = "2"  # type: ignore[attr-defined]
         dialog.query_one("#workdir").value = str(tmp_path)  # type: ignore[attr-defined]
         dialog.query_one("#save").value = "amp.toml"  # type: ignore[attr-defined]
@@ -57,7 +57,9 @@ async def test_variants_typed_as_commands_run_and_the_spec_is_saved(tmp_path: Pa
         table = app.get_screen("experiments").query_one(RunTable)
         await _wait_for(
             pilot,
-            lambda: len(table.runs) == 4 and all(r.status == "finished" for r in table.runs.values()),
+            lambda: (
+                len(table.runs) == 4 and all(r.status == "finished" for r in table.runs.values())
+            ),
         )
         (exp_dir,) = app.runners
         exp = load_experiment(exp_dir)
