@@ -118,10 +118,14 @@ def test_json_follows_the_contract_and_matches_numpy(tmp_path: Path, capsys: Any
         means = np.mean(values["mixed"]) / np.mean(values["fp32"])
         assert c["ratio_of_means"] == pytest.approx(means)
         assert c["ci_low"] < c["ratio"] < c["ci_high"]
+    assert list(doc["tradeoff"])[:3] == ["speed", "quality", "points"]
+    assert [p["variant"] for p in doc["tradeoff"]["points"]] == ["fp32", "mixed"]
     wall = doc["metrics"]["wall_time_s"]["comparisons"][0]
+    assert wall["repeats_needed"] is None  # resolved
     assert wall["verdict"].startswith("mixed is 1.07× faster, 95% CI 1.0")
     acc = doc["metrics"]["val_accuracy"]["comparisons"][0]
     assert acc["verdict"].startswith("no clear difference at n=5")
+    assert acc["design"] == "paired" and "repeats_needed" in acc
     assert acc["spread_note"].startswith("mixed's val_accuracy varies")
 
 
@@ -269,10 +273,14 @@ def test_end_to_end_with_tuiprof_run(tmp_path: Path) -> None:
 def test_core_modules_import_no_textual_tensorflow_or_scipy() -> None:
     modules = [
         "tui_prof.comparison.stats",
+        "tui_prof.comparison.paired",
+        "tui_prof.comparison.power",
+        "tui_prof.comparison.tradeoff",
         "tui_prof.comparison.tdist",
         "tui_prof.comparison.comparability",
         "tui_prof.comparison.report",
         "tui_prof.render.boxplot",
+        "tui_prof.render.scatter",
         "tui_prof.render.stats_table",
         "tui_prof.cli.compare",
     ]

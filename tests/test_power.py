@@ -74,7 +74,7 @@ def test_verdict_says_how_many_repeats_would_resolve_the_difference() -> None:
     c = compare(base, mixed, metric="wall_time_s", baseline_name="fp32", variant_name="mixed")
     assert not c.significant and c.repeats_needed is not None
     assert c.repeats_needed > 5 and not c.repeats_capped and c.repeats_note is None
-    assert c.repeats_effect_pct == pytest.approx(abs(c.ratio - 1) * 100)  # type: ignore[operator]
+    assert c.ratio is not None and c.repeats_effect_pct == pytest.approx(abs(c.ratio - 1) * 100)
     assert c.verdict == (
         f"no clear difference at n=5 — about {c.repeats_needed} repeats per variant would "
         f"resolve a {c.repeats_effect_pct:.0f}% difference"

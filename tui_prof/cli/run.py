@@ -221,7 +221,7 @@ class _Board:
                 else:
                     elapsed = ""
                 vals = r.metrics or self.metrics.get(r.run_id, {})
-                cells = [f"{vals[m]:.4g}" if m in vals else "" for m in metrics]
+                cells = [_cell(vals, m) for m in metrics]
                 t.add_row(
                     Text(r.run_id),
                     Text(r.status, style=STATUS_STYLE.get(r.status, "")),
@@ -230,6 +230,14 @@ class _Board:
                     *cells,
                 )
             return t
+
+
+def _cell(values: dict[str, float], metric: str) -> str:
+    """A metric's value, or a distribution's median (`latency_ms` -> `latency_ms:p50`)."""
+    for key in (metric, f"{metric}:p50"):
+        if key in values:
+            return f"{values[key]:.4g}"
+    return ""
 
 
 def _terminated(signum: int, frame: Any) -> None:

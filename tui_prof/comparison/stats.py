@@ -4,14 +4,17 @@ Contract:
 - Quantiles (median, p90, q1, q3, box plots) use numpy's default "linear" method
   (Hyndman & Fan type 7, the same as R's default and pandas), so anyone can reproduce them.
 - `std` is the sample standard deviation (ddof=1); it is None for a single value.
-- A variant is compared with the baseline by the ratio of means with a 95% Fieller interval
-  whose t quantile uses the Welch–Satterthwaite degrees of freedom of the difference of means.
-  With that choice "the ratio interval excludes 1" is exactly "Welch's t-test rejects" and
-  "the difference interval excludes 0", so the ratio, the difference and the verdict never
-  disagree. Where the ratio is not meaningful (baseline mean <= 0, or so uncertain that the
-  Fieller set is unbounded) the verdict falls back to the difference of means.
+- `compare` treats the two variants' runs as independent samples (design "independent"): the
+  ratio of means with a 95% Fieller interval whose t quantile uses the Welch–Satterthwaite
+  degrees of freedom of the difference of means. With that choice "the ratio interval excludes
+  1" is exactly "Welch's t-test rejects" and "the difference interval excludes 0", so the ratio,
+  the difference and the verdict never disagree. Where the ratio is not meaningful (baseline
+  mean <= 0, or so uncertain that the Fieller set is unbounded) the verdict falls back to the
+  difference of means. Runs paired by repeat are compared by tui_prof.comparison.paired, which
+  shares `start`, `exact` and `with_repeats` with it.
 - A verdict names a winner only when the interval excludes "no difference"; below
-  `MIN_RUNS` runs there is no interval and no winner.
+  `MIN_RUNS` runs there is no interval and no winner. An unresolved comparison carries
+  `repeats_needed` (tui_prof.comparison.power) and says it (tui_prof.comparison.verdicts).
 """
 
 from __future__ import annotations
