@@ -181,8 +181,8 @@ class ProfileSummary:
     average: StepAverage | None
     precision: Precision | None
     tensor_core: TensorCoreUse | None
-    top_ops: tuple[OpStat, ...]
-    kernels: tuple[KernelStat, ...]
+    top_ops: tuple[OpStat, ...]  # every op, by self time (the diff needs all); views cut
+    kernels: tuple[KernelStat, ...]  # every kernel row, by total time
     environment: Environment
     bottleneck: str
     recommendations: tuple[str, ...]

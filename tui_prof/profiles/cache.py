@@ -30,7 +30,8 @@ from tui_prof.model import (
 )
 from tui_prof.profiles.discover import Session, display_path
 
-SCHEMA = 1
+# 2: top_ops holds every op (the diff needs them all), no longer the first 50.
+SCHEMA = 2
 
 
 def cache_dir() -> Path:

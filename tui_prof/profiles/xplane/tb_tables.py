@@ -83,8 +83,12 @@ def precision(props: dict[str, str]) -> Precision | None:
     return Precision(p16, p32)
 
 
-def top_ops(op_stats: list[dict[str, Any]], limit: int = 50) -> list[OpStat]:
-    """Framework ops by total self time, idle excluded (TensorBoard's default view)."""
+def top_ops(op_stats: list[dict[str, Any]]) -> list[OpStat]:
+    """Every framework op by total self time, idle excluded (TensorBoard's default view).
+
+    All of them, not the first N: `profiles.diff` compares two sessions op by op, and an op
+    below a cut-off in A may be the one that grew in B. Views show the first few.
+    """
     tables = [
         t for t in op_stats if any(c.get("id") == "total_self_time" for c in t.get("cols", []))
     ]
@@ -110,7 +114,7 @@ def top_ops(op_stats: list[dict[str, Any]], limit: int = 50) -> list[OpStat]:
             )
         )
     ops.sort(key=lambda o: o.total_self_time_us, reverse=True)
-    return ops[:limit]
+    return ops
 
 
 def kernels(kernel_stats: Any) -> list[KernelStat]:

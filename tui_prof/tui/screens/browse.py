@@ -19,6 +19,7 @@ from textual.widgets import Footer, Header, Tree
 from tui_prof.model import ProfileError, ProfileSummary
 from tui_prof.profiles.discover import Discovery, HostFile, Session, discover
 from tui_prof.tui.messages import (
+    DiffRequested,
     LoadProgressed,
     LogdirChanged,
     LogdirScanned,
@@ -47,6 +48,20 @@ class BrowseScreen(Screen[None]):
             id="fallback",
             tooltip="Ignore official step markers and use tuiprof's own step finder",
         ),
+        Binding(
+            "m",
+            "mark_diff",
+            "Mark A",
+            id="mark_diff",
+            tooltip="Mark the selected session as A for a diff (again: unmark)",
+        ),
+        Binding(
+            "d",
+            "diff",
+            "Diff with A",
+            id="diff",
+            tooltip="Compare the marked session (A) with the selected one (B), op by op",
+        ),
     ]
 
     def __init__(self, root: Path, prefetch: Prefetch | None = None) -> None:
@@ -60,6 +75,7 @@ class BrowseScreen(Screen[None]):
         self._cancel: threading.Event | None = None
         self._current: Session | None = None
         self.current_summary: ProfileSummary | None = None  # of the selected session, once read
+        self.marked: Session | None = None  # A of the next diff
         self._follower: object | None = None
         self._created = time.time()
 
@@ -299,3 +315,34 @@ class BrowseScreen(Screen[None]):
         if self._current is not None:
             current, self._current = self._current, None
             self.load(current)
+
+    # -- diff ----------------------------------------------------------------------------
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "diff":  # in the footer only once there is an A to compare with
+            return self.marked is not None
+        return True
+
+    def action_mark_diff(self) -> None:
+        current = self._current
+        tree = self.query_one(ProfileTree)
+        if current is None:
+            self.notify("Select a session to mark.", severity="warning")
+            return
+        self.marked = None if self.marked == current else current
+        tree.set_marked(self.marked)
+        self.refresh_bindings()
+        if self.marked is not None:
+            self.notify(
+                f"A: {current.run}/{current.name}. Select another session and press d.",
+                markup=False,
+            )
+
+    def action_diff(self) -> None:
+        current = self._current
+        if self.marked is None:
+            self.notify("Press m on a session first to mark it as A.", severity="warning")
+            return
+        if current is None or current == self.marked:
+            self.notify("Select a different session (B) to compare with A.", severity="warning")
+            return
+        self.post_message(DiffRequested(self.marked, current))

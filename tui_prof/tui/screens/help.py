@@ -29,6 +29,10 @@ from running jobs with `a`, one breakdown bar per capture.
 | `tab` | next pane (tree, tabs, tables) |
 | `1` `2` `3` `4` | Overview, Steps, Top ops, Kernels tab |
 | `F` | use tuiprof's own step finder instead of official markers (cross-check) |
+| `m` | mark the selected session as A of a diff (`m` again: unmark) |
+| `d` | diff: A against the selected session (B), op by op and kernel by kernel |
+| `d` | Experiments: diff the baseline against the selected run's variant (all their runs) |
+| `s` / `esc` | Diff: swap A and B / back to Browse |
 | `f5`, `ctrl+r` | list the logdir again |
 | `b` / `e` / `c` | Browse, Experiments, Captures view |
 | `r` | new experiment: variants as `NAME=COMMAND` lines (or a spec file), repeats, save the spec |
@@ -46,6 +50,13 @@ from running jobs with `a`, one breakdown bar per capture.
   ("No step marker observed"), tuiprof finds the steps in the raw events and says how.
 - **16-bit share**: the part of device compute time in FP16/BF16 ops. **TensorCore**: kernel
   time on TensorCores.
+- **Diff** (`m`, then `d`): each op's and kernel's time per step in A and B and the change
+  Δ = B − A (negative: B spends less), sorted by how much it moves the step; `new` and `gone`
+  mark ops that appear or vanish. Op self times add up per side (host or device) to the op time
+  of a step, not to the step time: the rest is time outside any op. With one profile per side
+  there is no spread, so small changes may be noise; `tuiprof diff EXPERIMENT_DIR` compares two
+  variants over all their runs, with a standard error per row. The line under the table shows
+  the selected row's full name.
 - Analyses are cached by file size and time; a changed file is analysed again.
 - **New experiment from a profile**: select a run's profile in Browse and press `r`: the dialog
   opens with that run's command and, where the advice names a change (mixed precision, XLA, a
