@@ -134,3 +134,44 @@ def test_a_setting_the_job_reads_is_offered_as_an_environment_variable() -> None
 def test_profiles_outside_an_experiment_have_no_command(tmp_path: Path) -> None:
     assert run_context(SAMPLES / "custom_loop") is None
     assert run_context(tmp_path) is None
+
+
+SETTINGS_JOB = """
+from tui_prof.instrument import settings, timed
+for _ in range(3):
+    policy = settings.precision("float32")  # asked often, reported once
+batch = settings.batch_size(16)
+for _ in range(5):
+    with timed("latency_ms"):
+        sum(range(1000))
+print(policy, batch)
+"""
+
+
+def test_a_job_using_instrument_settings_is_offered_env_variants(tmp_path: Path) -> None:
+    """End to end: the job reads TUIPROF_* settings under `tuiprof run`, its run records that,
+    and a profile in its run directory gets variants that set them."""
+    from tui_prof.experiments.commands import spec_from_commands
+    from tui_prof.experiments.runner import Runner
+    from tui_prof.experiments.store import load_samples
+
+    (tmp_path / "job.py").write_text(SETTINGS_JOB)
+    spec = spec_from_commands(
+        [f"base={sys.executable} job.py"], repeats=1, workdir=tmp_path, output=str(tmp_path)
+    )
+    runner = Runner.create(spec, tmp_path / "exp", profiler_ports=False).start()
+    assert runner.wait(60)
+    (run,) = load_experiment(tmp_path / "exp").runs
+    assert run.environment["reported"]["tuiprof_settings"] == {
+        "TUIPROF_PRECISION": "float32",
+        "TUIPROF_BATCH_SIZE": "16",
+    }
+    lines = Path(run.metrics_path).read_text().splitlines()
+    assert sum("tuiprof_settings" in ln for ln in lines) == 2  # once per setting
+    assert load_samples(tmp_path / "exp")["base-r0"]["latency_ms"][0] == 5
+    profile = Path(run.run_dir) / "plugins" / "profile" / "2026_01_01_00_00_00"
+    profile.mkdir(parents=True)
+    ctx = run_context(profile)
+    assert ctx is not None and ctx.settings["TUIPROF_BATCH_SIZE"] == "16"
+    mixed, batch = propose(ctx, ("mixed_precision", "xla", "batch_size"))
+    assert mixed.env == {"TUIPROF_PRECISION": "mixed"} and batch.env == {"TUIPROF_BATCH_SIZE": "32"}

@@ -33,9 +33,11 @@ _FALSE = ("0", "false", "no", "off", "")
 def _get(setting: str, default: str) -> str:
     var = SETTING_VARS[setting]
     value = os.environ.get(var)
-    _read[var] = default if value is None else value
-    report_line({"info": {SETTINGS_KEY: dict(_read)}})  # no-op outside tuiprof
-    return default if value is None else value
+    seen = default if value is None else value
+    if _read.get(var) != seen:  # once per setting, however often a job asks
+        _read[var] = seen
+        report_line({"info": {SETTINGS_KEY: dict(_read)}})  # no-op outside tuiprof
+    return seen
 
 
 def _flag(setting: str, default: bool) -> bool:
