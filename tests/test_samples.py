@@ -60,10 +60,12 @@ def test_which_names_are_distributions() -> None:
         {"step": 1, "step_time_ms": 10.0},
         {"step": 2, "step_time_ms": 12.0},
         {"train_time_s": 5.0},  # once: a plain result
+        {"train_time_s": 5.5, "step_time_ms": 11.0},  # several metrics on a line: results
+        {"final_val_accuracy": 0.9, "train_time_s": 6.0},  # ... reported twice, still a result
     )
     assert set(state.distributions()) == {"latency_ms", "step_time_ms"}
     results = state.results()
-    assert results["val_accuracy"] == 0.95 and results["train_time_s"] == 5.0
+    assert results["val_accuracy"] == 0.95 and results["train_time_s"] == 6.0
     assert "latency_ms" not in results and results["latency_ms:p50"] == 3.0
     assert results["latency_ms:p99"] == pytest.approx(np.percentile([2, 4, 3], 99))
     assert results["step_time_ms:p90"] == pytest.approx(11.8)

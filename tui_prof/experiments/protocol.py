@@ -3,8 +3,9 @@
 Contract: each line is one JSON object, either `{"metric": NAME, "value": NUMBER}` (optionally
 with "epoch"/"step") or an object of several `name: value` pairs. Numbers become metrics (the
 last value of a name is its final value; every value stays in the series), except that a name
-reported more than once and never with an `epoch` is a distribution (a latency per request):
-its samples are kept and it becomes `NAME:p50|p90|p99` (tui_prof.experiments.samples); `epoch`,
+reported more than once alone on its line (a step aside) and never with an `epoch` is a
+distribution (a latency per request): its samples are kept and it becomes `NAME:p50|p90|p99`
+(tui_prof.experiments.samples); `epoch`,
 `step`, `epochs` and `batch_size` are context, not metrics; strings and booleans are run
 information (e.g. `dataset_fingerprint`). A line that is not such an object is skipped, never
 fatal, so a job's bad line cannot lose a run. Reading is incremental, so a growing file can be
@@ -87,9 +88,23 @@ def parse_line(line: str) -> dict[str, Any] | None:
     return obj
 
 
+def _sample_of(obj: dict[str, Any]) -> str | None:
+    """The one metric a line reports outside an epoch (`{"latency_ms": 3.2}`, perhaps with a
+    `step`): a sample of a distribution. A line with an epoch or several metrics is results."""
+    if "epoch" in obj:
+        return None
+    names = [
+        k
+        for k, v in obj.items()
+        if k not in CONTEXT_KEYS and k not in ("progress", "info") and _number(v) is not None
+    ]
+    return names[0] if len(names) == 1 else None
+
+
 def apply(state: MetricsState, obj: dict[str, Any]) -> None:
     """Fold one parsed line into the state."""
     state.series.append(obj)
+    sample = _sample_of(obj)
     for key, value in obj.items():
         n = _number(value)
         if key == "progress" and isinstance(value, str):
@@ -107,7 +122,7 @@ def apply(state: MetricsState, obj: dict[str, Any]) -> None:
             state.final[key] = n
             if "epoch" in obj:
                 state.per_epoch.add(key)
-            elif key in state.samples or len(state.samples) < MAX_DISTRIBUTIONS:
+            elif key == sample and (key in state.samples or len(state.samples) < MAX_DISTRIBUTIONS):
                 state.samples.setdefault(key, Reservoir(seed=state.seed)).add(n)
         elif value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
             state.info[key] = value

@@ -2,8 +2,11 @@
 latency per request, a time per step) is kept as samples and summarised by percentiles.
 
 Contract:
-- A name is a distribution when it was reported at least twice and never on a line that carries
-  an `epoch` (values per epoch are a training curve, whose last value is the result).
+- A name is a distribution when it was reported at least twice alone on its line (`{"latency_ms":
+  3.2}`, a `step` allowed beside it) and never on a line that carries an `epoch`: values per
+  epoch are a training curve, and a line of several metrics is a set of results, whose last
+  value counts (a result a job reports twice, say from a callback and again at its end, stays
+  a result).
 - `Reservoir` keeps every value up to `CAP` (10,000) per name and run; beyond that a uniform
   random sample of `CAP` of them (Algorithm R, seeded by the run id, so a rerun of the same
   reports gives the same sample); `count` is every value reported. A reservoir rather than the
