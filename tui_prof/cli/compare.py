@@ -125,8 +125,7 @@ def _metric_markdown(m: MetricReport, baseline: str) -> list[str]:
         for c in m.comparisons:
             ci = "–" if c.ci_low is None or c.ci_high is None else f"{c.ci_low:.3f}–{c.ci_high:.3f}"
             ratio = "–" if c.ratio is None else f"{c.ratio:.3f}"
-            notes = [n for n in (c.spread_note, c.repeats_note) if n]
-            verdict = c.verdict + "".join(f" ({n})" for n in notes)
+            verdict = c.verdict + (f" ({c.spread_note})" if c.spread_note else "")
             rows.append([c.variant, c.design, ratio, ci, verdict])
         header = [f"vs {baseline}", "design", "ratio", "95% CI", "verdict"]
         lines += ["", *_table(header, rows, range(2, 4))]

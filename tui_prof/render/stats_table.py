@@ -88,8 +88,6 @@ def comparisons_table(m: MetricReport) -> Table:
             verdict.stylize("bold yellow")
         if c.spread_note:
             verdict.append("\n" + c.spread_note, style="magenta")
-        if c.repeats_note:
-            verdict.append("\n" + c.repeats_note, style="dim")
         ratio = "–" if c.ratio is None else f"{c.ratio:.3f}"
         name = Text(c.variant, style="bold")
         name.append("\n" + c.design, style="dim")  # paired by repeat, or independent runs
@@ -123,13 +121,13 @@ def tradeoff_table(t: Tradeoff) -> Table:
     """Each variant's median and quartiles on both metrics, its worst run, and whether it is on
     the front (● on it, ○ beaten on both); short headers, so it fits a side pane."""
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1, 0, 0), show_edge=False)
-    table.add_column("", no_wrap=True)
-    table.add_column("variant", no_wrap=True)
+    table.add_column("  variant", no_wrap=True)
     for head in ("speed", "q1–q3", "quality", "q1–q3", "worst"):
         table.add_column(head, justify="right", no_wrap=True)
     for p, cells in zip(t.points, tradeoff_cells(t), strict=True):
-        front = Text("●", style="bold green") if p.pareto else Text("○", style="dim")
-        table.add_row(front, Text(cells[0], style="bold"), *cells[1:])
+        name = Text("● ", style="bold green") if p.pareto else Text("○ ", style="dim")
+        name.append(cells[0], style="bold")
+        table.add_row(name, *cells[1:])
     return table
 
 
