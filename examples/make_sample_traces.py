@@ -4,12 +4,13 @@
     python examples/make_sample_traces.py --check    # also print what TensorBoard's converter finds
     python examples/make_sample_traces.py --only torch_float32 torch_autocast   # PyTorch only
     python examples/make_sample_traces.py --gpu --only torch_cuda_float32 torch_cuda_autocast
+    python examples/make_sample_traces.py --only jax_step_markers jax_program_runs     # JAX only
     python examples/make_sample_traces.py --experiment  # only experiment_mixed_precision (`tuiprof
                                                         # run examples/mixed_precision.toml`, ~3 min)
 
 TensorFlow profiles come from examples/train_cnn.py, PyTorch ones (Kineto traces) from
-examples/train_torch.py on the CPU; the PyTorch ones are skipped, with a line, where torch is not
-installed.
+examples/train_torch.py on the CPU, JAX ones from examples/train_jax.py on the CPU; the PyTorch
+and JAX ones are skipped, with a line, where torch or jax is not installed.
 
 Each profile comes from its own Python process, because Keras's dtype policy and TensorFlow's
 profiler are process-wide. Seeds are fixed; timings, session names (a timestamp) and host file
@@ -29,6 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "sample_traces"
 TRAIN = ROOT / "examples" / "train_cnn.py"
 TRAIN_TORCH = ROOT / "examples" / "train_torch.py"
+TRAIN_JAX = ROOT / "examples" / "train_jax.py"
 EXPERIMENT = OUT / "experiment_mixed_precision"
 EXPERIMENT_SPEC = ROOT / "examples" / "mixed_precision.toml"
 
@@ -50,6 +52,14 @@ TORCH_GPU_PROFILES: dict[str, list[str]] = {
     "torch_cuda_float32": ["--precision", "float32", "--device", "cuda"],
     "torch_cuda_autocast": ["--precision", "autocast", "--device", "cuda"],
 }
+# name -> train_jax.py arguments: a jitted train step traced for global steps 5..14, with JAX's
+# step markers and without (then tuiprof's steps are the runs of the jitted step). Small
+# profiles: no HLO protos, no Python calls.
+JAX_PROFILES: dict[str, list[str]] = {
+    "jax_step_markers": ["--step-markers"],
+    "jax_program_runs": [],
+}
+JAX_COMMON = ["--epochs", "1", "--seed", "0", "--profile-steps", "5,14", "--small-profile"]
 
 
 def generate(name: str, args: list[str], script: Path = TRAIN, gpu: bool = False) -> None:
@@ -59,9 +69,11 @@ def generate(name: str, args: list[str], script: Path = TRAIN, gpu: bool = False
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
     if not gpu:
         env["CUDA_VISIBLE_DEVICES"] = ""
+        env["JAX_PLATFORMS"] = "cpu"
     for var in ("TUIPROF_METRICS_FILE", "TUIPROF_RUN_DIR"):
         env.pop(var, None)
-    cmd = [sys.executable, str(script), *args, *COMMON, "--logdir", str(logdir)]
+    common = JAX_COMMON if script == TRAIN_JAX else COMMON
+    cmd = [sys.executable, str(script), *args, *common, "--logdir", str(logdir)]
     print(f"== {name}: {' '.join(cmd[1:])}", flush=True)
     subprocess.run(cmd, check=True, env=env)
 
@@ -123,7 +135,7 @@ def main() -> int:
     parser.add_argument(
         "--only",
         nargs="*",
-        choices=sorted(PROFILES | TORCH_PROFILES | TORCH_GPU_PROFILES),
+        choices=sorted(PROFILES | TORCH_PROFILES | TORCH_GPU_PROFILES | JAX_PROFILES),
         help="regenerate only these",
     )
     parser.add_argument(
@@ -144,9 +156,22 @@ def main() -> int:
         has_torch = True
     except ImportError:
         has_torch = False
-    default = [*PROFILES, *TORCH_PROFILES, *(TORCH_GPU_PROFILES if args.gpu else [])]
+    import importlib.util
+
+    has_jax = importlib.util.find_spec("jax") is not None
+    default = [
+        *PROFILES,
+        *TORCH_PROFILES,
+        *(TORCH_GPU_PROFILES if args.gpu else []),
+        *JAX_PROFILES,
+    ]
     for name in args.only or default:
-        if name in TORCH_PROFILES or name in TORCH_GPU_PROFILES:
+        if name in JAX_PROFILES:
+            if not has_jax:
+                print(f"== {name}: skipped, jax is not installed (pip install -e '.[jax]')")
+                continue
+            generate(name, JAX_PROFILES[name], TRAIN_JAX)
+        elif name in TORCH_PROFILES or name in TORCH_GPU_PROFILES:
             if not has_torch:
                 print(f"== {name}: skipped, torch is not installed (pip install -e '.[torch]')")
                 continue
@@ -159,10 +184,13 @@ def main() -> int:
         "*.op_stats_v2.pb"
     ):  # written by TensorBoard if it opened these profiles
         leftover.unlink()
+    for name in JAX_PROFILES:  # JAX also writes a trace viewer copy; tuiprof reads the xplane
+        for trace in (OUT / name).rglob("*.trace.json.gz"):
+            trace.unlink()
 
     total = 0
     print("\nsample_traces/:")
-    for name in [*PROFILES, *TORCH_PROFILES, *TORCH_GPU_PROFILES]:
+    for name in [*PROFILES, *TORCH_PROFILES, *TORCH_GPU_PROFILES, *JAX_PROFILES]:
         for f in sorted((OUT / name).rglob("*")):
             if f.is_file():
                 total += f.stat().st_size

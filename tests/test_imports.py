@@ -54,6 +54,17 @@ def test_tui_app_loads_no_tensorflow() -> None:
     assert "tensorflow" not in loaded
 
 
+def test_analysing_jax_and_legacy_sessions_loads_no_framework() -> None:
+    code = (
+        "from tui_prof.profiles.load import summarize_session\n"
+        "summarize_session('sample_traces/jax_program_runs')\n"
+        "summarize_session('tests/data/legacy_tf22')"
+    )
+    loaded = _loaded_after(code)
+    for framework in ("jax", "jaxlib", "tensorflow", "torch", "textual"):
+        assert framework not in loaded, framework
+
+
 def test_diffing_two_sessions_loads_no_framework() -> None:
     code = (
         "from tui_prof.comparison.profile_diff import diff_targets, path_target\n"

@@ -14,6 +14,11 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
         "Cross-check official steps with tuiprof's own",
     ),
     (
+        "Steps from an XLA program…",
+        "screen.choose_step_program",
+        "JAX/XLA: take each run of a jitted function as a step (tuiprof summary --step-program)",
+    ),
+    (
         "Toggle full analysis of large profiles",
         "screen.toggle_full",
         "Run TensorBoard's converter even on profiles over $TUIPROF_LARGE_MB (op and kernel tables)",

@@ -11,8 +11,8 @@ from textual.widgets import Markdown
 HELP = """\
 # tuiprof
 
-Browse TensorBoard profiles (`*.xplane.pb`) offline: runs → sessions → hosts on the left,
-the selected session on the right. The tree follows the logdir: sessions a running job writes
+Browse TensorBoard and JAX profiles (`*.xplane.pb`; older `*.overview_page.pb` too) offline:
+runs → sessions → hosts on the left, the selected session on the right. The tree follows the logdir: sessions a running job writes
 appear within a second or two.
 
 **Experiments** (`e`): runs of repeated experiments, live, with the selected run's log and the
@@ -29,6 +29,7 @@ from running jobs with `a`, one breakdown bar per capture.
 | `tab` | next pane (tree, tabs, tables) |
 | `1` `2` `3` `4` | Overview, Steps, Top ops, Kernels tab |
 | `F` | use tuiprof's own step finder instead of official markers (cross-check) |
+| `P` | steps from the runs of an XLA program (JAX): pick which, or automatic |
 | `m` | mark the selected session as A of a diff (`m` again: unmark) |
 | `d` | diff: A against the selected session (B), op by op and kernel by kernel |
 | `d` | Experiments: diff the baseline against the selected run's variant (all their runs) |
@@ -48,8 +49,14 @@ from running jobs with `a`, one breakdown bar per capture.
   device, device collectives, host compute, kernel launch, input, output, compilation, all others.
   Where TensorBoard's converter finds steps, these are its numbers. Where it finds none
   ("No step marker observed"), tuiprof finds the steps in the raw events and says how.
-- **16-bit share**: the part of device compute time in FP16/BF16 ops. **TensorCore**: kernel
-  time on TensorCores.
+- **JAX / XLA** without step markers: a step is one run of the jitted train-step program (the
+  one with the most device time, or the one picked with `P`); the "Steps:" line names it.
+- **No steps**: no empty table, but each device's busy share of the profile, the XLA programs run
+  and how to mark steps. Older TensorBoard files (`*.overview_page.pb`) show the steps TensorBoard
+  saved then ("precomputed").
+- **16-bit share**: the part of device compute time in FP16/BF16 ops (from the steps, else from
+  the device ops' types or kernel names, as the line says). **TensorCore**: kernel time on
+  TensorCores.
 - **Diff** (`m`, then `d`): each op's and kernel's time per step in A and B and the change
   Δ = B − A (negative: B spends less), sorted by how much it moves the step; `new` and `gone`
   mark ops that appear or vanish. Op self times add up per side (host or device) to the op time
