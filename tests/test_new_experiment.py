@@ -175,3 +175,16 @@ def test_a_job_using_instrument_settings_is_offered_env_variants(tmp_path: Path)
     assert ctx is not None and ctx.settings["TUIPROF_BATCH_SIZE"] == "16"
     mixed, batch = propose(ctx, ("mixed_precision", "xla", "batch_size"))
     assert mixed.env == {"TUIPROF_PRECISION": "mixed"} and batch.env == {"TUIPROF_BATCH_SIZE": "32"}
+
+
+def test_changes_the_advice_names_in_its_order() -> None:
+    from tui_prof.profiles.advice import TIPS, suggested_changes
+
+    assert suggested_changes([TIPS["host_compute_cpu"]]) == ("batch_size", "xla", "mixed_precision")
+    assert suggested_changes([TIPS["input"], TIPS["device_compute"]]) == (
+        "input_pipeline",
+        "mixed_precision",
+        "xla",
+    )
+    assert suggested_changes(["XLA programs ran repeatedly here: choose one"]) == ()
+    assert suggested_changes([TIPS["compilation"]]) == ()

@@ -140,7 +140,7 @@ def recommendations(
 # tips: TensorFlow's above, and PyTorch's or JAX's where their readers word them alike).
 CHANGES: dict[str, str] = {
     "mixed_precision": r"mixed precision|mixed_float16|bfloat16|autocast|\bAMP\b|16-bit",
-    "xla": r"\bXLA\b|jit_compile|torch\.compile|jax\.jit",
+    "xla": r"\bXLA\b(?! program)|jit_compile|torch\.compile",  # not "XLA programs ran …"
     "batch_size": r"larger batch|batch size|per-device batch",
     "input_pipeline": r"input pipeline|prefetch|num_parallel_calls|num_workers|DataLoader|tf\.data",
 }
