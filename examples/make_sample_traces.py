@@ -5,6 +5,8 @@
     python examples/make_sample_traces.py --only torch_float32 torch_autocast   # PyTorch only
     python examples/make_sample_traces.py --gpu --only torch_cuda_float32 torch_cuda_autocast
     python examples/make_sample_traces.py --only jax_step_markers jax_program_runs     # JAX only
+    python examples/make_sample_traces.py --experiment  # only experiment_mixed_precision (`tuiprof
+                                                        # run examples/mixed_precision.toml`, ~3 min)
 
 TensorFlow profiles come from examples/train_cnn.py, PyTorch ones (Kineto traces) from
 examples/train_torch.py on the CPU, JAX ones from examples/train_jax.py on the CPU; the PyTorch
@@ -29,6 +31,8 @@ OUT = ROOT / "sample_traces"
 TRAIN = ROOT / "examples" / "train_cnn.py"
 TRAIN_TORCH = ROOT / "examples" / "train_torch.py"
 TRAIN_JAX = ROOT / "examples" / "train_jax.py"
+EXPERIMENT = OUT / "experiment_mixed_precision"
+EXPERIMENT_SPEC = ROOT / "examples" / "mixed_precision.toml"
 
 # name -> train_cnn.py arguments; every profile covers global steps 5..9.
 PROFILES: dict[str, list[str]] = {
@@ -74,6 +78,27 @@ def generate(name: str, args: list[str], script: Path = TRAIN, gpu: bool = False
     subprocess.run(cmd, check=True, env=env)
 
 
+def generate_experiment() -> None:
+    """Run examples/mixed_precision.toml with this checkout's tuiprof into a fresh
+    sample_traces/experiment_mixed_precision (its README.md is kept)."""
+    readme = EXPERIMENT / "README.md"
+    text = readme.read_text(encoding="utf-8") if readme.is_file() else None
+    shutil.rmtree(EXPERIMENT, ignore_errors=True)
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "CUDA_VISIBLE_DEVICES": ""}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    for key in [k for k in env if k.startswith("TUIPROF_")]:
+        env.pop(key)  # not a run of some outer experiment
+    cmd = [sys.executable, "-m", "tui_prof.cli", "run", str(EXPERIMENT_SPEC), "--headless"]
+    cmd += ["--no-profiler-port", "--output", str(EXPERIMENT)]
+    print(f"== {EXPERIMENT.name}: tuiprof run {EXPERIMENT_SPEC.relative_to(ROOT)}", flush=True)
+    try:
+        subprocess.run(cmd, check=True, env=env)
+    finally:
+        if text is not None:
+            EXPERIMENT.mkdir(parents=True, exist_ok=True)
+            readme.write_text(text, encoding="utf-8")
+
+
 def converter_verdict(path: Path) -> str:
     """What TensorBoard's converter (xprof) says about one profile, without writing next to it."""
     import json
@@ -116,7 +141,15 @@ def main() -> int:
     parser.add_argument(
         "--gpu", action="store_true", help="also the PyTorch CUDA profiles (needs a CUDA GPU)"
     )
+    parser.add_argument(
+        "--experiment",
+        action="store_true",
+        help="regenerate only experiment_mixed_precision, by running examples/mixed_precision.toml",
+    )
     args = parser.parse_args()
+    if args.experiment:
+        generate_experiment()
+        return 0
     try:
         import torch  # noqa: F401  (only to know whether the PyTorch samples can be made)
 
