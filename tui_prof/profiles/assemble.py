@@ -11,11 +11,13 @@ from collections.abc import Sequence
 
 from tui_prof.model import (
     CATEGORIES,
+    NATIVE_CATEGORIES,
     Environment,
     KernelStat,
     OpStat,
     Precision,
     ProfileSummary,
+    RankSummary,
     StepAverage,
     StepBreakdown,
     TensorCoreUse,
@@ -41,6 +43,12 @@ def average(steps: Sequence[StepBreakdown]) -> StepAverage | None:
     sds: dict[str, float | None] = {}
     for c in CATEGORIES:
         means[c], sds[c] = mean_std([s.breakdown_ms.get(c, 0.0) for s in steps])
+    native: dict[str, float] | None = None
+    if all(s.native_breakdown_ms is not None for s in steps):
+        native = {
+            c: sum((s.native_breakdown_ms or {}).get(c, 0.0) for s in steps) / n
+            for c in NATIVE_CATEGORIES
+        }
     return StepAverage(
         step_time_ms=st,
         breakdown_ms=means,
@@ -48,6 +56,7 @@ def average(steps: Sequence[StepBreakdown]) -> StepAverage | None:
         breakdown_std_ms=sds,
         min_step_time_ms=min(s.step_time_ms for s in steps),
         max_step_time_ms=max(s.step_time_ms for s in steps),
+        native_breakdown_ms=native,
     )
 
 
@@ -76,8 +85,12 @@ def assemble(
     kernels: list[KernelStat],
     ops: list[OpStat],
     warnings: list[str],
+    *,
+    framework: str = "",
+    ranks: Sequence[RankSummary] = (),
 ) -> ProfileSummary:
-    """The verdict and advice come from the same rules whichever reader found the numbers."""
+    """The verdict and advice come from the same rules whichever reader found the numbers;
+    `framework` picks the advice's vocabulary (advice.TIPS_BY_FRAMEWORK)."""
     avg = average(steps)
     tc = tensor_core_use(kernels)
     verdict, flagged = advice.bottleneck(avg, env.device_type)
@@ -94,6 +107,10 @@ def assemble(
         kernels=tuple(kernels),
         environment=env,
         bottleneck=verdict,
-        recommendations=tuple(advice.recommendations(flagged, env.device_type, prec, tc)),
+        recommendations=tuple(
+            advice.recommendations(flagged, env.device_type, prec, tc, framework=framework)
+        ),
         warnings=tuple(warnings),
+        framework=framework,
+        ranks=tuple(ranks),
     )

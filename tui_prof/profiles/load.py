@@ -20,6 +20,7 @@ from tui_prof.profiles.discover import Session, discover
 # Session format (as discover names it) → the module that reads it.
 READERS: dict[str, str] = {
     "xplane": "tui_prof.profiles.xplane.reader",
+    "kineto": "tui_prof.profiles.kineto.reader",
 }
 
 
