@@ -61,9 +61,10 @@ TIPS_PYTORCH: dict[str, str] = {
     "device_to_device": "Memory copies: memcpy/memset take the step — `pin_memory=True` with "
     "`.to(device, non_blocking=True)`; avoid `.cpu()`/`.item()` round trips and copies between "
     "devices inside the step.",
-    "other": "Other: time no op, kernel or copy covers (Python, synchronisation, waiting) — look at "
-    "the host threads in a trace viewer (Perfetto); `torch.compile` and CUDA graphs cut Python "
-    "overhead.",
+    "other": "All others: time no kernel, copy or op covers — the host waiting for the GPU "
+    "(`.item()`, `.cpu()`, `torch.cuda.synchronize()`, blocking copies) or for other ranks, or "
+    "Python between ops; look at the host threads in a trace viewer (Perfetto), remove syncs "
+    "from the step; `torch.compile` and CUDA graphs cut Python overhead.",
     "device_compute": "Device compute: the GPU is busy — speed up the math itself: "
     '`torch.autocast("cuda", dtype=torch.bfloat16)`, `torch.compile`, `channels_last` for '
     "convolutions (`model.to(memory_format=torch.channels_last)`), TF32 for float32 matmuls "

@@ -124,8 +124,9 @@ def _plugin_notes(results: Sequence[RankResult], steps: Sequence[StepBreakdown])
         notes.append(
             f"torch-tb-profiler shows Runtime 0 for this trace and counts its {runtime:.2f} ms "
             "per step of CUDA/HIP runtime calls (kernel launches, copies, syncs) as CPU Exec or "
-            "Other: it predates the cuda_runtime category. tuiprof counts them as Runtime "
-            "(native) and Kernel launch."
+            "Other: it predates the cuda_runtime category. tuiprof counts them as Runtime in "
+            "the plugin's categories, and as Kernel launch in its own but for calls that wait "
+            "for the GPU (…Synchronize, memcpy), whose time the GPU does not cover is All others."
         )
     gpu_marks = sum(r.gpu_step_marks for r in results)
     if gpu_marks:

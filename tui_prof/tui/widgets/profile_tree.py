@@ -20,6 +20,13 @@ def _size(n: int) -> str:
     return f"{n} B"
 
 
+def _hosts_label(session: Session) -> str:
+    """How many host files: hosts for TensorFlow/JAX, ranks for PyTorch traces (one per rank)."""
+    n = len(session.hosts)
+    noun = "rank" if session.format == "kineto" else "host"
+    return f"  {n} {noun}{'s' if n != 1 else ''}"
+
+
 class ProfileTree(Tree[NodeData]):
     """Runs, their sessions and each session's host files."""
 
@@ -47,9 +54,7 @@ class ProfileTree(Tree[NodeData]):
             rnode = self.root.add(Text(run.name, style="bold"), data=run, expand=True)
             for sess in run.sessions:
                 label = Text(sess.name)
-                label.append(
-                    f"  {len(sess.hosts)} host{'s' if len(sess.hosts) != 1 else ''}", style="dim"
-                )
+                label.append(_hosts_label(sess), style="dim")
                 snode = rnode.add(label, data=sess, expand=False)
                 self._session_nodes[str(sess.path)] = snode
                 for h in sess.hosts:
@@ -68,9 +73,7 @@ class ProfileTree(Tree[NodeData]):
         if node is None:
             return
         label = Text(("⚠ " if problem else "") + session.name, style="red" if problem else "")
-        label.append(
-            f"  {len(session.hosts)} host{'s' if len(session.hosts) != 1 else ''}", style="dim"
-        )
+        label.append(_hosts_label(session), style="dim")
         node.set_label(label)
 
     def action_expand_node(self) -> None:
