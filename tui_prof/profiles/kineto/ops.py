@@ -16,6 +16,9 @@ from dataclasses import dataclass, field
 from tui_prof.profiles.kineto import names
 from tui_prof.profiles.kineto.collect import HAS_16BIT_INPUT, IS_RUNTIME, Collector
 
+# Wrappers the plugin leaves out of its op table (node.py: ExcludeOpName, is_operator_node).
+NOT_OPS = ("DataParallel.forward", "DistributedDataParallel.forward", "Optimizer.")
+
 
 @dataclass
 class OpTotals:
@@ -88,7 +91,10 @@ def analyse_ops(c: Collector) -> OpsResult:
     launchers = _nest(c, host_self, op_of_node)
     res = OpsResult()
     ops = res.ops
+    listed = {nid: not c.names[nid].startswith(NOT_OPS) for nid in set(op_of_node)}
     for node, nid in enumerate(op_of_node):
+        if not listed[nid]:
+            continue
         t = ops.get(c.names[nid])
         if t is None:
             t = ops[c.names[nid]] = OpTotals()
@@ -101,7 +107,7 @@ def analyse_ops(c: Collector) -> OpsResult:
         dur = end - ts
         la = launchers.get(corr, none) if corr >= 0 else none
         op = c.names[la.op] if la.op >= 0 else ""
-        if op:
+        if op in ops:
             ops[op].device_self_us += dur
         name = c.names[nid]
         k = res.kernels.get((name, op))
@@ -124,6 +130,6 @@ def analyse_ops(c: Collector) -> OpsResult:
                 res.compute_16bit_us += dur
     for ts, end, corr, _dev in c.memcpy + c.memset:
         launcher = launchers.get(corr) if corr >= 0 else None
-        if launcher is not None and launcher.op >= 0:
+        if launcher is not None and launcher.op >= 0 and c.names[launcher.op] in ops:
             ops[c.names[launcher.op]].device_self_us += end - ts
     return res

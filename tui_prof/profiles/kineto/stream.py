@@ -63,6 +63,8 @@ class TraceStream:
         self.cancel = cancel
         self.progress = progress
         self.chunk_bytes = chunk_bytes
+        self.read_bytes = min(READ_BYTES, chunk_bytes)
+        self.parts = 0  # how many parts the events were decoded in
         self.meta = Meta()
         self.skipped = 0  # events dropped: fields of the wrong type
         self.unpacked = 0  # bytes of JSON read so far
@@ -75,7 +77,7 @@ class TraceStream:
     def _fill(self, f: BinaryIO, raw: BinaryIO, size: int, want: int) -> None:
         while len(self._buf) < want and not self._eof:
             try:
-                data = f.read(READ_BYTES)
+                data = f.read(self.read_bytes)
             except EOFError as exc:
                 raise ProfileError(
                     f"{self.name}: truncated gzip: the file ends before its end marker "
@@ -202,6 +204,7 @@ class TraceStream:
             del buf[:comma]
             buf[0] = ord("[")
             self._offset += comma
+            self.parts += 1
             return events
         return None
 
@@ -244,6 +247,7 @@ class TraceStream:
         """The rest of the file: the last events and the metadata after them, one document."""
         doc = b'{"traceEvents":' + bytes(self._buf)
         self._buf.clear()
+        self.parts += 1
         try:
             trace = self._decode_trace(doc)
         except msgspec.DecodeError as exc:
