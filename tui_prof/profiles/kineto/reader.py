@@ -59,7 +59,7 @@ def _read_ranks(
                 raise
             errors.append(str(exc))
     if not results:
-        raise ProfileError(f"no rank could be read: {errors[0]}")
+        raise ProfileError(f"no rank could be read: {'; '.join(errors)}")
     return results, [f"Could not read {e}" for e in errors]
 
 

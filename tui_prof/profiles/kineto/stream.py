@@ -56,14 +56,14 @@ class TraceStream:
         *,
         cancel: threading.Event | None = None,
         progress: Callable[[float], object] | None = None,
-        chunk_bytes: int = CHUNK_BYTES,
+        chunk_bytes: int | None = None,
     ) -> None:
         self.path = path
         self.name = path.name
         self.cancel = cancel
         self.progress = progress
-        self.chunk_bytes = chunk_bytes
-        self.read_bytes = min(READ_BYTES, chunk_bytes)
+        self.chunk_bytes = chunk_bytes or CHUNK_BYTES
+        self.read_bytes = min(READ_BYTES, self.chunk_bytes)
         self.parts = 0  # how many parts the events were decoded in
         self.meta = Meta()
         self.skipped = 0  # events dropped: fields of the wrong type
@@ -241,7 +241,7 @@ class TraceStream:
             raise ProfileError(f"{self.name}: not JSON ({exc})") from exc
         head = msgspec.json.decode(doc)
         info = head.get("distributedInfo") if isinstance(head, dict) else None
-        return Meta(distributedInfo=info if isinstance(info, dict) else None) or fallback
+        return Meta(distributedInfo=info if isinstance(info, dict) else fallback.distributedInfo)
 
     def _last(self) -> list[Event]:
         """The rest of the file: the last events and the metadata after them, one document."""
@@ -286,8 +286,10 @@ class TraceStream:
             obj = msgspec.json.decode(doc)
         except msgspec.DecodeError as exc:
             raise ProfileError(f"{self.name}: {self._describe(exc)}") from exc
-        if isinstance(obj, list):
-            return self._salvage(obj)
+        if isinstance(obj, list):  # Chrome's other trace format: a bare array of events
+            events = self._salvage(obj)
+            if events or not obj:
+                return events
         raise ProfileError(f"{self.name}: JSON, but not a trace (no traceEvents)")
 
     def _merge(self, trace: Trace) -> None:
