@@ -15,7 +15,7 @@ from enum import IntEnum
 import msgspec
 
 
-class Args(msgspec.Struct):
+class Args(msgspec.Struct, gc=False):
     """The `args` fields the reader uses (two spellings of the external id across versions)."""
 
     external_id: int | None = msgspec.field(default=None, name="External id")
@@ -26,7 +26,7 @@ class Args(msgspec.Struct):
     occupancy: float | None = msgspec.field(default=None, name="est. achieved occupancy %")
 
 
-class Event(msgspec.Struct):
+class Event(msgspec.Struct, gc=False):
     """One Chrome-trace event; `ts`/`dur` in microseconds (floats: ROCm traces carry ns)."""
 
     ph: str = ""

@@ -44,35 +44,34 @@ class OpsResult:
     compute_16bit_us: float = 0.0
 
 
-@dataclass
-class _Launcher:
-    """What a runtime call inherits from the op around it."""
-
-    op: int  # name id, -1 outside any op
-    eligible: bool
-    sixteen: bool
+# What a runtime call inherits from the op around it: (op name id or -1 outside any op, in a
+# Tensor-Core-eligible op, the op's inputs are 16-bit). Tuples: one is made per op.
+_Launcher = tuple[int, bool, bool]
+_OUTSIDE: _Launcher = (-1, False, False)
 
 
 def _nest(c: Collector, host_self: list[float], op_of_node: list[int]) -> dict[int, _Launcher]:
     """Walk each thread's ops and runtime calls by time; fill self times, map launches to ops."""
     launchers: dict[int, _Launcher] = {}
     eligible_name: dict[int, bool] = {}
+    outside = _OUTSIDE
     for events in c.threads.values():
-        events.sort(key=lambda x: (x[0], -x[1]))
-        # stack entries: (end, node index, eligible here, has 16-bit inputs)
-        stack: list[tuple[float, int, bool, bool]] = []
-        for ts, end, nid, flags, corr in events:
+        events.sort()  # (ts, -end, …): an enclosing span before what it encloses
+        # stack entries: (end, node index, its launcher record)
+        stack: list[tuple[float, int, _Launcher]] = []
+        for ts, negend, nid, flags, corr in events:
+            end = -negend
             while stack and stack[-1][0] <= ts:
                 stack.pop()
-            parent = stack[-1] if stack else None
-            if parent is not None:
-                host_self[parent[1]] -= min(end, parent[0]) - ts
+            if stack:
+                top = stack[-1]
+                host_self[top[1]] -= (end if end < top[0] else top[0]) - ts
+                parent = top[2]
+            else:
+                parent = outside
             if flags & IS_RUNTIME:
                 if corr >= 0:
-                    if parent is None:
-                        launchers[corr] = _Launcher(-1, False, False)
-                    else:
-                        launchers[corr] = _Launcher(op_of_node[parent[1]], parent[2], parent[3])
+                    launchers[corr] = parent
                 continue
             node = len(host_self)
             host_self.append(end - ts)
@@ -80,8 +79,7 @@ def _nest(c: Collector, host_self: list[float], op_of_node: list[int]) -> dict[i
             el = eligible_name.get(nid)
             if el is None:
                 el = eligible_name[nid] = names.tc_eligible_op(c.names[nid])
-            eligible = el or (parent is not None and parent[2])
-            stack.append((end, node, eligible, bool(flags & HAS_16BIT_INPUT)))
+            stack.append((end, node, (nid, el or parent[1], bool(flags & HAS_16BIT_INPUT))))
     return launchers
 
 
@@ -100,19 +98,19 @@ def analyse_ops(c: Collector) -> OpsResult:
             t = ops[c.names[nid]] = OpTotals()
         t.calls += 1
         t.host_self_us += max(0.0, host_self[node])
-    none = _Launcher(-1, False, False)
+    none = _OUTSIDE
     collective: dict[int, bool] = {}
     tc: dict[int, bool] = {}
     for ts, end, nid, corr, _ext, _dev, occ in c.kernels:
         dur = end - ts
         la = launchers.get(corr, none) if corr >= 0 else none
-        op = c.names[la.op] if la.op >= 0 else ""
+        op = c.names[la[0]] if la[0] >= 0 else ""
         if op in ops:
             ops[op].device_self_us += dur
         name = c.names[nid]
         k = res.kernels.get((name, op))
         if k is None:
-            k = res.kernels[(name, op)] = KernelTotals(eligible=la.eligible)
+            k = res.kernels[(name, op)] = KernelTotals(eligible=la[1])
         k.calls += 1
         k.total_us += dur
         if occ >= 0:
@@ -126,10 +124,10 @@ def analyse_ops(c: Collector) -> OpsResult:
             sixteen = tc.get(nid)
             if sixteen is None:
                 sixteen = tc[nid] = names.is_16bit_kernel(name)
-            if sixteen or la.sixteen:
+            if sixteen or la[2]:
                 res.compute_16bit_us += dur
     for ts, end, corr, _dev in c.memcpy + c.memset:
         launcher = launchers.get(corr) if corr >= 0 else None
-        if launcher is not None and launcher.op >= 0 and c.names[launcher.op] in ops:
-            ops[c.names[launcher.op]].device_self_us += end - ts
+        if launcher is not None and launcher[0] >= 0 and c.names[launcher[0]] in ops:
+            ops[c.names[launcher[0]]].device_self_us += end - ts
     return res

@@ -26,7 +26,7 @@ import numpy as np
 
 from tui_prof.model import StepBreakdown
 from tui_prof.profiles.kineto import names
-from tui_prof.profiles.kineto.collect import Collector
+from tui_prof.profiles.kineto.collect import Array, Collector, Device
 from tui_prof.profiles.kineto.ops import OpsResult, analyse_ops
 from tui_prof.profiles.kineto.ranges import Ranges, as_ranges, partition
 from tui_prof.profiles.kineto.steps import Steps, find_steps
@@ -78,59 +78,52 @@ def _int(v: object) -> int | None:
     return None
 
 
-def _roles(c: Collector, base: float) -> tuple[list[Ranges], list[Ranges]]:
+def _ids_where(c: Collector, ids: Array, rule: Callable[[str], bool]) -> Array:
+    """The distinct name ids among `ids` whose name satisfies `rule`."""
+    return np.array([i for i in np.unique(ids) if rule(c.names[int(i)])], dtype=np.float64)
+
+
+def _roles(c: Collector, dev: Device, base: float) -> tuple[list[Ranges], list[Ranges]]:
     """The role ranges of both vocabularies, in priority order."""
-    comm_ext = c.comm_ext
-    Kernel = tuple[float, float, int, int, int, int, float]
-    kernel: list[Kernel] = []
-    comm_by_ext: list[Kernel] = []
-    compute: list[Kernel] = []
-    coll_by_name: list[Kernel] = []
-    coll_name: dict[int, bool] = {}
-    for k in c.kernels:
-        by_ext = k[4] in comm_ext
-        (comm_by_ext if by_ext else kernel).append(k)
-        by_name = coll_name.get(k[2])
-        if by_name is None:
-            by_name = coll_name[k[2]] = names.is_collective(c.names[k[2]])
-        (coll_by_name if (by_ext or by_name) else compute).append(k)
-    memcpy = as_ranges(c.memcpy, base)
-    memset = as_ranges(c.memset, base)
+    k = dev.kernels
+    by_ext = np.isin(k[:, 4], np.fromiter(c.comm_ext, dtype=np.float64, count=len(c.comm_ext)))
+    by_name = np.isin(k[:, 2], _ids_where(c, k[:, 2], names.is_collective))
+    collective = by_ext | by_name
+    rt = dev.runtimes
+    waits = np.isin(rt[:, 3], _ids_where(c, rt[:, 3], lambda n: WAIT_CALL.search(n) is not None))
+
+    def span(rows: Array) -> Ranges:
+        return rows[:, :2] - base
+
+    memcpy, memset = span(dev.memcpy), span(dev.memset)
     host_comm = as_ranges(c.comm_host, base)
-    runtime = as_ranges(c.runtimes, base)
-    waits: dict[int, bool] = {}
-    launch: list[tuple[float, float, int, int]] = []
-    wait: list[tuple[float, float, int, int]] = []
-    for rt in c.runtimes:
-        w = waits.get(rt[3])
-        if w is None:
-            w = waits[rt[3]] = WAIT_CALL.search(c.names[rt[3]]) is not None
-        (wait if w else launch).append(rt)
     dataloader = as_ranges(c.dataloader, base)
-    cpu = as_ranges(c.cpu_ops, base)
+    cpu = span(dev.cpu_exec)
     native = [
-        as_ranges(kernel, base),
+        span(k[~by_ext]),
         memcpy,
         memset,
-        np.concatenate([as_ranges(comm_by_ext, base), host_comm]),
-        runtime,
+        np.concatenate([span(k[by_ext]), host_comm]),
+        span(rt),
         dataloader,
         cpu,
     ]
     ours = [
-        as_ranges(compute, base),
+        span(k[~collective]),
         np.concatenate([memcpy, memset]),
-        np.concatenate([as_ranges(coll_by_name, base), host_comm]),
-        as_ranges(launch, base),
+        np.concatenate([span(k[collective]), host_comm]),
+        span(rt[~waits]),
         dataloader,
-        as_ranges(wait, base),
+        span(rt[waits]),
         cpu,
     ]
     return native, ours
 
 
-def _devices(c: Collector, props: list[dict[str, object]] | None) -> tuple[list[str], int]:
-    used = sorted({k[5] for k in c.kernels} | {m[3] for m in c.memcpy + c.memset if m[3] >= 0})
+def _devices(dev: Device, props: list[dict[str, object]] | None) -> tuple[list[str], int]:
+    used = sorted(
+        int(d) for d in np.unique(np.concatenate([dev.kernels[:, 5], dev.copies[:, 3]])) if d >= 0
+    )
     by_id: dict[int, str] = {}
     for i, p in enumerate(props or []):
         if isinstance(p, dict):
@@ -163,12 +156,13 @@ def analyse_file(
         )
     if c.negative:
         warnings.append(f"{name}: {c.negative:,} events with negative durations counted as 0")
-    steps = find_steps(c, ignore_markers=ignore_markers)
+    dev = c.device()
+    steps = find_steps(c, dev, ignore_markers=ignore_markers)
     breakdowns: list[StepBreakdown] = []
     runtime_per_step = 0.0
     if steps is not None and steps.spans:
         base = steps.spans[0][0]
-        native_roles, our_roles = _roles(c, base)
+        native_roles, our_roles = _roles(c, dev, base)
         spans = as_ranges(steps.spans, base)
         native = partition(native_roles, spans) / 1000.0
         ours = partition(our_roles, spans) / 1000.0
@@ -186,7 +180,7 @@ def analyse_file(
                 )
             )
         runtime_per_step = float(native[:, NATIVE_ORDER.index("runtime")].mean())
-    device_names, used = _devices(c, meta.deviceProperties)
+    device_names, used = _devices(dev, meta.deviceProperties)
     return RankResult(
         name=name,
         rank=_int(info.get("rank")),
@@ -196,7 +190,7 @@ def analyse_file(
         ops=analyse_ops(c),
         device_names=device_names,
         devices_used=used,
-        on_device=bool(c.kernels or c.memcpy or c.memset or c.runtimes or used),
+        on_device=bool(c.kernels or c.memcpy or c.memset or c.runtime_calls or used),
         runtime_ms_per_step=runtime_per_step,
         runtime_2021=c.runtime_2021 > 0,
         warnings=warnings,

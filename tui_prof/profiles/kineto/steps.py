@@ -20,12 +20,13 @@ stopped before their kernels were recorded), as the plugin does.
 
 from __future__ import annotations
 
-import bisect
 import dataclasses
 import itertools
 from dataclasses import dataclass, field
 
-from tui_prof.profiles.kineto.collect import Collector
+import numpy as np
+
+from tui_prof.profiles.kineto.collect import Collector, Device
 
 TAIL_KEEP_RATIO = 0.8  # the plugin's: a last step with fewer device events is cut short
 
@@ -86,51 +87,52 @@ def _whole(c: Collector) -> Steps | None:
 
 
 def _device_work(
-    c: Collector, steps: Steps
+    dev: Device, steps: Steps
 ) -> tuple[list[tuple[float, float] | None], list[int], float | None]:
     """Per step: (first start, last end) of the device work its runtime calls launched, and how
-    many device events; plus the end of the last unmatched device event before step 0's work."""
-    by_corr: dict[int, list[tuple[float, float]]] = {}
-    loose: list[float] = []  # ends of device events without a correlation id
-    for ts, end, _n, corr, *_rest in c.kernels:
-        if corr >= 0:
-            by_corr.setdefault(corr, []).append((ts, end))
-        else:
-            loose.append(end)
-    for ts, end, corr, _dev in c.memcpy + c.memset:
-        if corr >= 0:
-            by_corr.setdefault(corr, []).append((ts, end))
-        else:
-            loose.append(end)
-    starts = [s for s, _ in steps.spans]
-    work: list[tuple[float, float] | None] = [None] * len(steps.spans)
-    counts = [0] * len(steps.spans)
-    matched: set[int] = set()
-    for ts, end, corr, _n in c.runtimes:
-        nodes = by_corr.get(corr)
-        if not nodes:
-            continue
-        i = bisect.bisect_right(starts, ts) - 1
-        if i < 0 or end > steps.spans[i][1]:
-            continue
-        matched.add(corr)
-        lo = min(s for s, _ in nodes)
-        hi = max(e for _, e in nodes)
-        w = work[i]
-        work[i] = (min(lo, w[0]), max(hi, w[1])) if w else (lo, hi)
-        counts[i] += len(nodes)
-    if not matched:
+    many device events; plus the end of the last unmatched device event before step 0's work
+    (None when no runtime call inside a step launched anything: the plugin's is_use_gpu)."""
+    n = len(steps.spans)
+    work: list[tuple[float, float] | None] = [None] * n
+    counts = [0] * n
+    events = np.concatenate([dev.kernels[:, [3, 0, 1]], dev.copies[:, [2, 0, 1]]])
+    linked = events[events[:, 0] >= 0]
+    if not len(linked) or not len(dev.runtimes):
         return work, counts, None
+    order = np.argsort(linked[:, 0], kind="stable")
+    corr = linked[order, 0]
+    ids, first, sizes = np.unique(corr, return_index=True, return_counts=True)
+    lo = np.minimum.reduceat(linked[order, 1], first)
+    hi = np.maximum.reduceat(linked[order, 2], first)
+    rt = dev.runtimes
+    at = np.minimum(np.searchsorted(ids, rt[:, 2]), len(ids) - 1)
+    launches = ids[at] == rt[:, 2]
+    spans = np.asarray(steps.spans, dtype=np.float64)
+    step = np.searchsorted(spans[:, 0], rt[:, 0], side="right") - 1
+    inside = launches & (step >= 0)
+    inside[inside] &= rt[inside, 1] <= spans[step[inside], 1]
+    if not inside.any():
+        return work, counts, None
+    s_idx, c_idx = step[inside], at[inside]
+    w_lo = np.full(n, np.inf)
+    w_hi = np.full(n, -np.inf)
+    np.minimum.at(w_lo, s_idx, lo[c_idx])
+    np.maximum.at(w_hi, s_idx, hi[c_idx])
+    per_step = np.bincount(s_idx, weights=sizes[c_idx], minlength=n)
+    for i in range(n):
+        if per_step[i] > 0:
+            work[i] = (float(w_lo[i]), float(w_hi[i]))
+            counts[i] = int(per_step[i])
     prev = steps.spans[0][0]
-    first = work[0]
-    if first is not None:
-        for corr, nodes in by_corr.items():
-            if corr in matched:
-                continue
-            for _s, e in nodes:
-                if e < first[0]:
-                    prev = max(prev, e)
-        prev = max([prev, *(e for e in loose if e < first[0])])
+    if work[0] is not None:
+        matched = np.zeros(len(ids), dtype=bool)
+        matched[c_idx] = True
+        unmatched_ends = np.concatenate(
+            [events[events[:, 0] < 0, 2], linked[~np.isin(linked[:, 0], ids[matched]), 2]]
+        )
+        before = unmatched_ends[unmatched_ends < work[0][0]]
+        if len(before):
+            prev = max(prev, float(before.max()))
     return work, counts, prev
 
 
@@ -165,7 +167,7 @@ def _drop_tail(steps: Steps, counts: list[int]) -> None:
         )
 
 
-def find_steps(c: Collector, *, ignore_markers: bool = False) -> Steps | None:
+def find_steps(c: Collector, dev: Device, *, ignore_markers: bool = False) -> Steps | None:
     """The steps of one rank's trace, or None when it has no timed events at all.
 
     `ignore_markers` skips the ProfilerStep#N markers (`tuiprof summary --fallback`)."""
@@ -174,7 +176,7 @@ def find_steps(c: Collector, *, ignore_markers: bool = False) -> Steps | None:
     steps = _marked(c) or _whole(c)
     if steps is None:
         return None
-    work, counts, prev = _device_work(c, steps)
+    work, counts, prev = _device_work(dev, steps)
     if prev is None:
         return steps
     if c.runtime_2021 > 0:

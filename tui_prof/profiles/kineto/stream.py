@@ -30,7 +30,7 @@ import msgspec
 from tui_prof.model import Cancelled, ProfileError
 from tui_prof.profiles.kineto.events import Event, Meta, Trace
 
-CHUNK_BYTES = 32 * 2**20  # unpacked JSON decoded at a time
+CHUNK_BYTES = 16 * 2**20  # unpacked JSON decoded at a time
 READ_BYTES = 4 * 2**20
 HEAD_LIMIT = 64 * 2**20  # "traceEvents" must start within this many bytes
 CUT_ATTEMPTS = 8
@@ -244,18 +244,20 @@ class TraceStream:
         return Meta(distributedInfo=info if isinstance(info, dict) else fallback.distributedInfo)
 
     def _last(self) -> list[Event]:
-        """The rest of the file: the last events and the metadata after them, one document."""
-        doc = b'{"traceEvents":' + bytes(self._buf)
-        self._buf.clear()
+        """The rest of the file: the last events and the metadata after them, one document
+        (made in place: the buffer gets the key in front, no copy of it)."""
+        self._buf[0:0] = b'{"traceEvents":'
         self.parts += 1
         try:
-            trace = self._decode_trace(doc)
+            trace = self._decode_trace(self._buf)
         except msgspec.DecodeError as exc:
             raise ProfileError(f"{self.name}: {self._describe(exc)}") from exc
+        finally:
+            self._buf.clear()
         self._merge(trace)
         return trace.traceEvents
 
-    def _decode_trace(self, doc: bytes) -> Trace:
+    def _decode_trace(self, doc: bytes | bytearray) -> Trace:
         try:
             return _trace_decoder.decode(doc)
         except msgspec.ValidationError:
