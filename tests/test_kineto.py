@@ -281,3 +281,20 @@ def test_dataloader_spans_are_input(tmp_path: Path) -> None:
     assert s.steps[0].breakdown_ms["input"] == pytest.approx(0.6)
     assert s.bottleneck.startswith("Input-bound")
     assert any("DataLoader(num_workers" in r for r in s.recommendations)
+
+
+def test_reading_a_pytorch_trace_imports_no_framework(tmp_path: Path) -> None:
+    path = two_steps().write(tmp_path / "t.pt.trace.json")
+    probe = (
+        "import sys\n"
+        "from tui_prof.profiles.load import summarize_session\n"
+        f"summarize_session({str(path)!r})\n"
+        "print(' '.join(sorted({m.split('.')[0] for m in sys.modules})))\n"
+    )
+    loaded = set(
+        subprocess.run(
+            [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+        ).stdout.split()
+    )
+    assert not loaded & {"torch", "tensorflow", "jax", "textual", "torch_tb_profiler", "hta"}
+    assert "msgspec" in loaded

@@ -118,19 +118,24 @@ def _kineto_sessions(
     entries: list[os.DirEntry[str]], d: Path, root: Path, problems: list[str], dir_taken: bool
 ) -> list[Session]:
     """The PyTorch trace sessions among one directory's entries."""
+    candidates = [e for e in entries if e.name.endswith(detect.JSON_SUFFIXES)]
+    if not candidates:  # the common case: nothing more to do for this directory
+        return []
     files: list[detect.TraceFile] = []
-    for e in entries:
-        if not detect.is_json_name(e.name):
-            continue
+    for e in candidates:
         try:
             if not e.is_file():
                 continue
-            tf = detect.trace_file(e)
+            # A TensorBoard session directory's JSON files are its trace viewer's, never
+            # PyTorch's: only *.pt.trace.json names count there, nothing is opened.
+            tf = detect.trace_file(e, sniff_plain=not dir_taken)
         except OSError as exc:
             problems.append(f"{display_path(Path(e.path))}: cannot read ({exc.strerror})")
             continue
         if tf is not None:
             files.append(tf)
+    if not files:
+        return []
     groups = detect.group(files)
     run = _run_name(d, root)
     sessions = []

@@ -51,8 +51,11 @@ class Group:
     files: tuple[TraceFile, ...]
 
 
+JSON_SUFFIXES = (".json", ".json.gz")
+
+
 def is_json_name(name: str) -> bool:
-    return name.endswith((".json", ".json.gz"))
+    return name.endswith(JSON_SUFFIXES)
 
 
 def strip_json(name: str) -> str:
@@ -116,13 +119,15 @@ def trace_file(entry: os.DirEntry[str], *, sniff_plain: bool = True) -> TraceFil
     name = entry.name
     m = PT_TRACE.match(name)
     rank = None
+    if m is None and not (sniff_plain and is_json_name(name)):
+        return None
+    st = entry.stat()
     if m is None:
-        if not sniff_plain or not is_json_name(name):
+        if st.st_size == 0:
             return None
         ok, rank = sniff(Path(entry.path))
         if not ok:
             return None
-    st = entry.stat()
     worker = m.group(1) if m else strip_json(name)
     span = int(m.group(2)[1:]) if m and m.group(2) else None
     return TraceFile(Path(entry.path), worker, span, rank, st.st_size, st.st_mtime)
