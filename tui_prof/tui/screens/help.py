@@ -11,9 +11,10 @@ from textual.widgets import Markdown
 HELP = """\
 # tuiprof
 
-Browse TensorBoard profiles (`*.xplane.pb`) offline: runs → sessions → hosts on the left,
-the selected session on the right. The tree follows the logdir: sessions a running job writes
-appear within a second or two.
+Browse TensorBoard profiles (`*.xplane.pb`) and PyTorch profiler traces (`*.pt.trace.json[.gz]`,
+other Kineto JSON) offline: runs → sessions → hosts (ranks) on the left, the selected session on
+the right. The tree follows the logdir: TensorFlow sessions a running job writes appear within a
+second or two (`f5` lists new PyTorch traces).
 
 **Experiments** (`e`): runs of repeated experiments, live, with the selected run's log and the
 comparison (statistics, confidence intervals, box plots). **Captures** (`c`): profiles captured
@@ -44,6 +45,10 @@ from running jobs with `a`, one breakdown bar per capture.
   ("No step marker observed"), tuiprof finds the steps in the raw events and says how.
 - **16-bit share**: the part of device compute time in FP16/BF16 ops. **TensorCore**: kernel
   time on TensorCores.
+- **PyTorch sessions** also show the PyTorch TensorBoard plugin's own categories (kernel, memcpy,
+  memset, communication, runtime, DataLoader, CPU exec, other) and, with several ranks, each
+  rank's step time with the slowest marked. The plugin reads today's runtime calls as CPU exec;
+  tuiprof counts them as runtime and says so.
 - Analyses are cached by file size and time; a changed file is analysed again.
 - Profiles of 200 MB or more (`TUIPROF_LARGE_MB`) are read by tuiprof's streaming reader: steps,
   breakdown and 16-bit share in seconds and little memory, no op or kernel tables. The command
