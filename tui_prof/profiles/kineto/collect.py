@@ -133,6 +133,7 @@ class Collector:
     _sixteen: dict[tuple[str, ...], bool] = field(default_factory=dict)
 
     def device(self) -> Device:
+        """The device events, runtime calls and CPU Exec spans as arrays; sets the spans above."""
         n = sum(len(rows) for rows in self.threads.values())
         rows = cast(
             Array,

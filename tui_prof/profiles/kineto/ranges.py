@@ -53,19 +53,3 @@ def partition(roles: Sequence[Ranges], steps: Ranges) -> npt.NDArray[np.float64]
         if b > a:
             out[j] = np.bincount(owner[a:b], weights=seg[a:b], minlength=r + 1)
     return out
-
-
-def covered(ranges: Ranges) -> float:
-    """Total length of the union of ranges."""
-    if not len(ranges):
-        return 0.0
-    order = np.argsort(ranges[:, 0], kind="stable")
-    s, e = ranges[order, 0], np.maximum.accumulate(ranges[order, 1])
-    starts_new = np.empty(len(s), dtype=bool)
-    starts_new[0] = True
-    starts_new[1:] = s[1:] > e[:-1]
-    group = np.cumsum(starts_new) - 1
-    lo = s[starts_new]
-    hi = np.zeros(len(lo))
-    np.maximum.at(hi, group, e)
-    return float(np.sum(hi - lo))
