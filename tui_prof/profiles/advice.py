@@ -88,6 +88,18 @@ TENSOR_CORE_TIP_PYTORCH = (
     "(`torch.backends.cuda.matmul.allow_tf32 = True`), and dimensions in multiples of 8."
 )
 
+# Where a profile has no steps: how to mark them (JAX, TensorFlow, tuiprof's helpers).
+STEP_MARKERS_TIP = (
+    "No steps: mark each training step to get a step-time breakdown — JAX: "
+    '`with jax.profiler.StepTraceAnnotation("train", step_num=step):`; TensorFlow: '
+    '`with tf.profiler.experimental.Trace("train", step_num=step, _r=1):`; or tuiprof\'s '
+    "helpers (`tui_prof.instrument.jax.trace_steps`, `TuiprofCallback`, `tuiprof_run`)."
+)
+PROGRAM_RUNS_TIP = (
+    "XLA programs ran repeatedly here: `tuiprof summary --step-program NAME` (in the TUI: `P`) "
+    "takes each run of one as a step, e.g. {name} ({runs} runs)."
+)
+
 MIXED_PRECISION_TIP = (
     "Consider mixed precision: only {p16:.1f}% of device compute is 16-bit. "
     "`keras.mixed_precision.set_global_policy('mixed_float16')` uses TensorCores on recent GPUs."

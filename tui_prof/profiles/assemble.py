@@ -12,11 +12,13 @@ from collections.abc import Sequence
 from tui_prof.model import (
     CATEGORIES,
     NATIVE_CATEGORIES,
+    DeviceUtilization,
     Environment,
     KernelStat,
     OpStat,
     Precision,
     ProfileSummary,
+    ProgramStat,
     RankSummary,
     StepAverage,
     StepBreakdown,
@@ -86,14 +88,25 @@ def assemble(
     ops: list[OpStat],
     warnings: list[str],
     *,
+    utilization: DeviceUtilization | None = None,
+    programs: Sequence[ProgramStat] = (),
     framework: str = "",
     ranks: Sequence[RankSummary] = (),
 ) -> ProfileSummary:
     """The verdict and advice come from the same rules whichever reader found the numbers;
+    a profile without steps gets how to mark them (and the programs that could be steps);
     `framework` picks the advice's vocabulary (advice.TIPS_BY_FRAMEWORK)."""
     avg = average(steps)
     tc = tensor_core_use(kernels)
     verdict, flagged = advice.bottleneck(avg, env.device_type)
+    tips = advice.recommendations(flagged, env.device_type, prec, tc, framework=framework)
+    if avg is None:
+        repeated = [p for p in programs if p.runs >= 2]
+        if repeated and "TPU" not in env.device_type:  # TPU events carry no launch ids
+            tips.insert(
+                0, advice.PROGRAM_RUNS_TIP.format(name=repeated[0].name, runs=repeated[0].runs)
+            )
+        tips.insert(0, advice.STEP_MARKERS_TIP)
     return ProfileSummary(
         path=display_path(session.path),
         hosts=env.hosts,
@@ -107,10 +120,10 @@ def assemble(
         kernels=tuple(kernels),
         environment=env,
         bottleneck=verdict,
-        recommendations=tuple(
-            advice.recommendations(flagged, env.device_type, prec, tc, framework=framework)
-        ),
+        recommendations=tuple(tips),
         warnings=tuple(warnings),
+        device_utilization=utilization,
+        programs=tuple(programs),
         framework=framework,
         ranks=tuple(ranks),
     )

@@ -19,11 +19,14 @@ from typing import Any
 
 from tui_prof import __version__
 from tui_prof.model import (
+    DeviceBusy,
+    DeviceUtilization,
     Environment,
     KernelStat,
     OpStat,
     Precision,
     ProfileSummary,
+    ProgramStat,
     RankSummary,
     StepAverage,
     StepBreakdown,
@@ -31,7 +34,9 @@ from tui_prof.model import (
 )
 from tui_prof.profiles.discover import Session, display_path
 
-SCHEMA = 1
+# 2: top_ops holds every op (the diff needs them all), no longer the first 50.
+# 3: device utilisation, XLA programs, the precision's source.
+SCHEMA = 3
 
 
 def cache_dir() -> Path:
@@ -45,9 +50,10 @@ def cache_key(session: Session, variant: str = "") -> str:
     """Changes whenever a host file, tuiprof's version or the analysis variant changes."""
     h = hashlib.sha256(f"{SCHEMA}|{__version__}|{variant}".encode())
     for host in sorted(session.hosts, key=lambda x: str(x.path)):
-        st = host.path.stat()
-        h.update(b"|" + os.fsencode(os.path.abspath(host.path)))
-        h.update(f"|{st.st_size}|{st.st_mtime_ns}".encode())
+        for path in (host.path, *host.extra):
+            st = path.stat()
+            h.update(b"|" + os.fsencode(os.path.abspath(path)))
+            h.update(f"|{st.st_size}|{st.st_mtime_ns}".encode())
     return h.hexdigest()[:32]
 
 
@@ -100,8 +106,20 @@ def summary_from_dict(d: dict[str, Any]) -> ProfileSummary:
         bottleneck=d["bottleneck"],
         recommendations=tuple(d["recommendations"]),
         warnings=tuple(d.get("warnings", ())),
+        device_utilization=_utilization(d.get("device_utilization")),
+        programs=tuple(ProgramStat(**p) for p in d.get("xla_programs") or ()),
         framework=d.get("framework", ""),
         ranks=tuple(RankSummary(**r) for r in d.get("ranks", ())),
+    )
+
+
+def _utilization(d: dict[str, Any] | None) -> DeviceUtilization | None:
+    if not d:
+        return None
+    return DeviceUtilization(
+        profile_ms=d["profile_ms"],
+        busy_percent=d["busy_percent"],
+        devices=tuple(DeviceBusy(**x) for x in d.get("devices") or ()),
     )
 
 

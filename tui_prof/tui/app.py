@@ -11,7 +11,7 @@ from textual.binding import Binding
 from textual.screen import ModalScreen, Screen
 
 from tui_prof.tui.commands import TuiprofCommands
-from tui_prof.tui.messages import Captured, ProfilesChanged, RunnerEventArrived
+from tui_prof.tui.messages import Captured, DiffRequested, ProfilesChanged, RunnerEventArrived
 from tui_prof.tui.screens.browse import BrowseScreen
 
 if TYPE_CHECKING:
@@ -73,6 +73,10 @@ class TuiprofApp(App[int]):
                 from tui_prof.tui.screens.captures import CapturesScreen
 
                 self.install_screen(CapturesScreen(), name)
+            elif name == "diff":
+                from tui_prof.tui.screens.diff import DiffScreen
+
+                self.install_screen(DiffScreen(), name)
         return self.get_screen(name)
 
     def on_resize(self) -> None:
@@ -146,6 +150,14 @@ class TuiprofApp(App[int]):
         screen = self.view("captures")
         self.action_show("captures")
         screen.start(request)  # type: ignore[attr-defined]
+
+    def on_diff_requested(self, message: DiffRequested) -> None:
+        from tui_prof.tui.screens.diff import DiffScreen
+
+        screen = self.view("diff")
+        self.action_show("diff")
+        if isinstance(screen, DiffScreen):
+            screen.compare(message.a, message.b)
 
     def on_captured(self, message: Captured) -> None:
         self.get_screen("browse").scan()  # type: ignore[attr-defined]

@@ -16,9 +16,10 @@ from textual.containers import Horizontal
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Tree
 
-from tui_prof.model import ProfileError
+from tui_prof.model import ProfileError, ProfileSummary
 from tui_prof.profiles.discover import Discovery, HostFile, Session, discover
 from tui_prof.tui.messages import (
+    DiffRequested,
     LoadProgressed,
     LogdirChanged,
     LogdirScanned,
@@ -47,6 +48,28 @@ class BrowseScreen(Screen[None]):
             id="fallback",
             tooltip="Ignore official step markers and use tuiprof's own step finder",
         ),
+        Binding(
+            "P",
+            "choose_step_program",
+            "Step program",
+            id="step_program",
+            show=False,
+            tooltip="Steps from the runs of an XLA program (JAX): pick which one",
+        ),
+        Binding(
+            "m",
+            "mark_diff",
+            "Mark A",
+            id="mark_diff",
+            tooltip="Mark the selected session as A for a diff (again: unmark)",
+        ),
+        Binding(
+            "d",
+            "diff",
+            "Diff with A",
+            id="diff",
+            tooltip="Compare the marked session (A) with the selected one (B), op by op",
+        ),
     ]
 
     def __init__(self, root: Path, prefetch: Prefetch | None = None) -> None:
@@ -57,8 +80,11 @@ class BrowseScreen(Screen[None]):
         self.force_fallback = False
         self.extra_roots: list[Path] = []  # experiments of this session outside `root`
         self.full = False  # run the converter even on large profiles
+        self.step_program: str | None = None  # steps are this XLA program's runs (`P`)
+        self._summary: ProfileSummary | None = None  # the shown session's
         self._cancel: threading.Event | None = None
         self._current: Session | None = None
+        self.marked: Session | None = None  # A of the next diff
         self._follower: object | None = None
         self._created = time.time()
 
@@ -195,6 +221,7 @@ class BrowseScreen(Screen[None]):
             and pre.analysed.is_set()
             and not self.force_fallback
             and not self.full
+            and not self.step_program
         ):
             pre.used = True  # analysed before the first frame: show it without a worker
             if pre.summary is not None:
@@ -204,11 +231,16 @@ class BrowseScreen(Screen[None]):
                 self.on_profile_failed(ProfileFailed(session, pre.error))
                 return
         self.query_one(SessionView).show_loading(session.name)
-        self._analyse(session, self._cancel, self.force_fallback, self.full)
+        self._analyse(session, self._cancel, self.force_fallback, self.full, self.step_program)
 
     @work(thread=True, exclusive=True, group="analyse", exit_on_error=False)
     def _analyse(
-        self, session: Session, cancel: threading.Event, fallback: bool, full: bool
+        self,
+        session: Session,
+        cancel: threading.Event,
+        fallback: bool,
+        full: bool,
+        program: str | None = None,
     ) -> None:
         from tui_prof.model import Cancelled
         from tui_prof.profiles.load import load_summary
@@ -218,10 +250,11 @@ class BrowseScreen(Screen[None]):
         if pre is not None and not pre.used and pre.listed.is_set() and pre.session == session:
             pre.used = True  # started before Textual loaded: wait for it rather than redo it
             pre.analysed.wait()
-            if pre.summary is not None and not fallback and not full:
+            plain = not fallback and not full and not program
+            if pre.summary is not None and plain:
                 self.post_message(ProfileLoaded(session, pre.summary, time.perf_counter() - start))
                 return
-            if pre.error is not None and not fallback and not full:
+            if pre.error is not None and plain:
                 self.post_message(ProfileFailed(session, pre.error))
                 return
         try:
@@ -229,6 +262,7 @@ class BrowseScreen(Screen[None]):
                 session,
                 force_fallback=fallback,
                 full=full,
+                step_program=program,
                 cancel=cancel,
                 progress=lambda f, m: self.post_message(LoadProgressed(session, f, m)),
             )
@@ -253,12 +287,14 @@ class BrowseScreen(Screen[None]):
         if message.session != self._current:
             return
         self.query_one(ProfileTree).mark(message.session, None)
+        self._summary = message.summary
         self.query_one(SessionView).show_summary(message.summary, message.seconds)
 
     def on_profile_failed(self, message: ProfileFailed) -> None:
         self.query_one(ProfileTree).mark(message.session, message.error)
         if message.session != self._current:
             return
+        self._summary = None
         view = self.query_one(SessionView)
         view.clear_summary()
         view.query_one("#progress").display = False
@@ -291,3 +327,62 @@ class BrowseScreen(Screen[None]):
         if self._current is not None:
             current, self._current = self._current, None
             self.load(current)
+
+    def action_choose_step_program(self) -> None:
+        from tui_prof.tui.screens.program_dialog import AUTOMATIC, ProgramDialog
+
+        summary = self._summary
+        programs = summary.programs if summary is not None else ()
+        note = (
+            "TPU device events carry no launch ids: runs cannot be split into steps here; "
+            "mark the steps with jax.profiler.StepTraceAnnotation."
+            if summary is not None and "TPU" in summary.environment.device_type
+            else None
+        )
+
+        def chosen(name: str | None) -> None:
+            if name is None:
+                return
+            self.step_program = name if name != AUTOMATIC else None
+            self.notify(
+                f"Steps: runs of the XLA program {name}"
+                if self.step_program
+                else "Steps: official markers, else tuiprof's own step finder",
+                markup=False,
+            )
+            if self._current is not None:
+                current, self._current = self._current, None
+                self.load(current)
+
+        self.app.push_screen(ProgramDialog(programs, self.step_program, note), chosen)
+
+    # -- diff ----------------------------------------------------------------------------
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "diff":  # in the footer only once there is an A to compare with
+            return self.marked is not None
+        return True
+
+    def action_mark_diff(self) -> None:
+        current = self._current
+        tree = self.query_one(ProfileTree)
+        if current is None:
+            self.notify("Select a session to mark.", severity="warning")
+            return
+        self.marked = None if self.marked == current else current
+        tree.set_marked(self.marked)
+        self.refresh_bindings()
+        if self.marked is not None:
+            self.notify(
+                f"A: {current.run}/{current.name}. Select another session and press d.",
+                markup=False,
+            )
+
+    def action_diff(self) -> None:
+        current = self._current
+        if self.marked is None:
+            self.notify("Press m on a session first to mark it as A.", severity="warning")
+            return
+        if current is None or current == self.marked:
+            self.notify("Select a different session (B) to compare with A.", severity="warning")
+            return
+        self.post_message(DiffRequested(self.marked, current))

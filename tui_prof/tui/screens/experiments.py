@@ -44,6 +44,13 @@ class ExperimentsScreen(Screen[None]):
             "X", "stop_all", "Stop all", id="stop_all", tooltip="Stop every run of this experiment"
         ),
         Binding("f5,ctrl+r", "rescan", "Rescan", id="rescan_experiments", show=False),
+        Binding(
+            "d",
+            "diff_variants",
+            "Diff variants",
+            id="diff_variants",
+            tooltip="The selected run's variant against the baseline, op by op, over all runs",
+        ),
     ]
 
     def __init__(self, root: Path) -> None:
@@ -246,6 +253,33 @@ class ExperimentsScreen(Screen[None]):
 
     def action_rescan(self) -> None:
         self.scan()
+
+    def action_diff_variants(self) -> None:
+        """Baseline (A) against the selected run's variant (B), each over its finished runs."""
+        from tui_prof.comparison.profile_diff import VariantRef
+        from tui_prof.tui.messages import DiffRequested
+
+        if self.current is None:
+            self.notify("No experiment selected.", severity="warning")
+            return
+        try:
+            record = load_experiment(self.current)
+        except StoreError as exc:
+            self.notify(str(exc), severity="error", markup=False)
+            return
+        run = self.query_one(RunTable).selected_run
+        others = [v for v in record.variants if v != record.baseline]
+        variant = run.variant if run is not None and run.variant != record.baseline else None
+        if variant is None and others:
+            variant = others[0]
+        if variant is None:
+            self.notify("This experiment has one variant: nothing to compare.", severity="warning")
+            return
+        self.post_message(
+            DiffRequested(
+                VariantRef(self.current, record.baseline), VariantRef(self.current, variant)
+            )
+        )
 
 
 def _read_tail(path: str, lines: int = 200) -> list[str]:

@@ -11,12 +11,10 @@ from textual.widgets import DataTable, ProgressBar, Static, TabbedContent, TabPa
 
 from tui_prof.model import CATEGORY_LABELS, ProfileSummary
 from tui_prof.render.summary import (
-    BreakdownBars,
-    averages_table,
     fmt_ms,
     headline,
     native_table,
-    precision_text,
+    overview_sections,
     ranks_table,
     recommendations_text,
     used_categories,
@@ -130,10 +128,15 @@ class SessionView(Vertical):
         # No timing here: the screen shows what is stable, so snapshots can compare it.
         self.log(f"analysed {summary.path} in {seconds * 1000:.0f} ms")
         status.update(Text(f"{summary.path}", style="dim"))
+        # The same sections `tuiprof summary` prints: bars and averages, or without steps what
+        # the devices did and the XLA programs run (never an empty table).
+        breakdown, detail, prec = overview_sections(summary)
         with self.app.batch_update():
             self.query_one("#headline", Static).update(headline(summary))
-            self.query_one("#bars", Static).update(BreakdownBars(summary.steps))
-            self.query_one("#averages", Static).update(averages_table(summary))
+            self.query_one("#bars", Static).update(breakdown)
+            averages = self.query_one("#averages", Static)
+            averages.update(detail if detail is not None else "")
+            averages.display = detail is not None
             # PyTorch sessions: the plugin's categories and the ranks (hidden where absent).
             for sid, renderable in (
                 ("#native", native_table(summary)),
@@ -142,11 +145,12 @@ class SessionView(Vertical):
                 static = self.query_one(sid, Static)
                 static.display = renderable is not None
                 static.update(renderable if renderable is not None else "")
-            self.query_one("#precision", Static).update(precision_text(summary))
+            self.query_one("#precision", Static).update(prec)
             self.query_one("#advice", Static).update(recommendations_text(summary))
             self.query_one(StepBreakdownTable).show(summary)
             self.query_one(TopOpsTable).show(summary)
             self.query_one(KernelTable).show(summary)
+            self.query_one("#tab-steps", TabPane).disabled = not summary.steps
             self.query_one("#tab-kernels", TabPane).disabled = not summary.kernels
 
     def clear_summary(self) -> None:
