@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SHARED_TRACES
+from conftest import SAMPLES, SHARED_TRACES
 from kineto_factory import two_steps
 
 from tui_prof.model import NATIVE_CATEGORIES, ProfileSummary
@@ -34,6 +34,8 @@ TODAY = [
     )
 ]
 MI250 = SHARED_TRACES / "kineto" / "mi250_minitoy_train.json.gz"
+# Committed samples (examples/train_torch.py on an H100, PyTorch 2.11): no ../shared needed.
+H100_SAMPLES = sorted(SAMPLES.glob("torch_cuda_*/*.pt.trace.json.gz"))
 needs_traces = pytest.mark.skipif(
     not PLUGIN_SAMPLE.exists(), reason=f"public traces not found at {SHARED_TRACES}"
 )
@@ -137,6 +139,27 @@ def test_todays_traces_equal_the_plugin_in_steps_step_time_and_kernel_time(path:
     assert matters == any("shows Runtime 0" in w for w in s.warnings)
 
 
+@pytest.mark.parametrize("path", H100_SAMPLES, ids=lambda p: p.parent.name)
+def test_h100_samples_equal_the_plugin_on_its_host_steps(path: Path) -> None:
+    """A real H100 trace (PyTorch 2.11): the plugin lists each step twice (the host range and
+    its gpu_user_annotation copy); its host entries are ours, step by step."""
+    p, s = plugin(path), ours(path)
+    ref = _plugin_steps(p)
+    names = [name for name, _, _ in ref]
+    assert names == [n for st in s.steps for n in (str(st.step), str(st.step))]
+    host = ref[::2]  # each host range starts before its GPU copy
+    for st, (_, time_ms, costs) in zip(s.steps, host, strict=True):
+        native = st.native_breakdown_ms
+        assert native is not None
+        assert _close(st.step_time_ms, time_ms)
+        for c in ("kernel", "memcpy", "memset", "communication"):
+            assert _close(native[c], costs[ROLE[c]]), c
+        assert costs[ROLE["runtime"]] == costs[ROLE["dataloader"]] == 0  # it sees neither
+        assert native["runtime"] > 0 and native["dataloader"] > 0
+        mine = sum(native[c] for c in ("runtime", "dataloader", "cpu_exec", "other"))
+        assert _close(mine, costs[ROLE["cpu_exec"]] + costs[ROLE["other"]])
+
+
 @needs_traces
 def test_rocm_trace_differs_from_the_plugin_only_where_the_plugin_is_wrong() -> None:
     p, s = plugin(MI250), ours(MI250)
@@ -185,9 +208,12 @@ def _hta_trace(path: Path) -> Any:
     return t
 
 
-@needs_traces
-@pytest.mark.parametrize("path", [PLUGIN_SAMPLE, *TODAY[:3], MI250], ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    "path", [PLUGIN_SAMPLE, *TODAY[:3], MI250, *H100_SAMPLES], ids=lambda p: p.name
+)
 def test_kernel_times_equal_holistic_trace_analysis(path: Path) -> None:
+    if not path.exists():
+        pytest.skip(f"public traces not found at {SHARED_TRACES}")
     t = _hta_trace(path)
     df = t.get_trace(0)
     sym = t.symbol_table.get_sym_table()
