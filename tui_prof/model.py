@@ -127,7 +127,8 @@ class Precision:
 
     source says what it was measured on: "steps" (the steps' device compute, TensorBoard's
     way), "hlo_ops" (device HLO ops by their types, where there are no steps), "kernel_names"
-    (kernels whose names carry a 16-bit type) or "precomputed" (an older TensorBoard's file).
+    (kernels whose names carry a 16-bit type), "precomputed" (an older TensorBoard's file) or
+    "kernels_and_op_types" (PyTorch: every GPU kernel, 16-bit by its name or its op's input types).
     """
 
     compute_16bit_percent: float

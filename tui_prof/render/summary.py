@@ -233,6 +233,7 @@ PRECISION_SOURCES: dict[str, str] = {
     "hlo_ops": "device HLO ops by their types",
     "kernel_names": "kernel names",
     "precomputed": "TensorBoard's saved overview",
+    "kernels_and_op_types": "all GPU kernels: names and their ops' input types",
 }
 
 

@@ -261,9 +261,10 @@ def summarize(
     env = _environment(session, results)
     compute = sum(r.ops.compute_us for r in results)
     sixteen = sum(r.ops.compute_16bit_us for r in results)
-    prec = (
-        Precision(100.0 * sixteen / compute, 100.0 * (1 - sixteen / compute)) if compute else None
-    )
+    prec = None
+    if compute:
+        p16 = 100.0 * sixteen / compute
+        prec = Precision(p16, 100.0 - p16, source="kernels_and_op_types")
     report(1.0, "done")
     return assemble(
         session,
