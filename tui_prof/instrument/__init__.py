@@ -20,6 +20,17 @@ or, in a JAX loop (tui_prof.instrument.jax; JAX's own step marker and tracer):
             with run.step(step):
                 state = train_step(state, batch)
 
+and, for a distribution such as inference latency (compared by p50/p90/p99):
+
+    from tui_prof.instrument import timed
+    for x in requests:
+        with timed("latency_ms"):
+            predict(x)
+
+Settings an experiment can change without the job's command line (TUIPROF_PRECISION,
+TUIPROF_XLA, TUIPROF_BATCH_SIZE, TUIPROF_PREFETCH) are read through
+`tui_prof.instrument.settings`.
+
 Contract: outside `tuiprof run` (no $TUIPROF_METRICS_FILE) every helper is a no-op and imports
 nothing; under it they append JSON lines to the metrics file, wrap each step in TensorBoard's
 official step marker (`tf.profiler.experimental.Trace("train", step_num=..., _r=1)`) so
@@ -34,7 +45,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from tui_prof.instrument.report import TuiprofRun, enabled, report, report_info, tuiprof_run
+from tui_prof.instrument.report import (
+    TuiprofRun,
+    enabled,
+    report,
+    report_info,
+    timed,
+    tuiprof_run,
+)
 
 __all__ = [
     "TuiprofCallback",
@@ -42,6 +60,7 @@ __all__ = [
     "enabled",
     "report",
     "report_info",
+    "timed",
     "trace_steps",
     "tuiprof_run",
 ]

@@ -9,6 +9,9 @@ tf.data and Keras for TensorFlow, DataLoader, autocast and torch.compile for PyT
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
+
 from tui_prof.model import CATEGORY_LABELS, Precision, StepAverage, TensorCoreUse
 
 INPUT_BOUND_PERCENT = 20.0
@@ -184,3 +187,26 @@ def recommendations(
         tip = TENSOR_CORE_TIP_PYTORCH if pytorch else TENSOR_CORE_TIP
         tips.append(tip.format(pct=tensor_core.percent_of_eligible_time))
     return tips
+
+
+# The changes a new experiment can try, and the words by which advice names them (any format's
+# tips: TensorFlow's above, and PyTorch's or JAX's where their readers word them alike).
+CHANGES: dict[str, str] = {
+    "mixed_precision": r"mixed precision|mixed_float16|bfloat16|autocast|\bAMP\b|16-bit",
+    "xla": r"\bXLA\b(?! program)|jit_compile|torch\.compile",  # not "XLA programs ran …"
+    "batch_size": r"larger batch|batch size|per-device batch",
+    "input_pipeline": r"input pipeline|prefetch|num_parallel_calls|num_workers|DataLoader|tf\.data",
+}
+
+
+def suggested_changes(recommendations: Sequence[str]) -> tuple[str, ...]:
+    """The CHANGES the advice names, in the order it names them (first tip first)."""
+    found: list[str] = []
+    for tip in recommendations:
+        hits = []
+        for change, pattern in CHANGES.items():
+            m = re.search(pattern, tip, re.IGNORECASE if change != "xla" else 0)
+            if m:
+                hits.append((m.start(), change))
+        found.extend(c for _, c in sorted(hits) if c not in found)
+    return tuple(found)

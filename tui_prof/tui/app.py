@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from tui_prof.experiments.runner import Runner
     from tui_prof.profiles.prefetch import Prefetch
     from tui_prof.tui.screens.capture_dialog import CaptureRequest
-    from tui_prof.tui.screens.start_dialog import StartRequest
+    from tui_prof.tui.screens.start_dialog import Prefill, StartRequest
 
 
 class TuiprofApp(App[int]):
@@ -102,7 +102,22 @@ class TuiprofApp(App[int]):
     def action_start_experiment(self) -> None:
         from tui_prof.tui.screens.start_dialog import StartDialog, default_spec_path
 
-        self.push_screen(StartDialog(default_spec_path(self.path)), self._start)
+        prefill = self._prefill()
+        self.push_screen(StartDialog(default_spec_path(self.path), prefill), self._start)
+
+    def _prefill(self) -> Prefill:
+        """The selected profile's run command and the change its advice names, if any."""
+        from tui_prof.experiments.suggest import propose, run_context
+        from tui_prof.profiles.advice import suggested_changes
+        from tui_prof.tui.screens.start_dialog import prefill_from
+
+        browse = self.get_screen("browse")
+        session = getattr(browse, "current_session", None)
+        ctx = run_context(session.path) if session is not None else None
+        summary = getattr(browse, "current_summary", None)
+        changes = suggested_changes(summary.recommendations) if summary is not None else ()
+        proposals = propose(ctx, changes) if ctx is not None else []
+        return prefill_from(ctx, proposals, advised=bool(changes))
 
     def _start(self, request: StartRequest | None) -> None:
         if request is None:
@@ -115,7 +130,19 @@ class TuiprofApp(App[int]):
         def on_event(event: RunEvent) -> None:
             screen.post_message(RunnerEventArrived(holder["dir"], event))
 
-        runner = Runner.create(request.spec, on_event=on_event, parallel=request.parallel)
+        from tui_prof.experiments.commands import SPEC_FILE, save_spec
+        from tui_prof.experiments.spec import SpecError
+        from tui_prof.experiments.store import StoreError
+
+        try:
+            runner = Runner.create(request.spec, on_event=on_event, parallel=request.parallel)
+        except (StoreError, OSError) as exc:
+            self.notify(str(exc), severity="error", markup=False)
+            return
+        try:
+            save_spec(request.spec, runner.experiment_dir / SPEC_FILE)
+        except SpecError as exc:  # the store keeps the spec too: say so and run
+            self.notify(str(exc), severity="warning", markup=False)
         holder["dir"] = str(runner.experiment_dir)
         self.runners[holder["dir"]] = runner
         self.action_show("experiments")

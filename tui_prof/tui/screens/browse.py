@@ -84,6 +84,7 @@ class BrowseScreen(Screen[None]):
         self._summary: ProfileSummary | None = None  # the shown session's
         self._cancel: threading.Event | None = None
         self._current: Session | None = None
+        self.current_summary: ProfileSummary | None = None  # of the selected session, once read
         self.marked: Session | None = None  # A of the next diff
         self._follower: object | None = None
         self._created = time.time()
@@ -213,6 +214,7 @@ class BrowseScreen(Screen[None]):
             self._cancel.set()
         self._cancel = threading.Event()
         self._current = session
+        self.current_summary = None
         pre = self.prefetch
         if (
             pre is not None
@@ -288,6 +290,7 @@ class BrowseScreen(Screen[None]):
             return
         self.query_one(ProfileTree).mark(message.session, None)
         self._summary = message.summary
+        self.current_summary = message.summary
         self.query_one(SessionView).show_summary(message.summary, message.seconds)
 
     def on_profile_failed(self, message: ProfileFailed) -> None:
@@ -302,6 +305,11 @@ class BrowseScreen(Screen[None]):
 
     def action_rescan(self) -> None:
         self.scan()
+
+    @property
+    def current_session(self) -> Session | None:
+        """The session shown on the right (selected in the tree)."""
+        return self._current
 
     def action_tab(self, tab: str) -> None:
         self.query_one("#tabs").active = tab  # type: ignore[attr-defined]

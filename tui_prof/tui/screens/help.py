@@ -17,7 +17,9 @@ profiler traces (`*.pt.trace.json[.gz]`, other Kineto JSON) offline: runs → se
 running job writes appear within a second or two (`f5` lists new PyTorch traces).
 
 **Experiments** (`e`): runs of repeated experiments, live, with the selected run's log and the
-comparison (statistics, confidence intervals, box plots). **Captures** (`c`): profiles captured
+comparison: the speed/quality trade-off (medians, quartiles, worst run, Pareto front, scatter),
+statistics, confidence intervals (paired by repeat where every repeat has a run of each variant),
+how many repeats would resolve an open question, and box plots. **Captures** (`c`): profiles captured
 from running jobs with `a`, one breakdown bar per capture.
 
 ## Keys
@@ -35,7 +37,7 @@ from running jobs with `a`, one breakdown bar per capture.
 | `s` / `esc` | Diff: swap A and B / back to Browse |
 | `f5`, `ctrl+r` | list the logdir again |
 | `b` / `e` / `c` | Browse, Experiments, Captures view |
-| `r` | start a repeated experiment (spec, variants, repeats) |
+| `r` | new experiment: variants as `NAME=COMMAND` lines (or a spec file), repeats, save the spec |
 | `x` / `X` | Experiments: stop the selected run / all runs |
 | `a` | capture a profile from a running job's profiler server (once or every N seconds) |
 | `s` | Captures: stop capturing |
@@ -68,6 +70,12 @@ from running jobs with `a`, one breakdown bar per capture.
   variants over all their runs, with a standard error per row. The line under the table shows
   the selected row's full name.
 - Analyses are cached by file size and time; a changed file is analysed again.
+- **New experiment from a profile**: select a run's profile in Browse and press `r`: the dialog
+  opens with that run's command and, where the advice names a change (mixed precision, XLA, a
+  larger batch, the input pipeline) that the command exposes as an option or a `TUIPROF_*`
+  setting the job reads, a second variant making it.
+- **Distributions**: a metric a job reports many times per run (`latency_ms` per request) is
+  compared by each run's p50, p90 and p99 (`latency_ms:p50` …).
 - Profiles of 200 MB or more (`TUIPROF_LARGE_MB`) are read by tuiprof's streaming reader: steps,
   breakdown and 16-bit share in seconds and little memory, no op or kernel tables. The command
   palette's "Toggle full analysis of large profiles" runs TensorBoard's converter on them too.
