@@ -17,6 +17,8 @@ from rich.text import Text
 from tui_prof.model import (
     CATEGORIES,
     CATEGORY_LABELS,
+    NATIVE_CATEGORIES,
+    NATIVE_LABELS,
     DeviceUtilization,
     ProfileSummary,
     StepBreakdown,
@@ -69,7 +71,10 @@ def headline(summary: ProfileSummary) -> Text:
     t.append(f"   {env.device_type}")
     if env.device_count:
         t.append(f" ×{env.device_count}")
-    t.append(f", {len(summary.hosts)} host{'s' if len(summary.hosts) != 1 else ''}")
+    if summary.framework == "pytorch":
+        _torch_where(t, summary)
+    else:
+        t.append(f", {len(summary.hosts)} host{'s' if len(summary.hosts) != 1 else ''}")
     t.append("\n")
     t.append("Verdict: ", style="bold")
     t.append(summary.bottleneck)
@@ -79,6 +84,62 @@ def headline(summary: ProfileSummary) -> Text:
         if w == f"No steps found: {summary.step_source_detail}":
             continue  # the Steps line above says it already
         t.append("\n⚠ " + w, style="yellow")
+    return t
+
+
+def _torch_where(t: Text, summary: ProfileSummary) -> None:
+    """PyTorch sessions: the GPU model and ranks (one trace file per rank)."""
+    env = summary.environment
+    if env.device_names:
+        t.append(f" ({', '.join(env.device_names)})")
+    n = len(summary.hosts)
+    t.append(f", {n} rank{'s' if n != 1 else ''}")
+    if env.world_size is not None and env.world_size != n:
+        t.append(f" of {env.world_size}")
+
+
+def native_table(summary: ProfileSummary) -> Table | None:
+    """The average step in the profiler's own categories (PyTorch: torch-tb-profiler's), if any."""
+    avg = summary.average
+    if avg is None or avg.native_breakdown_ms is None:
+        return None
+    t = Table(
+        title="PyTorch profiler plugin's categories (average)", title_justify="left", expand=False
+    )
+    t.add_column("Category")
+    t.add_column("ms", justify="right")
+    t.add_column("% of step", justify="right")
+    for c in NATIVE_CATEGORIES:
+        v = avg.native_breakdown_ms.get(c, 0.0)
+        pct = 100.0 * v / avg.step_time_ms if avg.step_time_ms else 0.0
+        t.add_row(NATIVE_LABELS[c], fmt_ms(v), f"{pct:.1f}%", style="dim" if v == 0 else None)
+    return t
+
+
+def ranks_table(summary: ProfileSummary) -> Table | None:
+    """Each rank's average step, the slowest marked (multi-rank sessions only)."""
+    if len(summary.ranks) < 2:
+        return None
+    t = Table(title="Ranks", title_justify="left", expand=False)
+    t.add_column("Rank")
+    t.add_column("Trace", overflow="ellipsis", no_wrap=True, max_width=32)
+    t.add_column("Steps", justify="right")
+    t.add_column("Step ms", justify="right")
+    t.add_column("± std", justify="right")
+    t.add_column("Largest category")
+    t.add_column("")
+    for r in summary.ranks:
+        top = max(r.breakdown_ms, key=lambda c: r.breakdown_ms[c]) if r.breakdown_ms else ""
+        t.add_row(
+            "–" if r.rank is None else str(r.rank),
+            Text(r.name),
+            str(r.steps),
+            fmt_ms(r.step_time_ms),
+            fmt_ms(r.step_time_std_ms),
+            CATEGORY_LABELS.get(top, ""),
+            Text("◀ slowest", style="bold red") if r.slowest else "",
+            style="bold" if r.slowest else None,
+        )
     return t
 
 
@@ -172,6 +233,7 @@ PRECISION_SOURCES: dict[str, str] = {
     "hlo_ops": "device HLO ops by their types",
     "kernel_names": "kernel names",
     "precomputed": "TensorBoard's saved overview",
+    "kernels_and_op_types": "all GPU kernels: names and their ops' input types",
 }
 
 
@@ -314,8 +376,10 @@ def summary_renderable(summary: ProfileSummary) -> RenderableType:
         Text(""),
         breakdown,
         *([detail] if detail is not None else []),
-        prec,
     ]
+    # PyTorch sessions: the plugin's categories and the ranks, before precision as on screen
+    parts += [x for x in (native_table(summary), ranks_table(summary)) if x is not None]
+    parts.append(prec)
     if summary.recommendations:
         parts += [Text("What to try", style="bold"), recommendations_text(summary)]
     if summary.top_ops:

@@ -11,9 +11,10 @@ from textual.widgets import Markdown
 HELP = """\
 # tuiprof
 
-Browse TensorBoard and JAX profiles (`*.xplane.pb`; older `*.overview_page.pb` too) offline:
-runs → sessions → hosts on the left, the selected session on the right. The tree follows the logdir: sessions a running job writes
-appear within a second or two.
+Browse TensorBoard and JAX profiles (`*.xplane.pb`; older `*.overview_page.pb` too) and PyTorch
+profiler traces (`*.pt.trace.json[.gz]`, other Kineto JSON) offline: runs → sessions → hosts
+(ranks) on the left, the selected session on the right. The tree follows the logdir: sessions a
+running job writes appear within a second or two (`f5` lists new PyTorch traces).
 
 **Experiments** (`e`): runs of repeated experiments, live, with the selected run's log and the
 comparison: the speed/quality trade-off (medians, quartiles, worst run, Pareto front, scatter),
@@ -57,6 +58,10 @@ from running jobs with `a`, one breakdown bar per capture.
 - **16-bit share**: the part of device compute time in FP16/BF16 ops (from the steps, else from
   the device ops' types or kernel names, as the line says). **TensorCore**: kernel time on
   TensorCores.
+- **PyTorch sessions** also show the PyTorch TensorBoard plugin's own categories (kernel, memcpy,
+  memset, communication, runtime, DataLoader, CPU exec, other) and, with several ranks, each
+  rank's step time with the slowest marked. The plugin reads today's runtime calls as CPU exec;
+  tuiprof counts them as runtime and says so.
 - **Diff** (`m`, then `d`): each op's and kernel's time per step in A and B and the change
   Δ = B − A (negative: B spends less), sorted by how much it moves the step; `new` and `gone`
   mark ops that appear or vanish. Op self times add up per side (host or device) to the op time

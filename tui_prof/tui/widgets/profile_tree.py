@@ -20,6 +20,13 @@ def _size(n: int) -> str:
     return f"{n} B"
 
 
+def _hosts_label(session: Session) -> str:
+    """How many host files: hosts for TensorFlow/JAX, ranks for PyTorch traces (one per rank)."""
+    n = len(session.hosts)
+    noun = "rank" if session.format == "kineto" else "host"
+    return f"  {n} {noun}{'s' if n != 1 else ''}"
+
+
 class ProfileTree(Tree[NodeData]):
     """Runs, their sessions and each session's host files."""
 
@@ -68,9 +75,7 @@ class ProfileTree(Tree[NodeData]):
         if key == self._marked:
             label.append("A▸ ", style="bold reverse")
         label.append(("⚠ " if problem else "") + session.name, style="red" if problem else "")
-        label.append(
-            f"  {len(session.hosts)} host{'s' if len(session.hosts) != 1 else ''}", style="dim"
-        )
+        label.append(_hosts_label(session), style="dim")
         return label
 
     def mark(self, session: Session, problem: str | None) -> None:

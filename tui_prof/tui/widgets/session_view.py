@@ -13,7 +13,9 @@ from tui_prof.model import CATEGORY_LABELS, ProfileSummary
 from tui_prof.render.summary import (
     fmt_ms,
     headline,
+    native_table,
     overview_sections,
+    ranks_table,
     recommendations_text,
     used_categories,
 )
@@ -87,6 +89,8 @@ class SessionView(Vertical):
                 yield Static(id="headline")
                 yield Static(id="bars")
                 yield Static(id="averages")
+                yield Static(id="native")
+                yield Static(id="ranks")
                 yield Static(id="precision")
                 yield Static(id="advice")
             with TabPane("Steps", id="tab-steps"):
@@ -98,6 +102,8 @@ class SessionView(Vertical):
 
     def on_mount(self) -> None:
         self.query_one("#progress", ProgressBar).display = False
+        for sid in ("#native", "#ranks"):
+            self.query_one(sid, Static).display = False
 
     def show_message(self, text: str | Text, *, error: bool = False) -> None:
         status = self.query_one("#status", Static)
@@ -131,6 +137,14 @@ class SessionView(Vertical):
             averages = self.query_one("#averages", Static)
             averages.update(detail if detail is not None else "")
             averages.display = detail is not None
+            # PyTorch sessions: the plugin's categories and the ranks (hidden where absent).
+            for sid, renderable in (
+                ("#native", native_table(summary)),
+                ("#ranks", ranks_table(summary)),
+            ):
+                static = self.query_one(sid, Static)
+                static.display = renderable is not None
+                static.update(renderable if renderable is not None else "")
             self.query_one("#precision", Static).update(prec)
             self.query_one("#advice", Static).update(recommendations_text(summary))
             self.query_one(StepBreakdownTable).show(summary)
@@ -140,7 +154,15 @@ class SessionView(Vertical):
             self.query_one("#tab-kernels", TabPane).disabled = not summary.kernels
 
     def clear_summary(self) -> None:
-        for sid in ("#headline", "#bars", "#averages", "#precision", "#advice"):
+        for sid in (
+            "#headline",
+            "#bars",
+            "#averages",
+            "#native",
+            "#ranks",
+            "#precision",
+            "#advice",
+        ):
             self.query_one(sid, Static).update("")
         tables: tuple[type[DataTable[Any]], ...] = (
             StepBreakdownTable,
