@@ -42,6 +42,7 @@ from tui_prof.model import (
     RUN_TIMEOUT,
     ExperimentRecord,
     RunRecord,
+    RunStatus,
 )
 
 EventCallback = Callable[[Any], None]
@@ -346,7 +347,7 @@ class Runner:
 
     def _follow(
         self, run_id: str, handle: Any, t0: float, log_path: Path, metrics_path: Path
-    ) -> tuple[int, str, float]:
+    ) -> tuple[int, RunStatus, float]:
         """Stream output and progress until the run exits; returns (code, outcome, wall time)."""
         log = _LineTail(log_path)
         metrics = self._readers[run_id] = MetricsReader(metrics_path)
@@ -390,7 +391,7 @@ class Runner:
         self,
         rec: RunRecord,
         code: int,
-        outcome: str,
+        outcome: RunStatus,
         wall: float,
         started_at: float,
         port: int | None,

@@ -8,33 +8,16 @@ from rich.text import Text
 from textual.coordinate import Coordinate
 from textual.widgets import DataTable
 
-from tui_prof.model import (
-    RUN_FAILED,
-    RUN_FINISHED,
-    RUN_INTERRUPTED,
-    RUN_PENDING,
-    RUN_RUNNING,
-    RUN_STOPPED,
-    RUN_TIMEOUT,
-    RunRecord,
-)
+from tui_prof.model import RunRecord, RunStatus
+from tui_prof.render.status import status_text
 
-STATUS_STYLE = {
-    RUN_PENDING: "dim",
-    RUN_RUNNING: "bold yellow",
-    RUN_FINISHED: "green",
-    RUN_FAILED: "bold red",
-    RUN_TIMEOUT: "bold red",
-    RUN_INTERRUPTED: "red",
-    RUN_STOPPED: "magenta",
-}
 COLUMNS = ("variant", "repeat", "status", "elapsed", "progress", "metrics")
 
 
 def _elapsed(run: RunRecord, now: float) -> str:
     if run.wall_time_s is not None:
         return f"{run.wall_time_s:.1f}s"
-    if run.started_at is not None and run.status == RUN_RUNNING:
+    if run.started_at is not None and run.status == RunStatus.RUNNING:
         return f"{now - run.started_at:.0f}s"
     return "–"
 
@@ -65,7 +48,7 @@ class RunTable(DataTable[object]):
         return (
             Text(r.variant),
             repeat,
-            Text(r.status, style=STATUS_STYLE.get(r.status, "")),
+            status_text(r.status),
             _elapsed(r, now),
             Text(r.progress or ""),
             _metrics(r),
@@ -85,7 +68,7 @@ class RunTable(DataTable[object]):
         """Refresh the elapsed time of running runs (called once a second)."""
         now = time.time()
         for run in self.runs.values():
-            if run.status == RUN_RUNNING:
+            if run.status == RunStatus.RUNNING:
                 self.update_cell(run.run_id, "elapsed", _elapsed(run, now))
 
     @property
