@@ -3,15 +3,24 @@
 from __future__ import annotations
 
 import gc
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from textual import work
 from textual.app import App
 from textual.binding import Binding
 from textual.screen import ModalScreen, Screen
+from textual.worker import Worker, WorkerState
 
 from tui_prof.tui.commands import TuiprofCommands
-from tui_prof.tui.messages import Captured, ProfilesChanged, RunnerEventArrived
+from tui_prof.tui.messages import (
+    Captured,
+    ExperimentCreated,
+    ExperimentNotCreated,
+    ProfilesChanged,
+    RunnerEventArrived,
+)
 from tui_prof.tui.screens.browse import BrowseScreen
 
 if TYPE_CHECKING:
@@ -19,7 +28,11 @@ if TYPE_CHECKING:
     from tui_prof.experiments.runner import Runner
     from tui_prof.profiles.prefetch import Prefetch
     from tui_prof.tui.screens.capture_dialog import CaptureRequest
+    from tui_prof.tui.screens.captures import CapturesScreen
+    from tui_prof.tui.screens.experiments import ExperimentsScreen
     from tui_prof.tui.screens.start_dialog import StartRequest
+
+STOP_WAIT_S = 15.0  # how long quitting waits for stopped runs to end before it leaves anyway
 
 
 class TuiprofApp(App[int]):
@@ -27,10 +40,18 @@ class TuiprofApp(App[int]):
     CSS_PATH = "tuiprof.tcss"
     COMMANDS = App.COMMANDS | {TuiprofCommands}
     BINDINGS = [
-        Binding("q", "quit", "Quit", id="quit"),
-        Binding("question_mark", "help", "Help", id="help", key_display="?"),
-        Binding("b", "show('browse')", "Browse", id="browse"),
-        Binding("e", "show('experiments')", "Experiments", id="experiments"),
+        Binding("q", "quit", "Quit", id="quit", tooltip="Quit (asks first while runs are active)"),
+        Binding(
+            "question_mark", "help", "Help", id="help", key_display="?", tooltip="Keys and numbers"
+        ),
+        Binding("b", "show('browse')", "Browse", id="browse", tooltip="Profiles of the open path"),
+        Binding(
+            "e",
+            "show('experiments')",
+            "Experiments",
+            id="experiments",
+            tooltip="Runs of repeated experiments, live, and their comparison",
+        ),
         Binding(
             "r",
             "start_experiment",
@@ -45,7 +66,14 @@ class TuiprofApp(App[int]):
             id="capture",
             tooltip="Capture a profile from a running job's profiler server",
         ),
-        Binding("c", "show('captures')", "Captures", id="captures", show=False),
+        Binding(
+            "c",
+            "show('captures')",
+            "Captures",
+            id="captures",
+            show=False,
+            tooltip="Profiles captured in this session, one breakdown bar each",
+        ),
     ]
 
     def __init__(self, path: Path, prefetch: Prefetch | None = None) -> None:
@@ -54,6 +82,7 @@ class TuiprofApp(App[int]):
         self.prefetch = prefetch
         self.sub_title = str(path)
         self.runners: dict[str, Runner] = {}
+        self.stopping = False  # quitting: the stopped runs are being waited for
 
     def on_mount(self) -> None:
         self.install_screen(BrowseScreen(self.path, self.prefetch), "browse")
@@ -62,18 +91,40 @@ class TuiprofApp(App[int]):
         # the collector's full passes removes ~100 ms pauses while runs stream output.
         self.call_after_refresh(gc.freeze)
 
+    # -- views: made on first use, so the first frame waits only for the one it shows -----
+    @property
+    def browse(self) -> BrowseScreen:
+        screen = self.get_screen("browse")
+        assert isinstance(screen, BrowseScreen)
+        return screen
+
+    @property
+    def experiments(self) -> ExperimentsScreen:
+        from tui_prof.tui.screens.experiments import ExperimentsScreen
+
+        if not self.is_screen_installed("experiments"):
+            self.install_screen(ExperimentsScreen(self.path), "experiments")
+        screen = self.get_screen("experiments")
+        assert isinstance(screen, ExperimentsScreen)
+        return screen
+
+    @property
+    def captures(self) -> CapturesScreen:
+        from tui_prof.tui.screens.captures import CapturesScreen
+
+        if not self.is_screen_installed("captures"):
+            self.install_screen(CapturesScreen(), "captures")
+        screen = self.get_screen("captures")
+        assert isinstance(screen, CapturesScreen)
+        return screen
+
     def view(self, name: str) -> Screen[None]:
-        """A named view, made on first use: the first frame should not wait for views not shown."""
-        if not self.is_screen_installed(name):
-            if name == "experiments":
-                from tui_prof.tui.screens.experiments import ExperimentsScreen
-
-                self.install_screen(ExperimentsScreen(self.path), name)
-            elif name == "captures":
-                from tui_prof.tui.screens.captures import CapturesScreen
-
-                self.install_screen(CapturesScreen(), name)
-        return self.get_screen(name)
+        """A view by its binding's name: browse, experiments or captures."""
+        if name == "experiments":
+            return self.experiments
+        if name == "captures":
+            return self.captures
+        return self.browse
 
     def on_resize(self) -> None:
         self.screen.set_class(self.size.width < 100, "narrow")
@@ -85,10 +136,33 @@ class TuiprofApp(App[int]):
             self.screen.set_class(self.size.width < 100, "narrow")
 
     def action_help(self) -> None:
-        from tui_prof.tui.screens.help import HelpScreen  # Markdown costs ~150 ms to import
+        from tui_prof.tui.screens.help import HelpScreen
 
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen())
+
+    # -- failures: one place turns any worker's error into a line on screen ---------------
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        self.worker_changed(event.worker)
+
+    def worker_changed(self, worker: Worker[object]) -> None:
+        """Screens forward their workers' state here (Textual does not bubble it)."""
+        if worker.state == WorkerState.ERROR and worker.error is not None:
+            self.report_failure(worker.name or "a background task", worker.error)
+
+    def report_failure(self, what: str, error: BaseException) -> None:
+        """The error in one line on screen; its traceback in the log file the line names."""
+        from tui_prof.tui.errors import log_failure, one_line
+
+        where = log_failure(what, error)
+        detail = f"Traceback in {where}" if where else "(the error log could not be written)"
+        self.notify(
+            f"{one_line(error)}\n{detail}",
+            title=f"Failed: {what}",
+            severity="error",
+            timeout=30,
+            markup=False,
+        )
 
     # -- experiments ---------------------------------------------------------------------
     @property
@@ -101,35 +175,49 @@ class TuiprofApp(App[int]):
         self.push_screen(StartDialog(default_spec_path(self.path)), self._start)
 
     def _start(self, request: StartRequest | None) -> None:
-        if request is None:
-            return
-        from tui_prof.experiments.runner import Runner
+        if request is not None:
+            self._create_experiment(request, self.experiments)
 
-        screen = self.view("experiments")
+    @work(thread=True, name="creating the experiment", exit_on_error=False)
+    def _create_experiment(self, request: StartRequest, screen: ExperimentsScreen) -> None:
+        """The experiment's directory and store are written here, off the UI thread."""
+        from tui_prof.experiments.runner import Runner
+        from tui_prof.experiments.store import StoreError
+
         holder: dict[str, str] = {}
 
-        def on_event(event: RunEvent) -> None:
+        def on_event(event: RunEvent) -> None:  # on the runner's threads
             screen.post_message(RunnerEventArrived(holder["dir"], event))
 
-        runner = Runner.create(request.spec, on_event=on_event, parallel=request.parallel)
+        try:
+            runner = Runner.create(request.spec, on_event=on_event, parallel=request.parallel)
+        except (OSError, StoreError, ValueError) as exc:
+            self.post_message(ExperimentNotCreated(request.spec.name, str(exc)))
+            return
         holder["dir"] = str(runner.experiment_dir)
-        self.runners[holder["dir"]] = runner
+        self.post_message(ExperimentCreated(holder["dir"], runner))
+
+    def on_experiment_created(self, message: ExperimentCreated) -> None:
+        runner = message.runner
+        self.runners[message.directory] = runner
         self.action_show("experiments")
-        screen.show_experiment(holder["dir"])  # type: ignore[attr-defined]
+        self.experiments.show_experiment(message.directory)
         runner.start()
-        self.notify(f"Started {request.spec.name}: {holder['dir']}", markup=False)
+        self.notify(f"Started {runner.spec.name}: {message.directory}", markup=False)
+
+    def on_experiment_not_created(self, message: ExperimentNotCreated) -> None:
+        self.notify(
+            message.error, title=f"Could not start {message.name}", severity="error", markup=False
+        )
 
     # -- capture -------------------------------------------------------------------------
     def _capture_defaults(self) -> tuple[str, str]:
         """A running run selected in Experiments: its own profiler port and logdir."""
-        from tui_prof.model import RUN_RUNNING
-        from tui_prof.tui.widgets.run_table import RunTable
+        from tui_prof.model import RunStatus
 
-        if self.is_screen_installed("experiments") and self.screen is self.get_screen(
-            "experiments"
-        ):
-            run = self.screen.query_one(RunTable).selected_run
-            if run is not None and run.status == RUN_RUNNING and run.profiler_port:
+        if self.is_screen_installed("experiments") and self.screen is self.experiments:
+            run = self.experiments.selected_run
+            if run is not None and run.status == RunStatus.RUNNING and run.profiler_port:
                 return f"localhost:{run.profiler_port}", run.run_dir
         base = self.path if self.path.is_dir() else self.path.parent
         return "localhost:6009", str(base)
@@ -143,34 +231,46 @@ class TuiprofApp(App[int]):
     def _capture(self, request: CaptureRequest | None) -> None:
         if request is None:
             return
-        screen = self.view("captures")
+        screen = self.captures
         self.action_show("captures")
-        screen.start(request)  # type: ignore[attr-defined]
+        screen.start(request)
 
     def on_captured(self, message: Captured) -> None:
-        self.get_screen("browse").scan()  # type: ignore[attr-defined]
+        self.browse.scan()
 
     def on_profiles_changed(self, message: ProfilesChanged) -> None:
         """An experiment finished: its runs' profiles belong in the browse tree."""
-        browse = self.get_screen("browse")
+        browse = self.browse
         for directory in self.runners:
-            browse.add_root(Path(directory))  # type: ignore[attr-defined]
-        browse.scan()  # type: ignore[attr-defined]
+            browse.add_root(Path(directory))
+        browse.scan()
 
+    # -- quitting ------------------------------------------------------------------------
     async def action_quit(self) -> None:
-        if self.active_runs == 0:
+        if self.active_runs == 0 or self.stopping:  # q while stopping: leave without waiting
             self.exit(0)
             return
         from tui_prof.tui.screens.quit_dialog import LEAVE, STOP, QuitDialog
 
         def decided(choice: str | None) -> None:
             if choice == STOP:
-                for r in self.runners.values():
-                    r.stop_all()
-                for r in self.runners.values():
-                    r.wait(timeout=15)
-                self.exit(0)
+                self.stopping = True
+                self.notify(
+                    f"Stopping {self.active_runs} run(s) … (q: quit without waiting)",
+                    markup=False,
+                )
+                self._stop_runs_and_exit(list(self.runners.values()))
             elif choice == LEAVE:
                 self.exit(0)
 
         self.push_screen(QuitDialog(self.active_runs), decided)
+
+    @work(thread=True, name="stopping the runs", exit_on_error=False)
+    def _stop_runs_and_exit(self, runners: list[Runner]) -> None:
+        """Stop every run and wait for them here, not on the UI thread, which keeps drawing."""
+        for r in runners:
+            r.stop_all()
+        deadline = time.monotonic() + STOP_WAIT_S
+        for r in runners:
+            r.wait(timeout=max(0.0, deadline - time.monotonic()))
+        self.call_from_thread(self.exit, 0)

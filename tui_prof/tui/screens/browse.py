@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -13,8 +12,8 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
-from textual.screen import Screen
-from textual.widgets import Footer, Header, Tree
+from textual.widgets import Footer, Header, TabbedContent, Tree
+from textual.worker import get_current_worker
 
 from tui_prof.model import ProfileError
 from tui_prof.profiles.discover import Discovery, HostFile, Session, discover
@@ -25,14 +24,19 @@ from tui_prof.tui.messages import (
     ProfileFailed,
     ProfileLoaded,
 )
+from tui_prof.tui.screens.base import TuiprofScreen
 from tui_prof.tui.widgets.profile_tree import NodeData, ProfileTree
 from tui_prof.tui.widgets.session_view import SessionView
 
 if TYPE_CHECKING:
     from tui_prof.profiles.prefetch import Prefetch
 
+FOLLOW_GROUP = (
+    "follow"  # the one worker that lives as long as the screen (tests do not wait for it)
+)
 
-class BrowseScreen(Screen[None]):
+
+class BrowseScreen(TuiprofScreen):
     BINDINGS = [
         Binding("f5,ctrl+r", "rescan", "Rescan", id="rescan", tooltip="List the logdir again"),
         Binding("tab", "focus_next", "Next pane", show=False),
@@ -57,9 +61,7 @@ class BrowseScreen(Screen[None]):
         self.force_fallback = False
         self.extra_roots: list[Path] = []  # experiments of this session outside `root`
         self.full = False  # run the converter even on large profiles
-        self._cancel: threading.Event | None = None
         self._current: Session | None = None
-        self._follower: object | None = None
         self._created = time.time()
 
     def compose(self) -> ComposeResult:
@@ -82,19 +84,20 @@ class BrowseScreen(Screen[None]):
 
     def _follow(self) -> None:
         """Watch the open directory, so a running job's new sessions appear without a restart."""
-        if not self.root.is_dir():
-            return
+        if self.root.is_dir():
+            self._follow_worker()
+
+    @work(thread=True, group=FOLLOW_GROUP, name="following the logdir", exit_on_error=False)
+    def _follow_worker(self) -> None:
+        """Runs until the screen goes: Textual cancels its workers, which sets this event."""
         from tui_prof.live.follow import LogdirFollower
 
         # Anything written after the listing started is reported, so nothing falls between the two.
         since = self.prefetch.started_at if self.prefetch is not None else self._created
-        self._follower = LogdirFollower(
+        follower = LogdirFollower(
             self.root, lambda events: self.post_message(LogdirChanged(events)), since=since
-        ).start()
-
-    def on_unmount(self) -> None:
-        if self._follower is not None:
-            self._follower.stop(timeout=1.0)  # type: ignore[attr-defined]
+        )
+        follower.run(get_current_worker().cancelled_event)
 
     def on_logdir_changed(self, message: LogdirChanged) -> None:
         from tui_prof.live.follow import PROFILE, SESSION
@@ -112,7 +115,7 @@ class BrowseScreen(Screen[None]):
             self._current = None
             self.load(current)
 
-    @work(thread=True, exclusive=True, group="scan")
+    @work(thread=True, exclusive=True, group="scan", name="listing profiles", exit_on_error=False)
     def scan(self) -> None:
         pre = self.prefetch
         if pre is not None and not pre.listing_used:
@@ -183,9 +186,6 @@ class BrowseScreen(Screen[None]):
             self.load(data)
 
     def load(self, session: Session) -> None:
-        if self._cancel is not None:
-            self._cancel.set()
-        self._cancel = threading.Event()
         self._current = session
         pre = self.prefetch
         if (
@@ -204,20 +204,29 @@ class BrowseScreen(Screen[None]):
                 self.on_profile_failed(ProfileFailed(session, pre.error))
                 return
         self.query_one(SessionView).show_loading(session.name)
-        self._analyse(session, self._cancel, self.force_fallback, self.full)
+        self._analyse(session, self.force_fallback, self.full)
 
-    @work(thread=True, exclusive=True, group="analyse", exit_on_error=False)
-    def _analyse(
-        self, session: Session, cancel: threading.Event, fallback: bool, full: bool
-    ) -> None:
+    @work(
+        thread=True,
+        exclusive=True,
+        group="analyse",
+        name="analysing the session",
+        exit_on_error=False,
+    )
+    def _analyse(self, session: Session, fallback: bool, full: bool) -> None:
+        """Stops when the worker is cancelled: another session was selected (exclusive), or the
+        screen went away."""
         from tui_prof.model import Cancelled
         from tui_prof.profiles.load import load_summary
 
+        cancel = get_current_worker().cancelled_event
         start = time.perf_counter()
         pre = self.prefetch
         if pre is not None and not pre.used and pre.listed.is_set() and pre.session == session:
             pre.used = True  # started before Textual loaded: wait for it rather than redo it
-            pre.analysed.wait()
+            while not pre.analysed.wait(0.05):
+                if cancel.is_set():
+                    return
             if pre.summary is not None and not fallback and not full:
                 self.post_message(ProfileLoaded(session, pre.summary, time.perf_counter() - start))
                 return
@@ -238,9 +247,11 @@ class BrowseScreen(Screen[None]):
             self.post_message(ProfileFailed(session, str(exc)))
             return
         except Exception as exc:  # a bug must not kill the browser; show it like a bad file
-            self.post_message(
-                ProfileFailed(session, f"unexpected error: {type(exc).__name__}: {exc}")
-            )
+            from tui_prof.tui.errors import log_failure, one_line
+
+            where = log_failure(f"analysing {session.path}", exc)
+            detail = f" (traceback in {where})" if where else ""
+            self.post_message(ProfileFailed(session, f"unexpected error: {one_line(exc)}{detail}"))
             return
         if not cancel.is_set():
             self.post_message(ProfileLoaded(session, summary, time.perf_counter() - start))
@@ -268,7 +279,7 @@ class BrowseScreen(Screen[None]):
         self.scan()
 
     def action_tab(self, tab: str) -> None:
-        self.query_one("#tabs").active = tab  # type: ignore[attr-defined]
+        self.query_one("#tabs", TabbedContent).active = tab
 
     def action_toggle_full(self) -> None:
         self.full = not self.full

@@ -13,11 +13,12 @@ NodeData = Run | Session | HostFile | None
 
 
 def _size(n: int) -> str:
-    for unit in ("B", "KB", "MB", "GB"):
-        if n < 1024 or unit == "GB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024  # type: ignore[assignment]
-    return f"{n} B"
+    size = float(n)
+    for unit in ("B", "KB", "MB"):
+        if size < 1024:
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{size:.1f} GB"
 
 
 class ProfileTree(Tree[NodeData]):
@@ -32,8 +33,8 @@ class ProfileTree(Tree[NodeData]):
         Binding("G", "scroll_end", "Bottom", show=False),
     ]
 
-    def __init__(self, **kwargs: object) -> None:
-        super().__init__("profiles", **kwargs)  # type: ignore[arg-type]
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__("profiles", id=id)
         self.show_root = False
         self.guide_depth = 2
         self._session_nodes: dict[str, TreeNode[NodeData]] = {}
