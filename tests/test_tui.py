@@ -37,6 +37,8 @@ async def test_opens_first_session_and_shows_its_numbers() -> None:
         headline = _static_text(app, "#headline")
         assert f"{fmt_ms(expected.average.step_time_ms)} ms" in headline
         assert "official step markers" in headline
+        await pilot.press("2")  # a table is drawn when its tab shows it
+        await pilot.pause()
         table = app.screen.query_one(StepBreakdownTable)
         assert table.row_count == len(expected.steps)
         first = table.get_row_at(0)
@@ -109,6 +111,8 @@ async def test_op_names_with_markup_are_shown_as_text() -> None:
     app = TuiprofApp(SAMPLES)
     async with app.run_test(size=(120, 40)) as pilot:
         await _settle(pilot)
+        await pilot.press("3")
+        await pilot.pause()
         ops = app.screen.query_one("#ops", DataTable)
         assert ops.row_count > 0
         cell = ops.get_row_at(0)[0]

@@ -125,6 +125,9 @@ class KernelStat:
     tensor_core_eligible: bool
     uses_tensor_core: bool
     occupancy_percent: float | None = None
+    # Launch shape, "x,y,z" ("" where unknown): one kernel launched in two shapes is two rows.
+    grid: str = ""
+    block: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -135,6 +138,8 @@ class KernelStat:
             "tensor_core_eligible": self.tensor_core_eligible,
             "uses_tensor_core": self.uses_tensor_core,
             "occupancy_percent": self.occupancy_percent,
+            "grid": self.grid,
+            "block": self.block,
         }
 
 

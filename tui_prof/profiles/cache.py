@@ -30,7 +30,7 @@ from tui_prof.model import (
 )
 from tui_prof.profiles.discover import Session, display_path
 
-SCHEMA = 1
+SCHEMA = 2  # 2: kernels carry their launch shape (grid, block)
 
 
 def cache_dir() -> Path:

@@ -15,6 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from tui_prof.model import CATEGORIES, CATEGORY_LABELS, ProfileSummary, StepBreakdown
+from tui_prof.render.names import TailCut, kernel_names
 
 # Colour and a monochrome glyph per category; the glyph is also drawn in colour terminals' legend.
 CATEGORY_STYLE: dict[str, tuple[str, str]] = {
@@ -186,7 +187,7 @@ def top_ops_table(summary: ProfileSummary, limit: int = 15) -> Table:
     t.add_column("%", justify="right")
     for o in summary.top_ops[:limit]:
         t.add_row(
-            Text(o.name),
+            TailCut(o.name),  # a scope loses its head, never the op at its tail
             Text(o.op_type),
             o.where,
             fmt_ms(o.total_self_time_us / 1000),
@@ -203,14 +204,20 @@ def kernels_table(summary: ProfileSummary, limit: int = 15) -> Table:
     t.add_column("Total ms", justify="right")
     t.add_column("TC elig.", justify="center")
     t.add_column("TC used", justify="center")
-    for k in summary.kernels[:limit]:
+    kernels = summary.kernels[:limit]
+    names = kernel_names([k.name for k in kernels])  # what tells them apart, not `void Eigen::…`
+    shapes = len(set(names)) < len(names)  # one kernel in several launch shapes: say which
+    if shapes:
+        t.add_column("Grid", justify="right")
+    for k, name in zip(kernels, names, strict=True):
         t.add_row(
-            Text(k.name),
+            Text(name),
             Text(k.op_name),
             str(k.occurrences),
             fmt_ms(k.total_duration_us / 1000),
             "yes" if k.tensor_core_eligible else "no",
             "yes" if k.uses_tensor_core else "no",
+            *([k.grid or "–"] if shapes else []),
         )
     return t
 

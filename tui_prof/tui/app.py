@@ -129,6 +129,13 @@ class TuiprofApp(App[int]):
     def on_resize(self) -> None:
         self.screen.set_class(self.size.width < 100, "narrow")
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """The key of the view already shown is left out of the footer (it would do nothing)."""
+        if action == "show" and parameters:
+            name = str(parameters[0])
+            return not (self.is_screen_installed(name) and self.screen is self.get_screen(name))
+        return True
+
     def action_show(self, name: str) -> None:
         target = self.view(name)
         if self.screen is not target and not isinstance(self.screen, ModalScreen):

@@ -39,11 +39,34 @@ FOLLOW_GROUP = (
 class BrowseScreen(TuiprofScreen):
     BINDINGS = [
         Binding("f5,ctrl+r", "rescan", "Rescan", id="rescan", tooltip="List the logdir again"),
-        Binding("tab", "focus_next", "Next pane", show=False),
-        Binding("1", "tab('tab-overview')", "Overview", id="tab_overview", show=False),
-        Binding("2", "tab('tab-steps')", "Steps", id="tab_steps", show=False),
-        Binding("3", "tab('tab-ops')", "Ops", id="tab_ops", show=False),
-        Binding("4", "tab('tab-kernels')", "Kernels", id="tab_kernels", show=False),
+        Binding("tab", "focus_next", "Next pane", show=False, tooltip="Tree, tabs, tables in turn"),
+        Binding(
+            "1",
+            "tab('tab-overview')",
+            "Overview tab",
+            id="tab_overview",
+            show=False,
+            tooltip="Headline, breakdown bars, averages, precision, advice",
+        ),
+        Binding(
+            "2", "tab('tab-steps')", "Steps tab", id="tab_steps", show=False, tooltip="Per step"
+        ),
+        Binding(
+            "3",
+            "tab('tab-ops')",
+            "Top ops tab",
+            id="tab_ops",
+            show=False,
+            tooltip="Framework ops by self time",
+        ),
+        Binding(
+            "4",
+            "tab('tab-kernels')",
+            "Kernels tab",
+            id="tab_kernels",
+            show=False,
+            tooltip="GPU kernels, TensorCore use, launch shape",
+        ),
         Binding(
             "F",
             "toggle_fallback",

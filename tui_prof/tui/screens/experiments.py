@@ -46,7 +46,14 @@ class ExperimentsScreen(TuiprofScreen):
         Binding(
             "X", "stop_all", "Stop all", id="stop_all", tooltip="Stop every run of this experiment"
         ),
-        Binding("f5,ctrl+r", "rescan", "Rescan", id="rescan_experiments", show=False),
+        Binding(
+            "f5,ctrl+r",
+            "rescan",
+            "Rescan",
+            id="rescan_experiments",
+            show=False,
+            tooltip="Look for experiments under the open path again",
+        ),
     ]
 
     def __init__(self, root: Path) -> None:

@@ -8,6 +8,7 @@ from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
 from tui_prof.profiles.discover import Discovery, HostFile, Run, Session
+from tui_prof.render.names import Branch, nest
 
 NodeData = Run | Session | HostFile | None
 
@@ -19,6 +20,13 @@ def _size(n: int) -> str:
             return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
         size /= 1024
     return f"{size:.1f} GB"
+
+
+def _session_label(session: Session, problem: str | None) -> Text:
+    label = Text(("⚠ " if problem else "") + session.name, style="red" if problem else "")
+    n = len(session.hosts)
+    label.append(f"  {n} host{'s' if n != 1 else ''}", style="dim")
+    return label
 
 
 class ProfileTree(Tree[NodeData]):
@@ -40,25 +48,36 @@ class ProfileTree(Tree[NodeData]):
         self._session_nodes: dict[str, TreeNode[NodeData]] = {}
 
     def populate(self, discovery: Discovery) -> None:
-        """Rebuild from a discovery, keeping the cursor on the same session where possible."""
+        """Rebuild from a discovery, keeping the cursor on the same session where possible.
+
+        Runs that share a head are nested under it (`experiment/runs/` › `float32-r0`, `mixed-r0`),
+        so each line shows what tells its run apart, not a head cut off at the tree's edge."""
         current = self.cursor_node.data if self.cursor_node else None
         self.clear()
         self._session_nodes.clear()
-        for run in discovery.runs:
-            rnode = self.root.add(Text(run.name, style="bold"), data=run, expand=True)
+        runs = discovery.runs
+        for branch in nest([r.name for r in runs]):
+            self._add_branch(self.root, branch, runs)
+        if isinstance(current, Session) and str(current.path) in self._session_nodes:
+            self.move_cursor(self._session_nodes[str(current.path)])
+
+    def _add_branch(
+        self, parent: TreeNode[NodeData], branch: Branch, runs: tuple[Run, ...]
+    ) -> None:
+        if branch.index is None:  # a folder that only groups runs
+            node = parent.add(Text(branch.label, style="dim bold"), data=None, expand=True)
+        else:
+            run = runs[branch.index]
+            node = parent.add(Text(branch.label, style="bold"), data=run, expand=True)
             for sess in run.sessions:
-                label = Text(sess.name)
-                label.append(
-                    f"  {len(sess.hosts)} host{'s' if len(sess.hosts) != 1 else ''}", style="dim"
-                )
-                snode = rnode.add(label, data=sess, expand=False)
+                snode = node.add(_session_label(sess, None), data=sess, expand=False)
                 self._session_nodes[str(sess.path)] = snode
                 for h in sess.hosts:
                     hl = Text(h.host)
                     hl.append(f"  {_size(h.size)}", style="dim")
                     snode.add_leaf(hl, data=h)
-        if isinstance(current, Session) and str(current.path) in self._session_nodes:
-            self.move_cursor(self._session_nodes[str(current.path)])
+        for child in branch.children:
+            self._add_branch(node, child, runs)
 
     def first_session_node(self) -> TreeNode[NodeData] | None:
         return next(iter(self._session_nodes.values()), None)
@@ -66,13 +85,8 @@ class ProfileTree(Tree[NodeData]):
     def mark(self, session: Session, problem: str | None) -> None:
         """Flag a session that failed to load (or clear the flag)."""
         node = self._session_nodes.get(str(session.path))
-        if node is None:
-            return
-        label = Text(("⚠ " if problem else "") + session.name, style="red" if problem else "")
-        label.append(
-            f"  {len(session.hosts)} host{'s' if len(session.hosts) != 1 else ''}", style="dim"
-        )
-        node.set_label(label)
+        if node is not None:
+            node.set_label(_session_label(session, problem))
 
     def action_expand_node(self) -> None:
         if self.cursor_node is not None:

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterable
 
 from rich.text import Text
+from textual import on
 from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import DataTable, ProgressBar, Static, TabbedContent, TabPane
 
 from tui_prof.model import CATEGORY_LABELS, ProfileSummary
+from tui_prof.render.names import TailCut, cut_middle, fit_kernels, fit_paths, kernel_names
 from tui_prof.render.summary import (
     BreakdownBars,
     averages_table,
@@ -19,63 +21,177 @@ from tui_prof.render.summary import (
     recommendations_text,
     used_categories,
 )
+from tui_prof.tui.widgets.columns import Column, fit_columns
 
-NAME_WIDTH = 36
 
+class FittedTable(DataTable[object]):
+    """A summary's table laid out for its own width: drawn when it first has one (a hidden tab
+    has none) and again when the width changes; the cursor stays on its row."""
 
-class StepBreakdownTable(DataTable[str]):
-    """Per-step times; the Pilot tests read its cells."""
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id, zebra_stripes=True, cursor_type="row")
+        self.summary: ProfileSummary | None = None
+        self._drawn_width = 0
 
     def show(self, summary: ProfileSummary) -> None:
+        self.summary = summary
+        self._drawn_width = 0
         self.clear(columns=True)
+        self._draw()
+
+    def on_resize(self) -> None:
+        if self.summary is not None and self.size.width != self._drawn_width:
+            self._draw()
+
+    def _draw(self) -> None:
+        width = self.size.width
+        if self.summary is None or width <= 0:
+            return
+        row = self.cursor_row
+        self._drawn_width = width
+        self.clear(columns=True)
+        self.fill(self.summary, width)
+        if 0 <= row < self.row_count:
+            self.move_cursor(row=row)
+
+    def fill(self, summary: ProfileSummary, width: int) -> None:
+        raise NotImplementedError
+
+    def add_fitted(self, columns: list[Column], rows: list[dict[str, object]], width: int) -> None:
+        shown = fit_columns(columns, width)
+        for col, w in shown:
+            self.add_column(col.label, key=col.key, width=w)
+        for r in rows:
+            self.add_row(*(r[col.key] for col, _ in shown))
+
+
+class StepBreakdownTable(FittedTable):
+    """Per-step times; the Pilot tests read its cells. Categories with less time go first."""
+
+    def fill(self, summary: ProfileSummary, width: int) -> None:
         cats = used_categories(summary.steps)
-        self.add_column("Step", key="step")
-        self.add_column("Step time ms", key="step_time")
-        for c in cats:
-            self.add_column(CATEGORY_LABELS[c], key=c)
-        for s in summary.steps:
-            self.add_row(
-                str(s.step),
-                fmt_ms(s.step_time_ms),
-                *(fmt_ms(s.breakdown_ms.get(c, 0.0)) for c in cats),
+        total = {c: sum(s.breakdown_ms.get(c, 0.0) for s in summary.steps) for c in cats}
+        rank = {c: i for i, c in enumerate(sorted(cats, key=lambda c: -total[c]))}
+        columns = [Column("step", "Step", 5, 0), Column("step_time", "Step time ms", 8, 0)]
+        columns += [Column(c, CATEGORY_LABELS[c], 8, 1 + rank[c]) for c in cats]
+        rows: list[dict[str, object]] = [
+            {
+                "step": str(s.step),
+                "step_time": fmt_ms(s.step_time_ms),
+                **{c: fmt_ms(s.breakdown_ms.get(c, 0.0)) for c in cats},
+            }
+            for s in summary.steps
+        ]
+        self.add_fitted(columns, rows, width)
+
+
+class TopOpsTable(FittedTable):
+    """Ops by self time; a long scope loses its head, never the op at its tail."""
+
+    def fill(self, summary: ProfileSummary, width: int) -> None:
+        ops = summary.top_ops
+        columns = [
+            Column("name", "Op", 16, 0, flexible=True, want=_wish(width, (o.name for o in ops))),
+            Column("self", "Self ms", 8, 0),
+            Column("percent", "%", 5, 1),
+            Column("type", "Type", 14, 2),
+            Column("calls", "Calls", 5, 3),
+            Column("where", "Where", 6, 4),
+        ]
+        shown = {c.key: w for c, w in fit_columns(columns, width)}
+        names = fit_paths([o.name for o in ops], shown["name"])
+        rows: list[dict[str, object]] = [
+            {
+                "name": Text(name),
+                "type": Text(cut_middle(o.op_type, shown.get("type", 14))),
+                "where": o.where,
+                "calls": str(o.occurrences),
+                "self": fmt_ms(o.total_self_time_us / 1000),
+                "percent": f"{o.self_time_percent:.1f}",
+            }
+            for o, name in zip(ops, names, strict=True)
+        ]
+        self.add_fitted(columns, rows, width)
+
+    def detail(self) -> Text:
+        """The selected op in full: scope, type and where it ran."""
+        if self.summary is None or not 0 <= self.cursor_row < len(self.summary.top_ops):
+            return Text("")
+        o = self.summary.top_ops[self.cursor_row]
+        t = Text(o.name, style="bold")
+        t.append(f"\n{o.op_type} · {o.where} · {o.occurrences} calls", style="dim")
+        return t
+
+
+def _wish(width: int, names: Iterable[str]) -> int:
+    """A name column's wish: its longest name, up to ~45% of the table (the rest for numbers)."""
+    return min(max((len(n) for n in names), default=0), max(16, width * 45 // 100))
+
+
+def _launch(grid: str) -> str:
+    """`160,1,1` → `160`; `8,4,1` → `8×4`: the grid as short as it stays exact."""
+    dims = [d.strip() for d in grid.split(",") if d.strip()]
+    while len(dims) > 1 and dims[-1] == "1":
+        dims.pop()
+    return "×".join(dims) or "–"
+
+
+class KernelTable(FittedTable):
+    """GPU kernels by time, named by what tells them apart; the full name in the detail line."""
+
+    def fill(self, summary: ProfileSummary, width: int) -> None:
+        kernels = summary.kernels
+        shorts = kernel_names([k.name for k in kernels])
+        repeated = len(set(shorts)) < len(shorts)  # one kernel in several launch shapes
+        columns = [
+            Column("name", "Kernel", 16, 0, flexible=True, want=_wish(width, shorts)),
+            Column("total", "Total ms", 8, 0),
+            Column("calls", "Calls", 6, 1),
+            Column("grid", "Grid", 7, 2 if repeated else 6),
+            Column("tc", "TensorCore", 10, 3),
+            Column("occupancy", "Occ. %", 6, 4),
+            Column("op", "Op", 14, 5),
+        ]
+        if not any(k.grid for k in kernels):
+            columns = [c for c in columns if c.key != "grid"]
+        if not any(k.op_name for k in kernels):
+            columns = [c for c in columns if c.key != "op"]
+        if all(k.occupancy_percent is None for k in kernels):
+            columns = [c for c in columns if c.key != "occupancy"]
+        shown = {c.key: w for c, w in fit_columns(columns, width)}
+        names = fit_kernels(shorts, shown["name"])
+        ops = fit_paths([k.op_name for k in kernels], shown.get("op", 14))
+        rows: list[dict[str, object]] = []
+        for k, name, op in zip(kernels, names, ops, strict=True):
+            tc = "used" if k.uses_tensor_core else "eligible" if k.tensor_core_eligible else "–"
+            occupancy = "–" if k.occupancy_percent is None else f"{k.occupancy_percent:.0f}"
+            rows.append(
+                {
+                    "name": Text(name),
+                    "total": fmt_ms(k.total_duration_us / 1000),
+                    "calls": str(k.occurrences),
+                    "grid": _launch(k.grid),
+                    "tc": tc,
+                    "occupancy": occupancy,
+                    "op": Text(op or "–"),
+                }
             )
+        self.add_fitted(columns, rows, width)
 
-
-class TopOpsTable(DataTable[object]):
-    def show(self, summary: ProfileSummary) -> None:
-        self.clear(columns=True)
-        # Names are long (scopes, templates): a fixed width keeps the numbers on an 80-column screen.
-        self.add_column("Op", width=NAME_WIDTH)
-        self.add_column("Type", width=16)
-        self.add_columns("Where", "Calls", "Self ms", "% of side")
-        for o in summary.top_ops:
-            self.add_row(
-                Text(o.name),
-                Text(o.op_type),
-                o.where,
-                str(o.occurrences),
-                fmt_ms(o.total_self_time_us / 1000),
-                f"{o.self_time_percent:.1f}",
-            )
-
-
-class KernelTable(DataTable[object]):
-    def show(self, summary: ProfileSummary) -> None:
-        self.clear(columns=True)
-        self.add_column("Kernel", width=NAME_WIDTH)
-        self.add_column("Op", width=20)
-        self.add_columns("Calls", "Total ms", "TC eligible", "TC used", "Occupancy %")
-        for k in summary.kernels:
-            occ = "–" if k.occupancy_percent is None else f"{k.occupancy_percent:.0f}"
-            self.add_row(
-                Text(k.name),
-                Text(k.op_name),
-                str(k.occurrences),
-                fmt_ms(k.total_duration_us / 1000),
-                "yes" if k.tensor_core_eligible else "no",
-                "yes" if k.uses_tensor_core else "no",
-                occ,
-            )
+    def detail(self) -> Text:
+        """The selected kernel: its short name, launch shape and op, then its full name."""
+        if self.summary is None or not 0 <= self.cursor_row < len(self.summary.kernels):
+            return Text("")
+        kernels = self.summary.kernels
+        k = kernels[self.cursor_row]
+        short = kernel_names([x.name for x in kernels])[self.cursor_row]
+        t = Text(short, style="bold")
+        facts = [f"grid {k.grid}" if k.grid else "", f"block {k.block}" if k.block else ""]
+        facts.append(f"op {k.op_name}" if k.op_name else "")
+        if any(facts):
+            t.append("\n" + " · ".join(f for f in facts if f))
+        t.append("\n" + k.name, style="dim")
+        return t
 
 
 class SessionView(Vertical):
@@ -92,14 +208,24 @@ class SessionView(Vertical):
                 yield Static(id="precision")
                 yield Static(id="advice")
             with TabPane("Steps", id="tab-steps"):
-                yield StepBreakdownTable(id="steps", zebra_stripes=True, cursor_type="row")
+                yield StepBreakdownTable(id="steps")
             with TabPane("Top ops", id="tab-ops"):
-                yield TopOpsTable(id="ops", zebra_stripes=True, cursor_type="row")
+                yield TopOpsTable(id="ops")
+                yield Static(id="op-detail", classes="detail")
             with TabPane("Kernels", id="tab-kernels"):
-                yield KernelTable(id="kernels", zebra_stripes=True, cursor_type="row")
+                yield KernelTable(id="kernels")
+                yield Static(id="kernel-detail", classes="detail")
 
     def on_mount(self) -> None:
         self.query_one("#progress", ProgressBar).display = False
+
+    @on(DataTable.RowHighlighted, "#ops")
+    def _op_highlighted(self) -> None:
+        self.query_one("#op-detail", Static).update(self.query_one(TopOpsTable).detail())
+
+    @on(DataTable.RowHighlighted, "#kernels")
+    def _kernel_highlighted(self) -> None:
+        self.query_one("#kernel-detail", Static).update(self.query_one(KernelTable).detail())
 
     def show_message(self, text: str | Text, *, error: bool = False) -> None:
         status = self.query_one("#status", Static)
@@ -123,7 +249,7 @@ class SessionView(Vertical):
         status.set_class(False, "error")
         # No timing here: the screen shows what is stable, so snapshots can compare it.
         self.log(f"analysed {summary.path} in {seconds * 1000:.0f} ms")
-        status.update(Text(f"{summary.path}", style="dim"))
+        status.update(TailCut(summary.path, style="dim"))
         with self.app.batch_update():
             self.query_one("#headline", Static).update(headline(summary))
             self.query_one("#bars", Static).update(BreakdownBars(summary.steps))
@@ -136,12 +262,9 @@ class SessionView(Vertical):
             self.query_one("#tab-kernels", TabPane).disabled = not summary.kernels
 
     def clear_summary(self) -> None:
-        for sid in ("#headline", "#bars", "#averages", "#precision", "#advice"):
-            self.query_one(sid, Static).update("")
-        tables: tuple[type[DataTable[Any]], ...] = (
-            StepBreakdownTable,
-            TopOpsTable,
-            KernelTable,
-        )
-        for table in tables:
-            self.query_one(table).clear(columns=True)
+        for sid in ("#headline", "#bars", "#averages", "#precision", "#advice", ".detail"):
+            for static in self.query(sid).results(Static):
+                static.update("")
+        for table in self.query(FittedTable).results(FittedTable):
+            table.summary = None
+            table.clear(columns=True)
