@@ -13,7 +13,6 @@ from textual.binding import Binding
 from textual.screen import ModalScreen, Screen
 from textual.worker import Worker, WorkerState
 
-from tui_prof.tui.commands import TuiprofCommands
 from tui_prof.tui.messages import (
     Captured,
     ExperimentCreated,
@@ -24,6 +23,8 @@ from tui_prof.tui.messages import (
 from tui_prof.tui.screens.browse import BrowseScreen
 
 if TYPE_CHECKING:
+    from textual.command import Provider
+
     from tui_prof.experiments.events import RunEvent
     from tui_prof.experiments.runner import Runner
     from tui_prof.profiles.prefetch import Prefetch
@@ -32,13 +33,29 @@ if TYPE_CHECKING:
     from tui_prof.tui.screens.experiments import ExperimentsScreen
     from tui_prof.tui.screens.start_dialog import StartRequest
 
+
+def _commands() -> type[Provider]:
+    """The palette's provider, imported when the palette first opens (not before the first frame)."""
+    from tui_prof.tui.commands import TuiprofCommands
+
+    return TuiprofCommands
+
+
+def _freeze_start_up_objects() -> None:
+    """Start-up objects (modules, CSS, widgets) live as long as the app: keeping them out of the
+    collector's full passes removes ~100 ms pauses while runs stream output. (launch() turned
+    collection off while they were made.)"""
+    gc.freeze()
+    gc.enable()
+
+
 STOP_WAIT_S = 15.0  # how long quitting waits for stopped runs to end before it leaves anyway
 
 
 class TuiprofApp(App[int]):
     TITLE = "tuiprof"
     CSS_PATH = "tuiprof.tcss"
-    COMMANDS = App.COMMANDS | {TuiprofCommands}
+    COMMANDS = App.COMMANDS | {_commands}
     BINDINGS = [
         Binding("q", "quit", "Quit", id="quit", tooltip="Quit (asks first while runs are active)"),
         Binding(
@@ -84,12 +101,17 @@ class TuiprofApp(App[int]):
         self.runners: dict[str, Runner] = {}
         self.stopping = False  # quitting: the stopped runs are being waited for
 
+    def get_default_screen(self) -> Screen[None]:
+        """Browse is the first screen itself, not pushed over a blank one: that push styles every
+        widget a second time (~0.1 s of the first frame)."""
+        browse = BrowseScreen(self.path, self.prefetch)
+        self.install_screen(browse, "browse")
+        # What push_screen records for a pushed screen; switch_screen pops it. (Textual pinned.)
+        browse._push_result_callback(self, None)
+        return browse
+
     def on_mount(self) -> None:
-        self.install_screen(BrowseScreen(self.path, self.prefetch), "browse")
-        self.push_screen("browse")
-        # Start-up objects (modules, CSS, widgets) live as long as the app: keeping them out of
-        # the collector's full passes removes ~100 ms pauses while runs stream output.
-        self.call_after_refresh(gc.freeze)
+        self.call_after_refresh(_freeze_start_up_objects)
 
     # -- views: made on first use, so the first frame waits only for the one it shows -----
     @property
@@ -126,9 +148,6 @@ class TuiprofApp(App[int]):
             return self.captures
         return self.browse
 
-    def on_resize(self) -> None:
-        self.screen.set_class(self.size.width < 100, "narrow")
-
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """The key of the view already shown is left out of the footer (it would do nothing)."""
         if action == "show" and parameters:
@@ -140,7 +159,6 @@ class TuiprofApp(App[int]):
         target = self.view(name)
         if self.screen is not target and not isinstance(self.screen, ModalScreen):
             self.switch_screen(name)
-            self.screen.set_class(self.size.width < 100, "narrow")
 
     def action_help(self) -> None:
         from tui_prof.tui.screens.help import HelpScreen

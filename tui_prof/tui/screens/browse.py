@@ -12,6 +12,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
+from textual.lazy import Lazy
 from textual.widgets import Footer, Header, TabbedContent, Tree
 from textual.worker import get_current_worker
 
@@ -31,9 +32,10 @@ from tui_prof.tui.widgets.session_view import SessionView
 if TYPE_CHECKING:
     from tui_prof.profiles.prefetch import Prefetch
 
-FOLLOW_GROUP = (
-    "follow"  # the one worker that lives as long as the screen (tests do not wait for it)
-)
+# The one worker that lives as long as the screen (tests do not wait for it); it starts a moment
+# after the first frame, and reports everything written since the listing began.
+FOLLOW_GROUP = "follow"
+FOLLOW_AFTER_S = 0.3
 
 
 class BrowseScreen(TuiprofScreen):
@@ -92,7 +94,7 @@ class BrowseScreen(TuiprofScreen):
         with Horizontal(id="browse"):
             yield ProfileTree(id="tree")
             yield SessionView(id="session")
-        yield Footer()
+        yield Lazy(Footer())  # the keys come a frame after the numbers
 
     def on_mount(self) -> None:
         pre = self.prefetch
@@ -103,7 +105,8 @@ class BrowseScreen(TuiprofScreen):
         else:
             self.query_one(SessionView).show_message(f"Listing {self.root} …")
             self.scan()
-        self._follow()
+        # Watching starts once the first frame is out (it reports all since the listing began).
+        self.set_timer(FOLLOW_AFTER_S, self._follow)
 
     def _follow(self) -> None:
         """Watch the open directory, so a running job's new sessions appear without a restart."""
@@ -247,7 +250,7 @@ class BrowseScreen(TuiprofScreen):
         pre = self.prefetch
         if pre is not None and not pre.used and pre.listed.is_set() and pre.session == session:
             pre.used = True  # started before Textual loaded: wait for it rather than redo it
-            while not pre.analysed.wait(0.05):
+            while not pre.analysed.wait(0.01):  # the first numbers wait on this
                 if cancel.is_set():
                     return
             if pre.summary is not None and not fallback and not full:
@@ -295,14 +298,15 @@ class BrowseScreen(TuiprofScreen):
             return
         view = self.query_one(SessionView)
         view.clear_summary()
-        view.query_one("#progress").display = False
+        view.hide_progress()
         view.show_message(Text(f"{message.session.path}: {message.error}"), error=True)
 
     def action_rescan(self) -> None:
         self.scan()
 
     def action_tab(self, tab: str) -> None:
-        self.query_one("#tabs", TabbedContent).active = tab
+        for tabs in self.query("#tabs").results(TabbedContent):  # mounted after the first frame
+            tabs.active = tab
 
     def action_toggle_full(self) -> None:
         self.full = not self.full

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
+from rich.console import RenderableType
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
+from textual.lazy import Lazy
 from textual.widgets import DataTable, ProgressBar, Static, TabbedContent, TabPane
 
 from tui_prof.model import CATEGORY_LABELS, ProfileSummary
@@ -32,6 +34,12 @@ class FittedTable(DataTable[object]):
         super().__init__(id=id, zebra_stripes=True, cursor_type="row")
         self.summary: ProfileSummary | None = None
         self._drawn_width = 0
+
+    def on_mount(self) -> None:
+        """Mounted after the first frame (Lazy): take the summary the view already shows."""
+        shown = self.query_ancestor(SessionView).summary
+        if shown is not None and self.summary is None:
+            self.show(shown)
 
     def show(self, summary: ProfileSummary) -> None:
         self.summary = summary
@@ -194,30 +202,60 @@ class KernelTable(FittedTable):
         return t
 
 
+PARTS: dict[str, Callable[[ProfileSummary], RenderableType]] = {
+    "headline": headline,
+    "bars": lambda s: BreakdownBars(s.steps),
+    "averages": averages_table,
+    "precision": precision_text,
+    "advice": recommendations_text,
+}
+
+
+class SummaryPart(Static):
+    """One part of the overview (its id names it in PARTS), drawn from the view's summary; a
+    part mounted after the first frame (Lazy) draws itself when it mounts."""
+
+    def on_mount(self) -> None:
+        shown = self.query_ancestor(SessionView).summary
+        if shown is not None:
+            self.show(shown)
+
+    def show(self, summary: ProfileSummary | None) -> None:
+        self.update("" if summary is None else PARTS[str(self.id)](summary))
+
+
+class KernelsPane(TabPane):
+    """Disabled while the shown session has no kernels (a CPU job, a large profile's quick read)."""
+
+    def on_mount(self) -> None:
+        shown = self.query_ancestor(SessionView).summary
+        self.disabled = shown is not None and not shown.kernels
+
+
 class SessionView(Vertical):
-    """The right-hand side of the browse screen."""
+    """The right-hand side of the browse screen. The first frame holds the overview only: the
+    progress bar comes when an analysis does, the other tabs' tables after the first frame (they
+    take the shown summary when they mount)."""
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.summary: ProfileSummary | None = None
 
     def compose(self) -> ComposeResult:
         yield Static(id="status")
-        yield ProgressBar(id="progress", show_eta=False)
-        with TabbedContent(id="tabs"):
+        yield SummaryPart(id="headline")  # on every tab, and in the first frame
+        with Lazy(TabbedContent(id="tabs")):  # the tabs come a frame later
             with TabPane("Overview", id="tab-overview"), VerticalScroll(id="overview"):
-                yield Static(id="headline")
-                yield Static(id="bars")
-                yield Static(id="averages")
-                yield Static(id="precision")
-                yield Static(id="advice")
+                for part in ("bars", "averages", "precision", "advice"):
+                    yield SummaryPart(id=part)
             with TabPane("Steps", id="tab-steps"):
                 yield StepBreakdownTable(id="steps")
             with TabPane("Top ops", id="tab-ops"):
                 yield TopOpsTable(id="ops")
                 yield Static(id="op-detail", classes="detail")
-            with TabPane("Kernels", id="tab-kernels"):
+            with KernelsPane("Kernels", id="tab-kernels"):
                 yield KernelTable(id="kernels")
                 yield Static(id="kernel-detail", classes="detail")
-
-    def on_mount(self) -> None:
-        self.query_one("#progress", ProgressBar).display = False
 
     @on(DataTable.RowHighlighted, "#ops")
     def _op_highlighted(self) -> None:
@@ -233,38 +271,50 @@ class SessionView(Vertical):
         status.update(text if isinstance(text, Text) else Text(text))
         status.display = True
 
+    def _progress(self) -> ProgressBar:
+        found = self.query("#progress").results(ProgressBar)
+        bar = next(iter(found), None)
+        if bar is None:
+            bar = ProgressBar(id="progress", show_eta=False)
+            self.mount(bar, after="#status")
+        return bar
+
+    def hide_progress(self) -> None:
+        for bar in self.query("#progress"):
+            bar.display = False
+
     def show_loading(self, name: str) -> None:
         self.show_message(Text(f"Analysing {name} …"))
-        bar = self.query_one("#progress", ProgressBar)
+        bar = self._progress()
         bar.update(total=100, progress=0)
         bar.display = True
 
     def show_progress(self, fraction: float, text: str) -> None:
-        self.query_one("#progress", ProgressBar).update(progress=100 * fraction)
+        self._progress().update(progress=100 * fraction)
         self.query_one("#status", Static).update(Text(text))
 
     def show_summary(self, summary: ProfileSummary, seconds: float) -> None:
-        self.query_one("#progress", ProgressBar).display = False
+        self.hide_progress()
+        self.summary = summary
         status = self.query_one("#status", Static)
         status.set_class(False, "error")
         # No timing here: the screen shows what is stable, so snapshots can compare it.
         self.log(f"analysed {summary.path} in {seconds * 1000:.0f} ms")
         status.update(TailCut(summary.path, style="dim"))
         with self.app.batch_update():
-            self.query_one("#headline", Static).update(headline(summary))
-            self.query_one("#bars", Static).update(BreakdownBars(summary.steps))
-            self.query_one("#averages", Static).update(averages_table(summary))
-            self.query_one("#precision", Static).update(precision_text(summary))
-            self.query_one("#advice", Static).update(recommendations_text(summary))
-            self.query_one(StepBreakdownTable).show(summary)
-            self.query_one(TopOpsTable).show(summary)
-            self.query_one(KernelTable).show(summary)
-            self.query_one("#tab-kernels", TabPane).disabled = not summary.kernels
+            for part in self.query(SummaryPart).results(SummaryPart):
+                part.show(summary)
+            for table in self.query(FittedTable).results(FittedTable):
+                table.show(summary)
+            for pane in self.query(KernelsPane).results(KernelsPane):
+                pane.disabled = not summary.kernels
 
     def clear_summary(self) -> None:
-        for sid in ("#headline", "#bars", "#averages", "#precision", "#advice", ".detail"):
-            for static in self.query(sid).results(Static):
-                static.update("")
+        self.summary = None
+        for part in self.query(SummaryPart).results(SummaryPart):
+            part.show(None)
+        for static in self.query(".detail").results(Static):
+            static.update("")
         for table in self.query(FittedTable).results(FittedTable):
             table.summary = None
             table.clear(columns=True)
