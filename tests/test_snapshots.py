@@ -1,18 +1,25 @@
-"""How the browse screen looks, at an SSH terminal's 80×24 and at 120×40 (SVG snapshots).
+"""How every view and dialog looks, at an SSH terminal's 80×24 and at 120×40 (SVG snapshots).
 
-Regenerate after an intended change: `python -m pytest tests/test_snapshots.py --snapshot-update`.
+Regenerate after an intended change: `python -m pytest tests/test_snapshots.py --snapshot-update`,
+then look at the SVGs (tests/__snapshots__/test_snapshots/) before committing them. Snapshots
+hold nothing that changes between runs or clones: paths are relative to the repository root (the
+tests run from there), no clocks, no timings, and each waits for its workers to settle.
 """
 
 from __future__ import annotations
 
+import os
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
-from conftest import REPO, SAMPLES, sample_session, settle
+from conftest import GPU_LOGDIR, REPO, SAMPLES, needs_shared, sample_session, settle
+from textual.pilot import Pilot
 
 from tui_prof.tui.app import TuiprofApp
 
-_settle = settle
+SIZES = [pytest.param((80, 24), id="80x24"), pytest.param((120, 40), id="120x40")]
+Before = Callable[[Pilot[int]], Awaitable[None]]
 
 
 @pytest.fixture(autouse=True)
@@ -22,30 +29,96 @@ def _in_repo(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _rel(path: Path) -> Path:
-    return path.relative_to(REPO)
+    return Path(os.path.relpath(path, REPO))
 
 
-def test_browse_80x24(snap_compare) -> None:
+def _keys(*keys: str) -> Before:
+    """Settle, press the keys, settle again."""
+
+    async def run(pilot: Pilot[int]) -> None:
+        await settle(pilot)
+        for key in keys:
+            await pilot.press(key)
+            await settle(pilot)
+
+    return run
+
+
+@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize(
+    ("tab", "key"), [("overview", "1"), ("steps", "2"), ("top_ops", "3"), ("kernels", "4")]
+)
+def test_browse_sample(snap_compare, size: tuple[int, int], tab: str, key: str) -> None:
+    """A CPU session of the samples: the tree, the headline, each tab (Kernels says why empty)."""
+    app = TuiprofApp(_rel(SAMPLES))
+    assert snap_compare(app, terminal_size=size, run_before=_keys(key))
+
+
+@needs_shared
+@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize(("tab", "key"), [("top_ops", "3"), ("kernels", "4")])
+def test_browse_gpu_profile(snap_compare, size: tuple[int, int], tab: str, key: str) -> None:
+    """The 8-GPU profile: op scopes keep their tails, Eigen kernels read apart, the detail line."""
+    app = TuiprofApp(_rel(GPU_LOGDIR))
+    assert snap_compare(app, terminal_size=size, run_before=_keys(key))
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_browse_input_bound(snap_compare, size: tuple[int, int]) -> None:
+    app = TuiprofApp(_rel(sample_session("input_bound")))
+    assert snap_compare(app, terminal_size=size, run_before=_keys())
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_experiments(snap_compare, size: tuple[int, int]) -> None:
+    """The sample experiment: runs, the selected run's log, the comparison (columns that fit)."""
+    assert snap_compare(TuiprofApp(_rel(SAMPLES)), terminal_size=size, run_before=_keys("e"))
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_captures_empty(snap_compare, size: tuple[int, int]) -> None:
+    assert snap_compare(TuiprofApp(_rel(SAMPLES)), terminal_size=size, run_before=_keys("c"))
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_help(snap_compare, size: tuple[int, int]) -> None:
     assert snap_compare(
-        TuiprofApp(_rel(sample_session("input_bound"))), terminal_size=(80, 24), run_before=_settle
+        TuiprofApp(_rel(SAMPLES)), terminal_size=size, run_before=_keys("question_mark")
     )
 
 
-def test_browse_120x40_steps_tab(snap_compare) -> None:
-    async def steps_tab(pilot) -> None:
-        await _settle(pilot)
-        await pilot.press("2")
-        await pilot.pause()
-
-    assert snap_compare(
-        TuiprofApp(_rel(SAMPLES / "custom_loop")), terminal_size=(120, 40), run_before=steps_tab
-    )
+@pytest.mark.parametrize("size", SIZES)
+def test_start_experiment_dialog(snap_compare, size: tuple[int, int]) -> None:
+    assert snap_compare(TuiprofApp(_rel(SAMPLES)), terminal_size=size, run_before=_keys("r"))
 
 
-def test_experiments_80x24(snap_compare) -> None:
-    async def experiments(pilot) -> None:
-        await _settle(pilot)
-        await pilot.press("e")
-        await _settle(pilot)
+@pytest.mark.parametrize("size", SIZES)
+def test_capture_dialog(snap_compare, size: tuple[int, int]) -> None:
+    assert snap_compare(TuiprofApp(_rel(SAMPLES)), terminal_size=size, run_before=_keys("a"))
 
-    assert snap_compare(TuiprofApp(_rel(SAMPLES)), terminal_size=(80, 24), run_before=experiments)
+
+@pytest.mark.parametrize("size", SIZES)
+def test_quit_dialog(snap_compare, size: tuple[int, int]) -> None:
+    """What quitting asks while runs are active (pushed as the app does, with 2 active runs)."""
+    from tui_prof.tui.screens.quit_dialog import QuitDialog
+
+    async def ask(pilot: Pilot[int]) -> None:
+        await settle(pilot)
+        await pilot.app.push_screen(QuitDialog(2))
+        await settle(pilot)
+
+    assert snap_compare(TuiprofApp(_rel(SAMPLES)), terminal_size=size, run_before=ask)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_command_palette(snap_compare, size: tuple[int, int]) -> None:
+    """The palette offers the browse view's actions (typed filter: deterministic order)."""
+
+    async def palette(pilot: Pilot[int]) -> None:
+        await settle(pilot)
+        await pilot.press("ctrl+p")
+        await settle(pilot)
+        await pilot.press(*"tab")
+        await settle(pilot)
+
+    assert snap_compare(TuiprofApp(_rel(SAMPLES)), terminal_size=size, run_before=palette)

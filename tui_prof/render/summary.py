@@ -46,7 +46,8 @@ def used_categories(steps: Sequence[StepBreakdown]) -> list[str]:
     return [c for c in CATEGORIES if any(s.breakdown_ms.get(c, 0.0) > 0 for s in steps)]
 
 
-def headline(summary: ProfileSummary) -> Text:
+def headline(summary: ProfileSummary, *, source: bool = True) -> Text:
+    """Step time, devices, verdict, warnings; with `source`, where the steps came from too."""
     t = Text()
     avg = summary.average
     if avg is None:
@@ -68,10 +69,18 @@ def headline(summary: ProfileSummary) -> Text:
     t.append("\n")
     t.append("Verdict: ", style="bold")
     t.append(summary.bottleneck)
-    t.append("\nSteps: ", style="dim")
-    t.append(summary.step_source_detail, style="dim")
+    if source:
+        t.append("\n")
+        t.append_text(step_source_text(summary))
     for w in summary.warnings:
         t.append("\n⚠ " + w, style="yellow")
+    return t
+
+
+def step_source_text(summary: ProfileSummary) -> Text:
+    """Where the steps came from: the converter's markers, or tuiprof's own step finder."""
+    t = Text("Steps: ", style="dim")
+    t.append(summary.step_source_detail, style="dim")
     return t
 
 

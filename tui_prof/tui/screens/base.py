@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from textual.screen import Screen
+from textual.widgets import Footer
 from textual.worker import Worker
 
 if TYPE_CHECKING:
@@ -14,6 +15,13 @@ if TYPE_CHECKING:
 
 
 NARROW_BELOW = 100  # columns: below this the views stack and shorten (an 80x24 SSH terminal)
+
+
+class KeysFooter(Footer):
+    """The footer, compact on a narrow screen so an 80-column one still shows the keys."""
+
+    def on_mount(self) -> None:
+        self.compact = self.screen.has_class("narrow")
 
 
 class TuiprofScreen(Screen[None]):
@@ -36,6 +44,12 @@ class TuiprofScreen(Screen[None]):
         narrow = self._width_class() == "narrow"
         self.set_class(narrow, "narrow")
         self.set_class(not narrow, "wide")
+        for footer in self.query(KeysFooter).results(KeysFooter):
+            footer.compact = narrow
+
+    def on_resize(self) -> None:
+        for footer in self.query(KeysFooter).results(KeysFooter):
+            footer.compact = self.app.size.width < NARROW_BELOW
 
     def on_screen_resume(self) -> None:
         """Shown again, maybe after the terminal changed size behind another screen."""

@@ -13,7 +13,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.lazy import Lazy
-from textual.widgets import Footer, Header, TabbedContent, Tree
+from textual.widgets import Header, TabbedContent, Tree
 from textual.worker import get_current_worker
 
 from tui_prof.model import ProfileError
@@ -25,7 +25,7 @@ from tui_prof.tui.messages import (
     ProfileFailed,
     ProfileLoaded,
 )
-from tui_prof.tui.screens.base import TuiprofScreen
+from tui_prof.tui.screens.base import KeysFooter, TuiprofScreen
 from tui_prof.tui.widgets.profile_tree import NodeData, ProfileTree
 from tui_prof.tui.widgets.session_view import SessionView
 
@@ -40,7 +40,14 @@ FOLLOW_AFTER_S = 0.3
 
 class BrowseScreen(TuiprofScreen):
     BINDINGS = [
-        Binding("f5,ctrl+r", "rescan", "Rescan", id="rescan", tooltip="List the logdir again"),
+        Binding(
+            "f5,ctrl+r",
+            "rescan",
+            "Rescan",
+            id="rescan",
+            show=False,  # the tree follows the logdir by itself; the key stays for network mounts
+            tooltip="List the logdir again",
+        ),
         Binding("tab", "focus_next", "Next pane", show=False, tooltip="Tree, tabs, tables in turn"),
         Binding(
             "1",
@@ -94,7 +101,7 @@ class BrowseScreen(TuiprofScreen):
         with Horizontal(id="browse"):
             yield ProfileTree(id="tree")
             yield SessionView(id="session")
-        yield Lazy(Footer())  # the keys come a frame after the numbers
+        yield Lazy(KeysFooter())  # the keys come a frame after the numbers
 
     def on_mount(self) -> None:
         pre = self.prefetch

@@ -13,14 +13,14 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.widgets import DataTable, Footer, Header, Static
+from textual.widgets import DataTable, Header, Static
 from textual.worker import Worker, get_current_worker
 
 from tui_prof.live.capture import CaptureError, capture_series
 from tui_prof.model import ProfileError, StepBreakdown
 from tui_prof.render.summary import BreakdownBars, fmt_ms
 from tui_prof.tui.messages import Captured, CaptureEnded, CaptureProgressed
-from tui_prof.tui.screens.base import TuiprofScreen
+from tui_prof.tui.screens.base import KeysFooter, TuiprofScreen
 from tui_prof.tui.screens.capture_dialog import CaptureRequest
 
 
@@ -52,7 +52,7 @@ class CapturesScreen(TuiprofScreen):
                 Text("Average step time per capture", style="bold"), id="capture-chart-title"
             )
             yield Static(id="capture-chart")
-        yield Footer()
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         self.query_one("#capture-table", DataTable).add_columns(

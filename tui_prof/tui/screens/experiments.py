@@ -16,7 +16,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.widgets import DataTable, Footer, Header, RichLog, Select, Static
+from textual.widgets import DataTable, Header, RichLog, Select, Static
 
 from tui_prof.experiments import events as ev
 from tui_prof.experiments.store import StoreError, find_experiments, load_experiment
@@ -29,7 +29,7 @@ from tui_prof.tui.messages import (
     ProfilesChanged,
     RunnerEventArrived,
 )
-from tui_prof.tui.screens.base import TuiprofScreen
+from tui_prof.tui.screens.base import KeysFooter, TuiprofScreen
 from tui_prof.tui.widgets.run_table import RunTable
 
 LOG_TAIL_LINES = 400
@@ -80,7 +80,7 @@ class ExperimentsScreen(TuiprofScreen):
                 yield Static(
                     Text("No experiment yet: press r to start one.", style="dim"), id="comparison"
                 )
-        yield Footer()
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         self._composed = True  # (is_mounted turns True only after on_mount)

@@ -21,6 +21,7 @@ from tui_prof.render.summary import (
     headline,
     precision_text,
     recommendations_text,
+    step_source_text,
     used_categories,
 )
 from tui_prof.tui.widgets.columns import Column, fit_columns
@@ -203,7 +204,8 @@ class KernelTable(FittedTable):
 
 
 PARTS: dict[str, Callable[[ProfileSummary], RenderableType]] = {
-    "headline": headline,
+    "headline": lambda s: headline(s, source=False),  # above the tabs: kept short for 80x24
+    "source": step_source_text,
     "bars": lambda s: BreakdownBars(s.steps),
     "averages": averages_table,
     "precision": precision_text,
@@ -222,6 +224,23 @@ class SummaryPart(Static):
 
     def show(self, summary: ProfileSummary | None) -> None:
         self.update("" if summary is None else PARTS[str(self.id)](summary))
+
+
+class DetailLine(Static):
+    """Under a table: the selected row in full, or why the table is empty."""
+
+    def __init__(self, empty: str, *, id: str) -> None:
+        super().__init__(id=id, classes="detail")
+        self.empty = empty
+
+    def on_mount(self) -> None:
+        shown = self.query_ancestor(SessionView).summary
+        if shown is not None:
+            self.show_empty(shown)
+
+    def show_empty(self, summary: ProfileSummary) -> None:
+        kind = summary.kernels if self.id == "kernel-detail" else summary.top_ops
+        self.update("" if kind else Text(self.empty, style="dim"))
 
 
 class KernelsPane(TabPane):
@@ -246,16 +265,19 @@ class SessionView(Vertical):
         yield SummaryPart(id="headline")  # on every tab, and in the first frame
         with Lazy(TabbedContent(id="tabs")):  # the tabs come a frame later
             with TabPane("Overview", id="tab-overview"), VerticalScroll(id="overview"):
-                for part in ("bars", "averages", "precision", "advice"):
+                for part in ("source", "bars", "averages", "precision", "advice"):
                     yield SummaryPart(id=part)
             with TabPane("Steps", id="tab-steps"):
                 yield StepBreakdownTable(id="steps")
             with TabPane("Top ops", id="tab-ops"):
                 yield TopOpsTable(id="ops")
-                yield Static(id="op-detail", classes="detail")
+                yield DetailLine("No op statistics for this session.", id="op-detail")
             with KernelsPane("Kernels", id="tab-kernels"):
                 yield KernelTable(id="kernels")
-                yield Static(id="kernel-detail", classes="detail")
+                yield DetailLine(
+                    "No GPU kernels in this session (a CPU job, or a large profile's quick read).",
+                    id="kernel-detail",
+                )
 
     @on(DataTable.RowHighlighted, "#ops")
     def _op_highlighted(self) -> None:
@@ -308,6 +330,8 @@ class SessionView(Vertical):
                 table.show(summary)
             for pane in self.query(KernelsPane).results(KernelsPane):
                 pane.disabled = not summary.kernels
+            for line in self.query(DetailLine).results(DetailLine):
+                line.show_empty(summary)
 
     def clear_summary(self) -> None:
         self.summary = None
