@@ -1,7 +1,16 @@
-"""Regenerate sample_traces/ (all but experiment_* directories) with examples/train_cnn.py.
+"""Regenerate sample_traces/ (all but experiment_* directories) with the example jobs.
 
     python examples/make_sample_traces.py            # about a minute on two CPU cores
     python examples/make_sample_traces.py --check    # also print what TensorBoard's converter finds
+    python examples/make_sample_traces.py --only torch_float32 torch_autocast   # PyTorch only
+    python examples/make_sample_traces.py --gpu --only torch_cuda_float32 torch_cuda_autocast
+    python examples/make_sample_traces.py --only jax_step_markers jax_program_runs     # JAX only
+    python examples/make_sample_traces.py --experiment  # only experiment_mixed_precision (`tuiprof
+                                                        # run examples/mixed_precision.toml`, ~3 min)
+
+TensorFlow profiles come from examples/train_cnn.py, PyTorch ones (Kineto traces) from
+examples/train_torch.py on the CPU, JAX ones from examples/train_jax.py on the CPU; the PyTorch
+and JAX ones are skipped, with a line, where torch or jax is not installed.
 
 Each profile comes from its own Python process, because Keras's dtype policy and TensorFlow's
 profiler are process-wide. Seeds are fixed; timings, session names (a timestamp) and host file
@@ -20,6 +29,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "sample_traces"
 TRAIN = ROOT / "examples" / "train_cnn.py"
+TRAIN_TORCH = ROOT / "examples" / "train_torch.py"
+TRAIN_JAX = ROOT / "examples" / "train_jax.py"
+EXPERIMENT = OUT / "experiment_mixed_precision"
+EXPERIMENT_SPEC = ROOT / "examples" / "mixed_precision.toml"
 
 # name -> train_cnn.py arguments; every profile covers global steps 5..9.
 PROFILES: dict[str, list[str]] = {
@@ -30,17 +43,60 @@ PROFILES: dict[str, list[str]] = {
     "input_bound": ["--mode", "custom", "--precision", "float32", "--input-bound"],
 }
 COMMON = ["--epochs", "3", "--batch-size", "32", "--seed", "0", "--profile-steps", "5,9"]
+# PyTorch on the CPU, and on a CUDA GPU with --gpu (on a machine that has one).
+TORCH_PROFILES: dict[str, list[str]] = {
+    "torch_float32": ["--precision", "float32", "--device", "cpu"],
+    "torch_autocast": ["--precision", "autocast", "--device", "cpu"],
+}
+TORCH_GPU_PROFILES: dict[str, list[str]] = {
+    "torch_cuda_float32": ["--precision", "float32", "--device", "cuda"],
+    "torch_cuda_autocast": ["--precision", "autocast", "--device", "cuda"],
+}
+# name -> train_jax.py arguments: a jitted train step traced for global steps 5..14, with JAX's
+# step markers and without (then tuiprof's steps are the runs of the jitted step). Small
+# profiles: no HLO protos, no Python calls.
+JAX_PROFILES: dict[str, list[str]] = {
+    "jax_step_markers": ["--step-markers"],
+    "jax_program_runs": [],
+}
+JAX_COMMON = ["--epochs", "1", "--seed", "0", "--profile-steps", "5,14", "--small-profile"]
 
 
-def generate(name: str, args: list[str]) -> None:
+def generate(name: str, args: list[str], script: Path = TRAIN, gpu: bool = False) -> None:
     """Train one configuration into a fresh sample_traces/<name>."""
     logdir = OUT / name
     shutil.rmtree(logdir, ignore_errors=True)
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "CUDA_VISIBLE_DEVICES": ""}
-    env.pop("TUIPROF_METRICS_FILE", None)
-    cmd = [sys.executable, str(TRAIN), *args, *COMMON, "--logdir", str(logdir)]
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
+    if not gpu:
+        env["CUDA_VISIBLE_DEVICES"] = ""
+        env["JAX_PLATFORMS"] = "cpu"
+    for var in ("TUIPROF_METRICS_FILE", "TUIPROF_RUN_DIR"):
+        env.pop(var, None)
+    common = JAX_COMMON if script == TRAIN_JAX else COMMON
+    cmd = [sys.executable, str(script), *args, *common, "--logdir", str(logdir)]
     print(f"== {name}: {' '.join(cmd[1:])}", flush=True)
     subprocess.run(cmd, check=True, env=env)
+
+
+def generate_experiment() -> None:
+    """Run examples/mixed_precision.toml with this checkout's tuiprof into a fresh
+    sample_traces/experiment_mixed_precision (its README.md is kept)."""
+    readme = EXPERIMENT / "README.md"
+    text = readme.read_text(encoding="utf-8") if readme.is_file() else None
+    shutil.rmtree(EXPERIMENT, ignore_errors=True)
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "CUDA_VISIBLE_DEVICES": ""}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    for key in [k for k in env if k.startswith("TUIPROF_")]:
+        env.pop(key)  # not a run of some outer experiment
+    cmd = [sys.executable, "-m", "tui_prof.cli", "run", str(EXPERIMENT_SPEC), "--headless"]
+    cmd += ["--no-profiler-port", "--output", str(EXPERIMENT)]
+    print(f"== {EXPERIMENT.name}: tuiprof run {EXPERIMENT_SPEC.relative_to(ROOT)}", flush=True)
+    try:
+        subprocess.run(cmd, check=True, env=env)
+    finally:
+        if text is not None:
+            EXPERIMENT.mkdir(parents=True, exist_ok=True)
+            readme.write_text(text, encoding="utf-8")
 
 
 def converter_verdict(path: Path) -> str:
@@ -76,18 +132,65 @@ def main() -> int:
     parser.add_argument(
         "--check", action="store_true", help="run TensorBoard's converter on each profile"
     )
-    parser.add_argument("--only", nargs="*", choices=sorted(PROFILES), help="regenerate only these")
+    parser.add_argument(
+        "--only",
+        nargs="*",
+        choices=sorted(PROFILES | TORCH_PROFILES | TORCH_GPU_PROFILES | JAX_PROFILES),
+        help="regenerate only these",
+    )
+    parser.add_argument(
+        "--gpu", action="store_true", help="also the PyTorch CUDA profiles (needs a CUDA GPU)"
+    )
+    parser.add_argument(
+        "--experiment",
+        action="store_true",
+        help="regenerate only experiment_mixed_precision, by running examples/mixed_precision.toml",
+    )
     args = parser.parse_args()
-    for name in args.only or PROFILES:
-        generate(name, PROFILES[name])
+    if args.experiment:
+        generate_experiment()
+        return 0
+    try:
+        import torch  # noqa: F401  (only to know whether the PyTorch samples can be made)
+
+        has_torch = True
+    except ImportError:
+        has_torch = False
+    import importlib.util
+
+    has_jax = importlib.util.find_spec("jax") is not None
+    default = [
+        *PROFILES,
+        *TORCH_PROFILES,
+        *(TORCH_GPU_PROFILES if args.gpu else []),
+        *JAX_PROFILES,
+    ]
+    for name in args.only or default:
+        if name in JAX_PROFILES:
+            if not has_jax:
+                print(f"== {name}: skipped, jax is not installed (pip install -e '.[jax]')")
+                continue
+            generate(name, JAX_PROFILES[name], TRAIN_JAX)
+        elif name in TORCH_PROFILES or name in TORCH_GPU_PROFILES:
+            if not has_torch:
+                print(f"== {name}: skipped, torch is not installed (pip install -e '.[torch]')")
+                continue
+            gpu = name in TORCH_GPU_PROFILES
+            torch_args = (TORCH_GPU_PROFILES if gpu else TORCH_PROFILES)[name]
+            generate(name, torch_args, TRAIN_TORCH, gpu=gpu)
+        else:
+            generate(name, PROFILES[name])
     for leftover in OUT.rglob(
         "*.op_stats_v2.pb"
     ):  # written by TensorBoard if it opened these profiles
         leftover.unlink()
+    for name in JAX_PROFILES:  # JAX also writes a trace viewer copy; tuiprof reads the xplane
+        for trace in (OUT / name).rglob("*.trace.json.gz"):
+            trace.unlink()
 
     total = 0
     print("\nsample_traces/:")
-    for name in PROFILES:
+    for name in [*PROFILES, *TORCH_PROFILES, *TORCH_GPU_PROFILES, *JAX_PROFILES]:
         for f in sorted((OUT / name).rglob("*")):
             if f.is_file():
                 total += f.stat().st_size

@@ -3,8 +3,10 @@
 This is the example users copy: it shows the two usual ways to profile TensorFlow training,
 Keras 3 ``model.fit`` with the TensorBoard callback, and a custom ``tf.GradientTape`` loop with
 official step markers (``tf.profiler.experimental.Trace("train", step_num=..., _r=1)``), which is
-what lets TensorBoard's converter find steps on its own. Nothing downloads: the digits data set
-(1,797 8x8 images) ships inside scikit-learn.
+what lets TensorBoard's converter find steps on its own. After training it serves batch-1
+predictions and times each one (``--inference-requests``): under ``tuiprof run`` every request
+is reported as ``latency_ms``, which tuiprof compares by its p50, p90 and p99. Nothing
+downloads: the digits data set (1,797 8x8 images) ships inside scikit-learn.
 
     python examples/train_cnn.py --mode custom --epochs 3 --logdir logs/custom
     tuiprof logs/custom
@@ -78,6 +80,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="fit mode: profile with official step markers instead of the TensorBoard callback",
     )
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--inference-requests",
+        type=int,
+        default=200,
+        help="after training, time this many batch-1 predictions (0: none)",
+    )
     return p.parse_args(argv)
 
 
@@ -303,6 +311,32 @@ def train_custom(model, train_ds, val_ds, args: argparse.Namespace) -> float:
     return float(val_acc.result())
 
 
+INFERENCE_WARMUP = 10  # the first calls trace and compile the serving function: not counted
+
+
+def time_inference(model: keras.Model, x: np.ndarray, requests: int, seed: int) -> list[float]:
+    """Serve `requests` single-image predictions, as an online service would, and time each one
+    (milliseconds). Under `tuiprof run` each is reported as `latency_ms` through
+    `tui_prof.instrument.timed`, so tuiprof keeps them all and compares p50, p90 and p99."""
+    timed = None
+    if os.environ.get("TUIPROF_METRICS_FILE"):
+        from tui_prof.instrument import timed
+
+    serve = tf.function(lambda images: model(images, training=False))  # like a SavedModel signature
+    order = np.random.default_rng(seed).integers(0, len(x), size=INFERENCE_WARMUP + requests)
+    latencies = []
+    for k, i in enumerate(order):
+        image = tf.constant(x[i : i + 1])
+        if k < INFERENCE_WARMUP:
+            serve(image).numpy()
+            continue
+        t0 = time.perf_counter()
+        with timed("latency_ms") if timed else nullcontext():
+            serve(image).numpy()  # .numpy() waits for the result: the whole request
+        latencies.append((time.perf_counter() - t0) * 1000.0)
+    return latencies
+
+
 def main(argv: list[str] | None = None) -> int:
     """Train, profile a few steps, print the final accuracy and time, and write the metrics lines."""
     args = parse_args(argv)
@@ -328,6 +362,13 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"final val_accuracy {val_accuracy:.4f}, train time {train_time:.2f} s, logdir {args.logdir}"
     )
+    if args.inference_requests > 0:
+        latencies = time_inference(model, x_val, args.inference_requests, args.seed)
+        p50, p90, p99 = np.percentile(latencies, [50, 90, 99])
+        print(
+            f"inference: {len(latencies)} batch-1 requests, latency p50 {p50:.2f} ms, "
+            f"p90 {p90:.2f} ms, p99 {p99:.2f} ms"
+        )
     write_metrics(
         {
             "final_val_accuracy": val_accuracy,

@@ -111,12 +111,21 @@ def test_json_follows_the_contract_and_matches_numpy(tmp_path: Path, capsys: Any
         (c,) = m["comparisons"]
         assert list(c)[:6] == COMPARISON_KEYS
         assert (c["variant"], c["baseline"]) == ("mixed", "fp32")
-        assert c["ratio"] == pytest.approx(np.mean(values["mixed"]) / np.mean(values["fp32"]))
+        # One run of each per repeat: paired, the ratio a geometric mean of per-repeat ratios.
+        assert c["design"] == "paired" and c["method"] == "paired-log-ratio"
+        per_repeat = np.array(values["mixed"]) / np.array(values["fp32"])
+        assert c["ratio"] == pytest.approx(np.exp(np.mean(np.log(per_repeat))))
+        means = np.mean(values["mixed"]) / np.mean(values["fp32"])
+        assert c["ratio_of_means"] == pytest.approx(means)
         assert c["ci_low"] < c["ratio"] < c["ci_high"]
+    assert list(doc["tradeoff"])[:3] == ["speed", "quality", "points"]
+    assert [p["variant"] for p in doc["tradeoff"]["points"]] == ["fp32", "mixed"]
     wall = doc["metrics"]["wall_time_s"]["comparisons"][0]
+    assert wall["repeats_needed"] is None  # resolved
     assert wall["verdict"].startswith("mixed is 1.07× faster, 95% CI 1.0")
     acc = doc["metrics"]["val_accuracy"]["comparisons"][0]
     assert acc["verdict"].startswith("no clear difference at n=5")
+    assert acc["design"] == "paired" and "repeats_needed" in acc
     assert acc["spread_note"].startswith("mixed's val_accuracy varies")
 
 
@@ -160,8 +169,9 @@ def test_markdown_has_tables_and_a_monochrome_boxplot(tmp_path: Path, capsys: An
     assert "| fp32 (baseline) | 5 |" in md
     block = md.split("```text\n", 1)[1].split("```", 1)[0]
     assert "\x1b[" not in block and "├" in block and max(map(len, block.splitlines())) <= 80
-    ratio = np.mean(WALL["mixed"]) / np.mean(WALL["fp32"])
-    assert f"| mixed | {ratio:.3f} |" in md and "mixed is 1.07× faster" in md
+    ratio = np.exp(np.mean(np.log(np.array(WALL["mixed"]) / np.array(WALL["fp32"]))))
+    assert f"| mixed | paired | {ratio:.3f} |" in md and "mixed is 1.07× faster" in md
+    assert "Trade-off" not in md  # --metric wall_time_s alone: nothing to weigh it against
 
 
 @pytest.mark.parametrize(
@@ -263,10 +273,14 @@ def test_end_to_end_with_tuiprof_run(tmp_path: Path) -> None:
 def test_core_modules_import_no_textual_tensorflow_or_scipy() -> None:
     modules = [
         "tui_prof.comparison.stats",
+        "tui_prof.comparison.paired",
+        "tui_prof.comparison.power",
+        "tui_prof.comparison.tradeoff",
         "tui_prof.comparison.tdist",
         "tui_prof.comparison.comparability",
         "tui_prof.comparison.report",
         "tui_prof.render.boxplot",
+        "tui_prof.render.scatter",
         "tui_prof.render.stats_table",
         "tui_prof.cli.compare",
     ]

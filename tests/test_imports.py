@@ -14,6 +14,11 @@ CORE = [
     "tui_prof.profiles.cache",
     "tui_prof.render.summary",
     "tui_prof.cli.summary",
+    "tui_prof.profiles.diff",
+    "tui_prof.render.diff",
+    "tui_prof.cli.diff",
+    "tui_prof.comparison.profile_diff",
+    "tui_prof.instrument.torch",
 ]
 
 
@@ -47,3 +52,24 @@ def test_tui_app_loads_no_tensorflow() -> None:
     loaded = _loaded_after("import tui_prof.tui.app, tui_prof.cli")
     assert "textual" in loaded
     assert "tensorflow" not in loaded
+
+
+def test_analysing_jax_and_legacy_sessions_loads_no_framework() -> None:
+    code = (
+        "from tui_prof.profiles.load import summarize_session\n"
+        "summarize_session('sample_traces/jax_program_runs')\n"
+        "summarize_session('tests/data/legacy_tf22')"
+    )
+    loaded = _loaded_after(code)
+    for framework in ("jax", "jaxlib", "tensorflow", "torch", "textual"):
+        assert framework not in loaded, framework
+
+
+def test_diffing_two_sessions_loads_no_framework() -> None:
+    code = (
+        "from tui_prof.comparison.profile_diff import diff_targets, path_target\n"
+        "diff_targets(path_target('sample_traces/keras_fit_float32'),"
+        " path_target('sample_traces/keras_fit_mixed'), use_cache=False)"
+    )
+    loaded = _loaded_after(code)
+    assert not loaded & {"tensorflow", "keras", "torch", "jax", "textual"}

@@ -122,3 +122,57 @@ def test_command_palette(snap_compare, size: tuple[int, int]) -> None:
         await settle(pilot)
 
     assert snap_compare(TuiprofApp(_rel(SAMPLES)), terminal_size=size, run_before=palette)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_program_dialog(snap_compare, size: tuple[int, int]) -> None:
+    """`P` on a JAX session whose steps are an XLA program's runs: which program."""
+    app = TuiprofApp(_rel(SAMPLES / "jax_program_runs"))
+    assert snap_compare(app, terminal_size=size, run_before=_keys("P"))
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_diff_view(snap_compare, size: tuple[int, int]) -> None:
+    """Keras float32 marked as A (`m`), mixed precision diffed against it (`d`)."""
+    from tui_prof.tui.widgets.profile_tree import ProfileTree
+
+    a, b = sample_session("keras_fit_float32"), sample_session("keras_fit_mixed")
+
+    async def go_to(pilot: Pilot[int], target: Path) -> None:
+        tree = pilot.app.screen.query_one(ProfileTree)
+        for _ in range(60):  # j until the cursor is on the session, as a user would
+            node = tree.cursor_node
+            if node is not None and getattr(node.data, "path", None) == target:
+                break
+            await pilot.press("j")
+        await settle(pilot)
+
+    async def diff(pilot: Pilot[int]) -> None:
+        await settle(pilot)
+        await go_to(pilot, _rel(a))
+        await pilot.press("m")
+        await go_to(pilot, _rel(b))
+        await pilot.press("d")
+        await settle(pilot)
+        pilot.app.clear_notifications()  # "A: …, press d" would sit over the table
+        await pilot.pause()
+
+    assert snap_compare(TuiprofApp(_rel(SAMPLES)), terminal_size=size, run_before=diff)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_session_without_steps(snap_compare, size: tuple[int, int], tmp_path, monkeypatch) -> None:
+    """A TPU profile without step markers: what the devices did, the programs, no empty table."""
+    from test_xla_programs import _tpu_job
+
+    job = tmp_path / "tpu_job"
+    _tpu_job(job)
+    monkeypatch.chdir(job)  # the title and paths read "." in every run
+    assert snap_compare(TuiprofApp(Path(".")), terminal_size=size, run_before=_keys())
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_legacy_tool_files(snap_compare, size: tuple[int, int]) -> None:
+    """An older TensorBoard session (tool files, no xplane): the steps it saved then."""
+    app = TuiprofApp(_rel(REPO / "tests" / "data" / "legacy_tf22"))
+    assert snap_compare(app, terminal_size=size, run_before=_keys())

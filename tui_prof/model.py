@@ -38,6 +38,10 @@ CATEGORY_LABELS: dict[str, str] = {
 
 # How the steps of a session were found; "official" means TensorBoard's converter found them.
 STEP_SOURCE_OFFICIAL = "official"
+# Steps are runs of one XLA program (a jitted JAX train step), found without step markers.
+STEP_SOURCE_PROGRAM_RUNS = "xla_program_runs"
+# Steps as an older TensorBoard computed them and saved them in its tool files (*.overview_page.pb).
+STEP_SOURCE_PRECOMPUTED = "precomputed"
 
 
 @dataclass(frozen=True)
@@ -80,15 +84,22 @@ class StepAverage:
 
 @dataclass(frozen=True)
 class Precision:
-    """Share of device compute time spent in 16-bit vs 32-bit ops (percent)."""
+    """Share of device compute time spent in 16-bit vs 32-bit ops (percent).
+
+    source says what it was measured on: "steps" (the steps' device compute, TensorBoard's
+    way), "hlo_ops" (device HLO ops by their types, where there are no steps), "kernel_names"
+    (kernels whose names carry a 16-bit type) or "precomputed" (an older TensorBoard's file).
+    """
 
     compute_16bit_percent: float
     compute_32bit_percent: float
+    source: str = "steps"
 
-    def to_dict(self) -> dict[str, float]:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "compute_16bit_percent": self.compute_16bit_percent,
             "compute_32bit_percent": self.compute_32bit_percent,
+            "source": self.source,
         }
 
 
@@ -176,6 +187,49 @@ class Environment:
 
 
 @dataclass(frozen=True)
+class DeviceBusy:
+    """One device's busy share of the profile: the union of its ops' and kernels' time."""
+
+    name: str
+    busy_percent: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "busy_percent": self.busy_percent}
+
+
+@dataclass(frozen=True)
+class DeviceUtilization:
+    """How busy the devices were over the whole profile, steps or not (mean over devices)."""
+
+    profile_ms: float
+    busy_percent: float
+    devices: tuple[DeviceBusy, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "profile_ms": self.profile_ms,
+            "busy_percent": self.busy_percent,
+            "devices": [d.to_dict() for d in self.devices],
+        }
+
+
+@dataclass(frozen=True)
+class ProgramStat:
+    """An XLA program (a jitted function) and how often it ran in the profile.
+
+    time_ms is the device time of its runs where there are devices, else the span of its runs on
+    the host (a CPU-only job).
+    """
+
+    name: str
+    runs: int
+    time_ms: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "runs": self.runs, "time_ms": self.time_ms}
+
+
+@dataclass(frozen=True)
 class ProfileSummary:
     """Everything tuiprof knows about one profile session (all its hosts)."""
 
@@ -187,12 +241,14 @@ class ProfileSummary:
     average: StepAverage | None
     precision: Precision | None
     tensor_core: TensorCoreUse | None
-    top_ops: tuple[OpStat, ...]
-    kernels: tuple[KernelStat, ...]
+    top_ops: tuple[OpStat, ...]  # every op, by self time (the diff needs all); views cut
+    kernels: tuple[KernelStat, ...]  # every kernel row, by total time
     environment: Environment
     bottleneck: str
     recommendations: tuple[str, ...]
     warnings: tuple[str, ...] = ()
+    device_utilization: DeviceUtilization | None = None
+    programs: tuple[ProgramStat, ...] = ()  # XLA programs run, most device time first
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -210,6 +266,10 @@ class ProfileSummary:
             "bottleneck": self.bottleneck,
             "recommendations": list(self.recommendations),
             "warnings": list(self.warnings),
+            "device_utilization": (
+                self.device_utilization.to_dict() if self.device_utilization else None
+            ),
+            "xla_programs": [p.to_dict() for p in self.programs],
         }
 
 

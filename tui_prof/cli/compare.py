@@ -15,6 +15,7 @@ import sys
 from typing import Any
 
 from tui_prof.comparison.report import ComparisonReport, MetricReport, build_report
+from tui_prof.comparison.tradeoff import Tradeoff
 
 MARKDOWN_WIDTH = 80
 
@@ -27,8 +28,10 @@ def register(subparsers: Any) -> None:
             "Summarise an experiment directory made by `tuiprof run`: per metric and variant "
             "n, mean, std, median, p90, min, max and quartiles; box plots on a shared axis; "
             "each variant against the baseline with a 95% confidence interval and a plain "
-            "verdict; and whether the runs are comparable (GPU, versions, data, epochs, "
-            "batch size, host). Only finished, non-warm-up runs count."
+            "verdict, paired by repeat where every repeat has a run of each variant, with how "
+            "many repeats per variant would resolve an open question; the speed/quality "
+            "trade-off with its Pareto front; and whether the runs are comparable (GPU, "
+            "versions, data, epochs, batch size, host). Only finished, non-warm-up runs count."
         ),
     )
     p.add_argument("experiment_dir", metavar="EXPERIMENT_DIR", help="an experiment directory")
@@ -39,7 +42,18 @@ def register(subparsers: Any) -> None:
         "--metric",
         action="append",
         metavar="NAME",
-        help="compare only this metric (repeatable; default: all the experiment's metrics)",
+        help="compare only this metric (repeatable; default: all the experiment's metrics; "
+        "a distribution such as latency_ms means latency_ms:p50, :p90 and :p99)",
+    )
+    p.add_argument(
+        "--speed",
+        metavar="NAME",
+        help="the trade-off's speed metric (default: wall_time_s)",
+    )
+    p.add_argument(
+        "--quality",
+        metavar="NAME",
+        help="the trade-off's quality metric (default: the first accuracy-like metric)",
     )
     p.set_defaults(func=run)
 
@@ -51,7 +65,9 @@ def _fail(message: str) -> int:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        report = build_report(args.experiment_dir, args.metric)
+        report = build_report(
+            args.experiment_dir, args.metric, speed=args.speed, quality=args.quality
+        )
     except ValueError as exc:
         return _fail(str(exc))
     if args.json:
@@ -110,8 +126,9 @@ def _metric_markdown(m: MetricReport, baseline: str) -> list[str]:
             ci = "–" if c.ci_low is None or c.ci_high is None else f"{c.ci_low:.3f}–{c.ci_high:.3f}"
             ratio = "–" if c.ratio is None else f"{c.ratio:.3f}"
             verdict = c.verdict + (f" ({c.spread_note})" if c.spread_note else "")
-            rows.append([c.variant, ratio, ci, verdict])
-        lines += ["", *_table([f"vs {baseline}", "ratio", "95% CI", "verdict"], rows, range(1, 3))]
+            rows.append([c.variant, c.design, ratio, ci, verdict])
+        header = [f"vs {baseline}", "design", "ratio", "95% CI", "verdict"]
+        lines += ["", *_table(header, rows, range(2, 4))]
     lines += [f"- ⚠ {_cell(w)}" for w in m.warnings]
     return lines
 
@@ -139,6 +156,31 @@ def to_markdown(report: ComparisonReport) -> str:
         ]
     if report.pending_runs:
         lines += ["", f"… {report.pending_runs} run(s) pending or running: numbers will change."]
+    if report.tradeoff is not None:
+        lines += _tradeoff_markdown(report.tradeoff)
     for m in report.metrics:
         lines += _metric_markdown(m, report.baseline)
     return "\n".join(lines) + "\n"
+
+
+def _tradeoff_markdown(t: Tradeoff) -> list[str]:
+    from tui_prof.render.scatter import TradeoffScatter
+    from tui_prof.render.stats_table import tradeoff_cells
+
+    lines = ["", f"## Trade-off: {_cell(t.speed)} vs {_cell(t.quality)}", ""]
+    rows = [
+        [*cells, "yes" if p.pareto else "beaten by " + ", ".join(p.dominated_by)]
+        for p, cells in zip(t.points, tradeoff_cells(t), strict=True)
+    ]
+    header = [
+        "variant",
+        f"{t.speed} median",
+        "q1–q3",
+        f"{t.quality} median",
+        "q1–q3",
+        f"worst {t.quality}",
+        "Pareto front",
+    ]
+    lines += _table(header, rows, range(1, 6))
+    lines += ["", "```text", plain_text(TradeoffScatter(t)).rstrip("\n"), "```"]
+    return lines

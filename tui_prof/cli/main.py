@@ -18,6 +18,7 @@ COMMANDS: dict[str, str] = {
     "run": "tui_prof.cli.run",
     "compare": "tui_prof.cli.compare",
     "capture": "tui_prof.cli.capture",
+    "diff": "tui_prof.cli.diff",
 }
 SUBCOMMANDS: tuple[str, ...] = tuple(COMMANDS)
 

@@ -1,7 +1,8 @@
-"""`tuiprof run SPEC`: run an experiment (or `--resume` one) with a live table of its runs.
+"""`tuiprof run SPEC` or `tuiprof run --variant NAME='COMMAND' …`: run an experiment (or
+`--resume` one) with a live table of its runs.
 
 Contract for scripts: progress goes to stderr, a summary to stdout, and the last line of stdout
-is the experiment directory. Exit status 0 when every run finished, 1 when any failed, timed
+is the experiment directory, which holds the spec it ran as `spec.toml`. Exit status 0 when every run finished, 1 when any failed, timed
 out or was stopped (after running the rest), 2 for a bad spec or directory, 130 on Ctrl+C.
 Without a terminal on stderr (or with --headless) progress is one plain line per event.
 """
@@ -23,10 +24,26 @@ def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "run",
         help="run an experiment: every variant, repeated, into an experiment directory",
-        description="Run the variants of an experiment spec (TOML) repeatedly, interleaved, and "
-        "record every run in an experiment directory (printed on the last line).",
+        description="Run the variants of an experiment spec (TOML), or variants given as "
+        "commands, repeatedly, interleaved, and record every run in an experiment directory "
+        "(printed on the last line; it holds the spec as spec.toml).",
+        epilog="Example: tuiprof run --variant fp32='python train.py --precision float32' "
+        "--variant mixed='python train.py --precision mixed' --repeats 5. Commands are split "
+        "into words like a shell does (quotes, backslashes) but never run by a shell; leading "
+        "VAR=value words set the variant's environment; ${TUIPROF_REPEAT} is replaced by the "
+        "repeat number (quote it: '...--seed ${TUIPROF_REPEAT}').",
     )
     p.add_argument("spec", nargs="?", help="experiment spec (TOML)")
+    p.add_argument(
+        "--variant",
+        action="append",
+        metavar="NAME=COMMAND",
+        help="a variant as a command (repeatable; the first is the baseline unless --baseline)",
+    )
+    p.add_argument("--name", metavar="X", help="the experiment's name (with --variant)")
+    p.add_argument(
+        "--baseline", metavar="NAME", help="the variant the others are compared with (--variant)"
+    )
     p.add_argument(
         "--repeats", type=int, metavar="N", help="counted runs per variant (overrides the spec)"
     )
@@ -63,13 +80,37 @@ def _fail(msg: str) -> int:
     return 2
 
 
-def _make_runner(args: argparse.Namespace, on_event: Any) -> Any:
-    from tui_prof.experiments.runner import Runner
+def _spec_from_args(args: argparse.Namespace) -> Any:
+    """The spec of a new experiment: from --variant commands, or the SPEC file."""
+    from tui_prof.experiments.commands import spec_from_commands
     from tui_prof.experiments.spec import load_spec, select
 
+    if args.variant:
+        if args.spec or args.variants:
+            raise ValueError("--variant takes no SPEC or --variants (the variants are given)")
+        return spec_from_commands(
+            args.variant,
+            name=args.name,
+            repeats=3 if args.repeats is None else args.repeats,
+            warmup=args.warmup or 0,
+            baseline=args.baseline,
+        )
+    if args.name or args.baseline:
+        raise ValueError("--name and --baseline go with --variant (a SPEC file names its own)")
+    if not args.spec:
+        raise ValueError("give a SPEC file, --variant NAME=COMMAND, or --resume EXPERIMENT_DIR")
+    variants = [v.strip() for v in args.variants.split(",") if v.strip()] if args.variants else None
+    return select(load_spec(args.spec), variants, args.repeats, args.warmup)
+
+
+def _make_runner(args: argparse.Namespace, on_event: Any) -> Any:
+    from tui_prof.experiments.commands import SPEC_FILE, save_spec
+    from tui_prof.experiments.runner import Runner
+    from tui_prof.experiments.spec import SpecError
+
     if args.resume:
-        if args.spec or args.variants or args.warmup is not None or args.output:
-            raise ValueError("--resume takes no SPEC, --variants, --warmup or --output")
+        if args.spec or args.variants or args.warmup is not None or args.output or args.variant:
+            raise ValueError("--resume takes no SPEC, --variant, --variants, --warmup or --output")
         return Runner.resume(
             args.resume,
             repeats=args.repeats,
@@ -77,17 +118,19 @@ def _make_runner(args: argparse.Namespace, on_event: Any) -> Any:
             parallel=args.parallel,
             profiler_ports=not args.no_profiler_port,
         )
-    if not args.spec:
-        raise ValueError("give a SPEC file, or --resume EXPERIMENT_DIR")
-    variants = [v.strip() for v in args.variants.split(",") if v.strip()] if args.variants else None
-    spec = select(load_spec(args.spec), variants, args.repeats, args.warmup)
-    return Runner.create(
+    spec = _spec_from_args(args)
+    runner = Runner.create(
         spec,
         args.output,
         on_event=on_event,
         parallel=args.parallel,
         profiler_ports=not args.no_profiler_port,
     )
+    try:
+        save_spec(spec, runner.experiment_dir / SPEC_FILE)  # for people and `tuiprof run` again
+    except SpecError as exc:  # the store has the spec too: say so and run
+        print(f"tuiprof run: warning: {exc}", file=sys.stderr)
+    return runner
 
 
 class _Board:
@@ -170,7 +213,7 @@ class _Board:
                 else:
                     elapsed = ""
                 vals = r.metrics or self.metrics.get(r.run_id, {})
-                cells = [f"{vals[m]:.4g}" if m in vals else "" for m in metrics]
+                cells = [_cell(vals, m) for m in metrics]
                 t.add_row(
                     Text(r.run_id),
                     status_text(r.status),
@@ -179,6 +222,14 @@ class _Board:
                     *cells,
                 )
             return t
+
+
+def _cell(values: dict[str, float], metric: str) -> str:
+    """A metric's value, or a distribution's median (`latency_ms` -> `latency_ms:p50`)."""
+    for key in (metric, f"{metric}:p50"):
+        if key in values:
+            return f"{values[key]:.4g}"
+    return ""
 
 
 def _terminated(signum: int, frame: Any) -> None:

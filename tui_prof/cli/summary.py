@@ -20,9 +20,12 @@ def register(sub: Any) -> None:
     p = sub.add_parser(
         "summary",
         help="step-time breakdown of every profile session under PATH",
-        description="Summarise every profile session under PATH (a logdir, run, session or .xplane.pb).",
+        description="Summarise every profile session under PATH (a logdir, run, session or "
+        ".xplane.pb; TensorFlow and JAX xplane profiles on GPU, TPU or CPU, and older "
+        "TensorBoard tool files, *.overview_page.pb and friends). Without step markers, a JAX "
+        "job's steps are the runs of its jitted train-step XLA program.",
     )
-    p.add_argument("path", help="logdir, run dir, session dir or one .xplane.pb file")
+    p.add_argument("path", help="logdir, run dir, session dir or one profile file")
     fmt = p.add_mutually_exclusive_group()
     fmt.add_argument(
         "--json", action="store_const", dest="format", const="json", help="one JSON object"
@@ -40,6 +43,13 @@ def register(sub: Any) -> None:
         "--fallback",
         action="store_true",
         help="ignore official step markers and use tuiprof's own step finder (to cross-check it)",
+    )
+    p.add_argument(
+        "--step-program",
+        metavar="NAME",
+        help="steps are the runs of this XLA program (a jitted function: `jit_train_step`, "
+        "`train_step` or `PjitFunction(train_step)`), not the step markers or the program "
+        "tuiprof picks; the programs a profile ran are listed in its summary",
     )
     p.add_argument(
         "--full",
@@ -63,6 +73,11 @@ def _err(msg: str) -> None:
     print(f"tuiprof: {msg}", file=sys.stderr)
 
 
+def _md(name: str) -> str:
+    """A name from a trace as a Markdown table cell (no cell breaks, no broken code spans)."""
+    return "`" + name.replace("`", "'").replace("|", "\\|").replace("\n", " ") + "`"
+
+
 def to_markdown(summaries: list[ProfileSummary]) -> str:
     out: list[str] = []
     for s in summaries:
@@ -71,14 +86,38 @@ def to_markdown(summaries: list[ProfileSummary]) -> str:
         out.append(f"- Hosts: {', '.join(s.hosts)}")
         out.append(f"- Device: {s.environment.device_type} × {s.environment.device_count}")
         out.append(f"- Steps: {len(s.steps)} ({s.step_source_detail})")
+        u = s.device_utilization
+        if u is not None:
+            busiest = max(u.devices, key=lambda d: d.busy_percent)
+            out.append(
+                f"- Device utilisation: {u.busy_percent:.1f}% of the {u.profile_ms:.1f} ms profile "
+                f"(mean of {len(u.devices)}; busiest {busiest.name} {busiest.busy_percent:.1f}%)"
+            )
         if avg:
             sd = f" ± {avg.step_time_std_ms:.2f}" if avg.step_time_std_ms is not None else ""
             out.append(f"- Step time: {avg.step_time_ms:.2f}{sd} ms")
         if s.precision:
+            source = "" if s.precision.source == "steps" else f" (from {s.precision.source})"
             out.append(
                 f"- 16-bit share of device compute: {s.precision.compute_16bit_percent:.1f}%"
+                + source
             )
         out.append(f"- Bottleneck: {s.bottleneck}\n")
+        if s.programs:
+            out.append("| XLA program | Runs | Time ms |\n|---|---:|---:|")
+            out.extend(f"| {_md(p.name)} | {p.runs} | {p.time_ms:.3f} |" for p in s.programs[:8])
+            out.append("")
+        if not s.steps and (s.top_ops or s.kernels):
+            out.append("| Top op / kernel | Where | Self ms |\n|---|---|---:|")
+            out.extend(
+                f"| {_md(o.name)} | {o.where} | {o.total_self_time_us / 1000:.3f} |"
+                for o in s.top_ops[:10]
+            )
+            out.extend(
+                f"| {_md(k.name)} | kernel | {k.total_duration_us / 1000:.3f} |"
+                for k in s.kernels[:10]
+            )
+            out.append("")
         if avg:
             out.append("| Category | Avg ms | % of step |\n|---|---:|---:|")
             for c in CATEGORIES:
@@ -123,7 +162,7 @@ def run(args: argparse.Namespace) -> int:
         _err(problem)
     sessions = found.sessions
     if not sessions:
-        _err(f"{args.path}: no profile sessions (*.xplane.pb) found")
+        _err(f"{args.path}: no profile sessions (*.xplane.pb or *.overview_page.pb) found")
         return 2
     summaries: list[ProfileSummary] = []
     errors: list[dict[str, str]] = []
@@ -143,6 +182,7 @@ def run(args: argparse.Namespace) -> int:
                             use_cache=not args.no_cache,
                             force_fallback=args.fallback,
                             full=args.full,
+                            step_program=args.step_program,
                             progress=_status_progress(status, label),
                         )
                     )
@@ -153,6 +193,7 @@ def run(args: argparse.Namespace) -> int:
                         use_cache=not args.no_cache,
                         force_fallback=args.fallback,
                         full=args.full,
+                        step_program=args.step_program,
                     )
                 )
         except ProfileError as exc:

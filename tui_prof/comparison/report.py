@@ -1,29 +1,29 @@
-"""An experiment's comparison: statistics per metric and variant, verdicts, and the guard.
+"""An experiment's comparison: statistics per metric and variant, verdicts, the trade-off and
+the guard.
 
 Contract: `compare_experiment(exp)` is pure (no I/O): it counts only finished, non-warm-up runs;
 runs (warm-ups included) that failed, timed out, were stopped or interrupted are counted in
-`failed_runs` and listed, never averaged. `ComparisonReport.to_dict()` is the `tuiprof compare --json` document:
-exactly the issue's contract (metrics → variants/comparisons, comparability, failed_runs) plus
-extra fields. The TUI and the CLI render the same report, so they cannot disagree.
+`failed_runs` and listed, never averaged. Each variant is compared with the baseline paired by
+repeat where every repeat has one counted run of each (tui_prof.comparison.paired), else as
+independent samples; each comparison says which (`design`). `ComparisonReport.to_dict()` is the
+`tuiprof compare --json` document: the README's contract (metrics → variants/comparisons,
+comparability, failed_runs, tradeoff) plus extra fields. The TUI and the CLI render the same
+report, so they cannot disagree.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from tui_prof.comparison.comparability import Comparability, check_comparability
-from tui_prof.comparison.stats import (
-    Comparison,
-    Describe,
-    compare,
-    describe,
-    lower_is_better,
-    metric_unit,
-)
+from tui_prof.comparison.names import base_name, lower_is_better, metric_unit, percentile_of
+from tui_prof.comparison.paired import PAIRED_BY_REPEAT, Blocking, compare_design
+from tui_prof.comparison.stats import Comparison, Describe, describe
+from tui_prof.comparison.tradeoff import Tradeoff, build_tradeoff, default_axes
 from tui_prof.model import (
     RUN_FAILED,
     RUN_FINISHED,
@@ -49,6 +49,11 @@ class MetricReport:
     variants: dict[str, Describe]
     comparisons: tuple[Comparison, ...]
     warnings: tuple[str, ...] = ()
+    blocks: dict[str, tuple[Hashable, ...]] = field(default_factory=dict)  # parallel to values
+
+    def keyed(self, variant: str) -> list[tuple[Hashable, float]]:
+        """(block, value) of a variant's runs, what the paired design pairs by."""
+        return list(zip(self.blocks.get(variant, ()), self.values.get(variant, ()), strict=True))
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -96,6 +101,8 @@ class ComparisonReport:
     failed: tuple[FailedRun, ...]
     counted_runs: int
     pending_runs: int  # pending or still running: the numbers will change
+    tradeoff: Tradeoff | None = None  # speed against quality, where both metrics exist
+    distributions: dict[str, Any] = field(default_factory=dict)  # kept samples, per metric
 
     @property
     def failed_runs(self) -> int:
@@ -119,6 +126,8 @@ class ComparisonReport:
             "counted_runs": self.counted_runs,
             "pending_runs": self.pending_runs,
             "failed": [f.to_dict() for f in self.failed],
+            "tradeoff": self.tradeoff.to_dict() if self.tradeoff is not None else None,
+            "distributions": self.distributions,
         }
 
 
@@ -140,49 +149,85 @@ def metric_value(run: RunRecord, metric: str) -> float | None:
         return None
 
 
-def available_metrics(exp: ExperimentRecord) -> list[str]:
-    """The spec's metrics first, then any other number a counted run reported."""
-    names = list(dict.fromkeys([WALL_TIME, *exp.metrics]))
+def expand_metrics(names: Iterable[str], reported: Sequence[str]) -> list[str]:
+    """Names with a distribution's name (`latency_ms`) replaced by its percentiles
+    (`latency_ms:p50`, `:p90`, `:p99`) where the runs reported those and not the name itself."""
+    out: list[str] = []
+    for name in names:
+        pcts = [k for k in reported if percentile_of(k) is not None and base_name(k) == name]
+        out.extend(pcts if pcts and name not in reported else [name])
+    return list(dict.fromkeys(out))
+
+
+def _reported(exp: ExperimentRecord) -> list[str]:
+    names: dict[str, None] = {}
     for run in counted_runs(exp.runs):
-        names.extend(k for k in run.metrics if k not in names)
-    return names
+        names.update(dict.fromkeys(run.metrics))
+    return list(names)
+
+
+def available_metrics(exp: ExperimentRecord) -> list[str]:
+    """The spec's metrics first (a distribution as its percentiles), then any other number a
+    counted run reported."""
+    reported = _reported(exp)
+    names = expand_metrics([WALL_TIME, *exp.metrics], reported)
+    return names + [k for k in reported if k not in names]
 
 
 def _metric_report(
-    name: str, runs: Sequence[RunRecord], variants: Sequence[str], baseline: str
+    name: str,
+    runs: Sequence[RunRecord],
+    variants: Sequence[str],
+    baseline: str,
+    blocking: Blocking = PAIRED_BY_REPEAT,
 ) -> MetricReport:
     lib = lower_is_better(name)
     values: dict[str, tuple[float, ...]] = {}
+    blocks: dict[str, tuple[Hashable, ...]] = {}
     warnings: list[str] = []
     for v in variants:
-        raw = [metric_value(r, name) for r in runs if r.variant == v]
-        bad = sum(1 for x in raw if x is not None and not math.isfinite(x))
-        missing = sum(1 for x in raw if x is None)
+        raw = [(blocking.key(r), metric_value(r, name)) for r in runs if r.variant == v]
+        bad = sum(1 for _, x in raw if x is not None and not math.isfinite(x))
+        missing = sum(1 for _, x in raw if x is None)
         if bad:
             warnings.append(f"{v}: {bad} run(s) reported a non-finite {name} (left out)")
         if missing and len(raw) > missing:
             warnings.append(f"{v}: {missing} finished run(s) did not report {name}")
-        values[v] = tuple(x for x in raw if x is not None and math.isfinite(x))
+        kept = [(k, x) for k, x in raw if x is not None and math.isfinite(x)]
+        values[v] = tuple(x for _, x in kept)
+        blocks[v] = tuple(k for k, _ in kept)
+    report = MetricReport(
+        name=name,
+        unit=metric_unit(name),
+        lower_is_better=lib,
+        values=values,
+        variants={v: describe(xs) for v, xs in values.items()},
+        comparisons=(),
+        warnings=tuple(warnings),
+        blocks=blocks,
+    )
     comparisons = tuple(
-        compare(
-            values[baseline],
-            values[v],
+        compare_design(
+            report.keyed(baseline),
+            report.keyed(v),
             metric=name,
             lower_is_better=lib,
             baseline_name=baseline,
             variant_name=v,
+            blocking=blocking,
         )
         for v in variants
         if v != baseline
     )
     return MetricReport(
         name=name,
-        unit=metric_unit(name),
+        unit=report.unit,
         lower_is_better=lib,
         values=values,
-        variants={v: describe(xs) for v, xs in values.items()},
+        variants=report.variants,
         comparisons=comparisons,
-        warnings=tuple(warnings),
+        warnings=report.warnings,
+        blocks=blocks,
     )
 
 
@@ -191,12 +236,20 @@ def compare_experiment(
     metrics: Sequence[str] | None = None,
     *,
     intentional: Iterable[str] = (),
+    speed: str | None = None,
+    quality: str | None = None,
+    blocking: Blocking = PAIRED_BY_REPEAT,
+    distributions: Mapping[str, Any] | None = None,
 ) -> ComparisonReport:
-    """Statistics, verdicts and the comparability check for `exp` (see the module contract).
+    """Statistics, verdicts, the trade-off and the comparability check for `exp` (see the
+    module contract).
 
     `metrics` restricts and orders the metrics (default: `available_metrics(exp)`); a metric
     no run reported still gets a report with n=0 everywhere. `intentional` names fields the
     variants change on purpose (see `tui_prof.comparison.comparability.intentional_fields`).
+    `speed` and `quality` are the trade-off's axes (default: wall time and the first
+    accuracy-like metric); `blocking` says how runs pair up (by repeat; a cluster backend may
+    block by node and repeat).
     """
     variants = list(exp.variants)
     for r in exp.runs:
@@ -213,23 +266,44 @@ def compare_experiment(
         if r.status in FAILED_STATUSES
     )
     pending = sum(1 for r in exp.runs if r.status not in (RUN_FINISHED, *FAILED_STATUSES))
+    reports = {n: _metric_report(n, runs, variants, baseline, blocking) for n in names}
+    axes = default_axes(names, speed, quality)  # --metric X alone leaves the trade-off out
+    tradeoff = None
+    if axes is not None:
+        pair = [
+            reports.get(a) or _metric_report(a, runs, variants, baseline, blocking) for a in axes
+        ]
+        tradeoff = build_tradeoff(pair[0], pair[1], blocking)
     return ComparisonReport(
         experiment=exp.name,
         directory=exp.directory,
         baseline=baseline,
         variants=tuple(variants),
-        metrics=tuple(_metric_report(n, runs, variants, baseline) for n in names),
+        metrics=tuple(reports.values()),
         comparability=check_comparability(runs, intentional=intentional),
         failed=failed,
         counted_runs=len(runs),
         pending_runs=pending,
+        tradeoff=tradeoff,
+        distributions=dict(distributions or {}),
     )
 
 
-def build_report(experiment_dir: str | Path, metrics: list[str] | None = None) -> ComparisonReport:
+def build_report(
+    experiment_dir: str | Path,
+    metrics: list[str] | None = None,
+    *,
+    speed: str | None = None,
+    quality: str | None = None,
+) -> ComparisonReport:
     """Load and compare; raises ValueError with a one-line message for the user."""
     from tui_prof.comparison.comparability import intentional_fields
-    from tui_prof.experiments.store import StoreError, load_experiment, load_spec_from
+    from tui_prof.experiments.store import (
+        StoreError,
+        load_experiment,
+        load_spec_from,
+        sample_counts,
+    )
 
     path = Path(experiment_dir)
     if not path.exists():
@@ -246,11 +320,19 @@ def build_report(experiment_dir: str | Path, metrics: list[str] | None = None) -
         intended = intentional_fields({v.name: (v.args, v.env) for v in spec.variants})
     except Exception:  # an older or partial spec: check everything rather than fail
         intended = set()
+    known, reported = available_metrics(exp), _reported(exp)
     if metrics:
-        known = available_metrics(exp)
-        unknown = [m for m in metrics if m not in known]
-        if unknown:
-            raise ValueError(
-                f"unknown metric {unknown[0]!r} (this experiment has: {', '.join(known)})"
-            )
-    return compare_experiment(exp, metrics, intentional=intended)
+        metrics = expand_metrics(metrics, reported)
+    speed = expand_metrics([speed], reported)[0] if speed else None
+    quality = expand_metrics([quality], reported)[0] if quality else None
+    for m in [*(metrics or []), *(a for a in (speed, quality) if a)]:
+        if m not in known:
+            raise ValueError(f"unknown metric {m!r} (this experiment has: {', '.join(known)})")
+    return compare_experiment(
+        exp,
+        metrics,
+        intentional=intended,
+        speed=speed,
+        quality=quality,
+        distributions=sample_counts(path),
+    )

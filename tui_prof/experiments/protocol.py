@@ -2,10 +2,14 @@
 
 Contract: each line is one JSON object, either `{"metric": NAME, "value": NUMBER}` (optionally
 with "epoch"/"step") or an object of several `name: value` pairs. Numbers become metrics (the
-last value of a name is its final value; every value stays in the series); `epoch`, `step`,
-`epochs` and `batch_size` are context, not metrics; strings and booleans are run information
-(e.g. `dataset_fingerprint`). A line that is not such an object is skipped, never fatal, so a
-job's bad line cannot lose a run. Reading is incremental, so a growing file can be followed.
+last value of a name is its final value; every value stays in the series), except that a name
+reported more than once alone on its line (a step aside) and never with an `epoch` is a
+distribution (a latency per request): its samples are kept and it becomes `NAME:p50|p90|p99`
+(tui_prof.experiments.samples); `epoch`,
+`step`, `epochs` and `batch_size` are context, not metrics; strings and booleans are run
+information (e.g. `dataset_fingerprint`). A line that is not such an object is skipped, never
+fatal, so a job's bad line cannot lose a run. Reading is incremental, so a growing file can be
+followed.
 """
 
 from __future__ import annotations
@@ -16,6 +20,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from tui_prof.experiments.samples import MAX_DISTRIBUTIONS, Reservoir, summarise
 
 # Keys that describe where in training a line is, or the training setup, rather than a result.
 CONTEXT_KEYS = ("epoch", "step", "epochs", "batch_size", "steps_per_epoch")
@@ -34,6 +40,17 @@ class MetricsState:
     epoch: int | None = None  # as reported (0- or 1-based, see `progress`)
     epochs: int | None = None
     progress_text: str | None = None
+    samples: dict[str, Reservoir] = field(default_factory=dict)  # values reported without epoch
+    per_epoch: set[str] = field(default_factory=set)  # names reported with an epoch: a curve
+    seed: int = 0  # of the reservoirs, so the same reports keep the same samples
+
+    def distributions(self) -> dict[str, Reservoir]:
+        """Names reported more than once and never per epoch, with their kept samples."""
+        return {k: r for k, r in self.samples.items() if r.count >= 2 and k not in self.per_epoch}
+
+    def results(self) -> dict[str, float]:
+        """The run's metrics: final values, distributions as their percentiles."""
+        return summarise(self.final, self.distributions())
 
     def progress(self) -> str:
         """A short text such as "epoch 3/5" for the run table."""
@@ -71,9 +88,23 @@ def parse_line(line: str) -> dict[str, Any] | None:
     return obj
 
 
+def _sample_of(obj: dict[str, Any]) -> str | None:
+    """The one metric a line reports outside an epoch (`{"latency_ms": 3.2}`, perhaps with a
+    `step`): a sample of a distribution. A line with an epoch or several metrics is results."""
+    if "epoch" in obj:
+        return None
+    names = [
+        k
+        for k, v in obj.items()
+        if k not in CONTEXT_KEYS and k not in ("progress", "info") and _number(v) is not None
+    ]
+    return names[0] if len(names) == 1 else None
+
+
 def apply(state: MetricsState, obj: dict[str, Any]) -> None:
     """Fold one parsed line into the state."""
     state.series.append(obj)
+    sample = _sample_of(obj)
     for key, value in obj.items():
         n = _number(value)
         if key == "progress" and isinstance(value, str):
@@ -89,6 +120,10 @@ def apply(state: MetricsState, obj: dict[str, Any]) -> None:
                 state.info[key] = int(n)
         elif n is not None:
             state.final[key] = n
+            if "epoch" in obj:
+                state.per_epoch.add(key)
+            elif key == sample and (key in state.samples or len(state.samples) < MAX_DISTRIBUTIONS):
+                state.samples.setdefault(key, Reservoir(seed=state.seed)).add(n)
         elif value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
             state.info[key] = value
     if isinstance(state.info.get("epochs"), int):
@@ -98,9 +133,9 @@ def apply(state: MetricsState, obj: dict[str, Any]) -> None:
 class MetricsReader:
     """Follows a metrics file: each `poll()` reads only what was appended since the last one."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, seed: int = 0) -> None:
         self.path = Path(path)
-        self.state = MetricsState()
+        self.state = MetricsState(seed=seed)
         self._offset = 0
         self._partial = b""
 
@@ -151,3 +186,15 @@ def tail_text(path: str | Path, lines: int = 20, max_bytes: int = 16384) -> str:
     text = data.decode("utf-8", errors="replace").replace("\r\n", "\n")
     out = text.splitlines()[-lines:]
     return "\n".join(out)
+
+
+# Settings a job may read through `tui_prof.instrument.settings` instead of its command line.
+# Its runs report what they read under this `info` key, which is how tuiprof knows a job exposes
+# a change (tui_prof.experiments.suggest) and can offer it as a variant.
+SETTINGS_KEY = "tuiprof_settings"
+SETTING_VARS: dict[str, str] = {
+    "precision": "TUIPROF_PRECISION",  # "float32" or "mixed"
+    "xla": "TUIPROF_XLA",  # "1" or "0": compile the step with XLA / jit
+    "batch_size": "TUIPROF_BATCH_SIZE",  # an integer
+    "prefetch": "TUIPROF_PREFETCH",  # "1" or "0": overlap the input pipeline with training
+}

@@ -28,6 +28,7 @@ from tui_prof.experiments import events as ev
 from tui_prof.experiments.backends import Backend, LaunchRequest, get_backend
 from tui_prof.experiments.fingerprint import host_fingerprint, run_fingerprint
 from tui_prof.experiments.protocol import MetricsReader, tail_text
+from tui_prof.experiments.samples import seed_for
 from tui_prof.experiments.spec import (
     WALL_TIME,
     ExperimentSpec,
@@ -350,7 +351,7 @@ class Runner:
     ) -> tuple[int, RunStatus, float]:
         """Stream output and progress until the run exits; returns (code, outcome, wall time)."""
         log = _LineTail(log_path)
-        metrics = self._readers[run_id] = MetricsReader(metrics_path)
+        metrics = self._readers[run_id] = MetricsReader(metrics_path, seed=seed_for(run_id))
         last_progress = ""
         outcome = RUN_FINISHED
         timeout = self.spec.timeout_s
@@ -399,7 +400,7 @@ class Runner:
         metrics_path: Path,
     ) -> None:
         state = self._readers.pop(rec.run_id).state
-        metrics = dict(state.final)
+        metrics = state.results()  # distributions as NAME:p50|p90|p99
         metrics[WALL_TIME] = wall  # tuiprof's own measurement always wins
         status, error = outcome, None
         if outcome == RUN_TIMEOUT:
@@ -425,7 +426,7 @@ class Runner:
             progress=state.progress(),
             profiler_port=port,
         )
-        self.store.finish(rec)
+        self.store.finish(rec, state.distributions())
         self._emit(ev.RunFinished(rec) if status == RUN_FINISHED else ev.RunFailed(rec))
 
 

@@ -2,7 +2,8 @@
 
 Contract: the experiment directory is the user's lab notebook and is self-contained and movable:
     experiment.sqlite          meta (spec, runner pid), runs (one row per planned run),
-                               run_attempts (earlier attempts of re-run runs, as JSON)
+                               run_attempts (earlier attempts of re-run runs, as JSON),
+                               samples (each distribution's kept values per run: samples.py)
     runs/<run_id>/             the run's own TensorBoard logdir ($TUIPROF_RUN_DIR)
         output.log             the job's stdout and stderr
         metrics.jsonl          everything the job reported ($TUIPROF_METRICS_FILE), the whole series
@@ -23,11 +24,12 @@ import sqlite3
 import threading
 import time
 import urllib.request
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tui_prof.experiments import samples as samples_mod
 from tui_prof.experiments.spec import ExperimentSpec
 from tui_prof.model import (
     RUN_INTERRUPTED,
@@ -60,6 +62,10 @@ CREATE TABLE IF NOT EXISTS runs (
 CREATE TABLE IF NOT EXISTS run_attempts (
     run_id TEXT NOT NULL, attempt INTEGER NOT NULL, record TEXT NOT NULL, archived_at REAL NOT NULL,
     PRIMARY KEY (run_id, attempt)
+);
+CREATE TABLE IF NOT EXISTS samples (
+    run_id TEXT NOT NULL, metric TEXT NOT NULL, count INTEGER NOT NULL, kept BLOB NOT NULL,
+    PRIMARY KEY (run_id, metric)
 );
 """
 
@@ -218,6 +224,40 @@ def load_spec_from(experiment_dir: str | Path) -> ExperimentSpec:
         conn.close()
 
 
+def load_samples(experiment_dir: str | Path) -> dict[str, dict[str, tuple[int, list[float]]]]:
+    """Every kept sample: run id -> metric -> (values reported, kept values). Read-only; an
+    experiment made before samples were kept has none."""
+    try:
+        conn = _open_ro(Path(experiment_dir) / DB_NAME)
+    except sqlite3.Error:
+        return {}
+    try:
+        rows = conn.execute("SELECT run_id, metric, count, kept FROM samples").fetchall()
+    except sqlite3.Error:
+        return {}
+    finally:
+        conn.close()
+    out: dict[str, dict[str, tuple[int, list[float]]]] = {}
+    for r in rows:
+        out.setdefault(r["run_id"], {})[r["metric"]] = (
+            int(r["count"]),
+            samples_mod.from_blob(r["kept"]),
+        )
+    return out
+
+
+def sample_counts(experiment_dir: str | Path) -> dict[str, Any]:
+    """Per distribution: how samples were kept and, per run, how many were reported and kept."""
+    out: dict[str, Any] = {}
+    for run_id, metrics in sorted(load_samples(experiment_dir).items()):
+        for metric, (count, kept) in metrics.items():
+            entry = out.setdefault(
+                metric, {"kept": samples_mod.POLICY, "cap_per_run": samples_mod.CAP, "runs": {}}
+            )
+            entry["runs"][run_id] = {"count": count, "kept": len(kept)}
+    return out
+
+
 def kill_orphan(pgid: int | None, run_dir: Path) -> bool:
     """Kill a run's process group that outlived its runner, if it still runs this very run."""
     if not pgid:
@@ -310,12 +350,8 @@ class ExperimentStore:
         return _Transaction(self._conn, self._lock)
 
     def _update(self, run_id: str, **fields: Any) -> None:
-        for k in ("metrics", "environment"):
-            if k in fields:
-                fields[k] = json.dumps(fields[k])
-        cols = ", ".join(f"{k} = ?" for k in fields)
         with self._tx() as c:
-            c.execute(f"UPDATE runs SET {cols} WHERE run_id = ?", (*fields.values(), run_id))
+            _set(c, run_id, fields)
 
     def add_runs(self, plan: Iterable[PlannedRun]) -> list[str]:
         """Record runs as pending (new ones only); returns the ids added."""
@@ -359,6 +395,7 @@ class ExperimentStore:
                         "INSERT OR REPLACE INTO run_attempts VALUES (?, ?, ?, ?)",
                         (run_id, rec.attempt, json.dumps(rec.to_dict()), time.time()),
                     )
+                    c.execute("DELETE FROM samples WHERE run_id = ?", (run_id,))
                     c.execute(
                         "UPDATE runs SET status = ?, attempt = attempt + 1, started_at = NULL, "
                         "ended_at = NULL, wall_time_s = NULL, exit_code = NULL, metrics = '{}', "
@@ -393,20 +430,31 @@ class ExperimentStore:
     def set_progress(self, run_id: str, progress: str) -> None:
         self._update(run_id, progress=progress)
 
-    def finish(self, rec: RunRecord) -> None:
-        """Commit a run's outcome in one transaction."""
-        self._update(
-            rec.run_id,
-            status=rec.status,
-            ended_at=rec.ended_at,
-            wall_time_s=rec.wall_time_s,
-            exit_code=rec.exit_code,
-            metrics=rec.metrics,
-            environment=rec.environment,
-            error=rec.error,
-            log_tail=rec.log_tail,
-            progress=rec.progress,
-        )
+    def finish(
+        self, rec: RunRecord, samples: Mapping[str, samples_mod.Reservoir] | None = None
+    ) -> None:
+        """Commit a run's outcome, and the samples of its distributions, in one transaction."""
+        fields = {
+            "status": rec.status,
+            "ended_at": rec.ended_at,
+            "wall_time_s": rec.wall_time_s,
+            "exit_code": rec.exit_code,
+            "metrics": rec.metrics,
+            "environment": rec.environment,
+            "error": rec.error,
+            "log_tail": rec.log_tail,
+            "progress": rec.progress,
+        }
+        with self._tx() as c:
+            _set(c, rec.run_id, fields)
+            c.execute("DELETE FROM samples WHERE run_id = ?", (rec.run_id,))
+            c.executemany(
+                "INSERT INTO samples VALUES (?, ?, ?, ?)",
+                [
+                    (rec.run_id, name, res.count, samples_mod.to_blob(res.values))
+                    for name, res in (samples or {}).items()
+                ],
+            )
 
     # -- reading -------------------------------------------------------------------------
     def runs(self) -> list[RunRecord]:
@@ -435,6 +483,13 @@ class ExperimentStore:
             except sqlite3.Error:
                 pass  # a reader holds it; the WAL stays and is still consistent
             self._conn.close()
+
+
+def _set(c: sqlite3.Connection, run_id: str, fields: dict[str, Any]) -> None:
+    """UPDATE one run's columns (JSON for metrics and environment) inside a transaction."""
+    values = {k: json.dumps(v) if k in ("metrics", "environment") else v for k, v in fields.items()}
+    cols = ", ".join(f"{k} = ?" for k in values)
+    c.execute(f"UPDATE runs SET {cols} WHERE run_id = ?", (*values.values(), run_id))
 
 
 class _Transaction:

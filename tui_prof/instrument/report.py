@@ -60,6 +60,18 @@ def report(**metrics: Any) -> None:
     report_line(metrics)
 
 
+@contextmanager
+def timed(name: str = "latency_ms") -> Iterator[None]:
+    """Time the block and report it in milliseconds, e.g. one inference request:
+    `with timed("latency_ms"): predict(x)`. A name reported more than once (and not per epoch)
+    is a distribution: tuiprof keeps its samples and compares runs by p50, p90 and p99. A block
+    that raises reports nothing: a failed request has no latency."""
+    t0 = time.perf_counter()
+    yield
+    if enabled():
+        report_line({name: (time.perf_counter() - t0) * 1000.0})
+
+
 def report_info(**info: Any) -> None:
     """Report facts about the run the apples-to-apples guard compares (dataset_fingerprint,
     epochs, batch_size, ...)."""

@@ -7,6 +7,9 @@ and add the ones a GPU user needs and TensorBoard leaves implicit (mixed precisi
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
+
 from tui_prof.model import CATEGORY_LABELS, Precision, StepAverage, TensorCoreUse
 
 INPUT_BOUND_PERCENT = 20.0
@@ -39,6 +42,18 @@ TIPS: dict[str, str] = {
     "host_compute_cpu": "CPU job: compute dominates — a larger batch, XLA (`jit_compile=True`), "
     "and bfloat16 mixed precision on CPUs that support it.",
 }
+
+# Where a profile has no steps: how to mark them (JAX, TensorFlow, tuiprof's helpers).
+STEP_MARKERS_TIP = (
+    "No steps: mark each training step to get a step-time breakdown — JAX: "
+    '`with jax.profiler.StepTraceAnnotation("train", step_num=step):`; TensorFlow: '
+    '`with tf.profiler.experimental.Trace("train", step_num=step, _r=1):`; or tuiprof\'s '
+    "helpers (`tui_prof.instrument.jax.trace_steps`, `TuiprofCallback`, `tuiprof_run`)."
+)
+PROGRAM_RUNS_TIP = (
+    "XLA programs ran repeatedly here: `tuiprof summary --step-program NAME` (in the TUI: `P`) "
+    "takes each run of one as a step, e.g. {name} ({runs} runs)."
+)
 
 MIXED_PRECISION_TIP = (
     "Consider mixed precision: only {p16:.1f}% of device compute is 16-bit. "
@@ -119,3 +134,26 @@ def recommendations(
     ):
         tips.append(TENSOR_CORE_TIP.format(pct=tensor_core.percent_of_eligible_time))
     return tips
+
+
+# The changes a new experiment can try, and the words by which advice names them (any format's
+# tips: TensorFlow's above, and PyTorch's or JAX's where their readers word them alike).
+CHANGES: dict[str, str] = {
+    "mixed_precision": r"mixed precision|mixed_float16|bfloat16|autocast|\bAMP\b|16-bit",
+    "xla": r"\bXLA\b(?! program)|jit_compile|torch\.compile",  # not "XLA programs ran …"
+    "batch_size": r"larger batch|batch size|per-device batch",
+    "input_pipeline": r"input pipeline|prefetch|num_parallel_calls|num_workers|DataLoader|tf\.data",
+}
+
+
+def suggested_changes(recommendations: Sequence[str]) -> tuple[str, ...]:
+    """The CHANGES the advice names, in the order it names them (first tip first)."""
+    found: list[str] = []
+    for tip in recommendations:
+        hits = []
+        for change, pattern in CHANGES.items():
+            m = re.search(pattern, tip, re.IGNORECASE if change != "xla" else 0)
+            if m:
+                hits.append((m.start(), change))
+        found.extend(c for _, c in sorted(hits) if c not in found)
+    return tuple(found)

@@ -11,11 +11,13 @@ from collections.abc import Sequence
 
 from tui_prof.model import (
     CATEGORIES,
+    DeviceUtilization,
     Environment,
     KernelStat,
     OpStat,
     Precision,
     ProfileSummary,
+    ProgramStat,
     StepAverage,
     StepBreakdown,
     TensorCoreUse,
@@ -76,11 +78,23 @@ def assemble(
     kernels: list[KernelStat],
     ops: list[OpStat],
     warnings: list[str],
+    *,
+    utilization: DeviceUtilization | None = None,
+    programs: Sequence[ProgramStat] = (),
 ) -> ProfileSummary:
-    """The verdict and advice come from the same rules whichever reader found the numbers."""
+    """The verdict and advice come from the same rules whichever reader found the numbers;
+    a profile without steps gets how to mark them (and the programs that could be steps)."""
     avg = average(steps)
     tc = tensor_core_use(kernels)
     verdict, flagged = advice.bottleneck(avg, env.device_type)
+    tips = advice.recommendations(flagged, env.device_type, prec, tc)
+    if avg is None:
+        repeated = [p for p in programs if p.runs >= 2]
+        if repeated and "TPU" not in env.device_type:  # TPU events carry no launch ids
+            tips.insert(
+                0, advice.PROGRAM_RUNS_TIP.format(name=repeated[0].name, runs=repeated[0].runs)
+            )
+        tips.insert(0, advice.STEP_MARKERS_TIP)
     return ProfileSummary(
         path=display_path(session.path),
         hosts=env.hosts,
@@ -94,6 +108,8 @@ def assemble(
         kernels=tuple(kernels),
         environment=env,
         bottleneck=verdict,
-        recommendations=tuple(advice.recommendations(flagged, env.device_type, prec, tc)),
+        recommendations=tuple(tips),
         warnings=tuple(warnings),
+        device_utilization=utilization,
+        programs=tuple(programs),
     )

@@ -19,18 +19,24 @@ from typing import Any
 
 from tui_prof import __version__
 from tui_prof.model import (
+    DeviceBusy,
+    DeviceUtilization,
     Environment,
     KernelStat,
     OpStat,
     Precision,
     ProfileSummary,
+    ProgramStat,
     StepAverage,
     StepBreakdown,
     TensorCoreUse,
 )
 from tui_prof.profiles.discover import Session, display_path
 
-SCHEMA = 2  # 2: kernels carry their launch shape (grid, block)
+# 2: top_ops holds every op (the diff needs them all), no longer the first 50.
+# 3: device utilisation, XLA programs, the precision's source.
+# 4: kernels carry their launch shape (grid, block).
+SCHEMA = 4
 
 
 def cache_dir() -> Path:
@@ -44,9 +50,10 @@ def cache_key(session: Session, variant: str = "") -> str:
     """Changes whenever a host file, tuiprof's version or the analysis variant changes."""
     h = hashlib.sha256(f"{SCHEMA}|{__version__}|{variant}".encode())
     for host in sorted(session.hosts, key=lambda x: str(x.path)):
-        st = host.path.stat()
-        h.update(b"|" + os.fsencode(os.path.abspath(host.path)))
-        h.update(f"|{st.st_size}|{st.st_mtime_ns}".encode())
+        for path in (host.path, *host.extra):
+            st = path.stat()
+            h.update(b"|" + os.fsencode(os.path.abspath(path)))
+            h.update(f"|{st.st_size}|{st.st_mtime_ns}".encode())
     return h.hexdigest()[:32]
 
 
@@ -94,6 +101,18 @@ def summary_from_dict(d: dict[str, Any]) -> ProfileSummary:
         bottleneck=d["bottleneck"],
         recommendations=tuple(d["recommendations"]),
         warnings=tuple(d.get("warnings", ())),
+        device_utilization=_utilization(d.get("device_utilization")),
+        programs=tuple(ProgramStat(**p) for p in d.get("xla_programs") or ()),
+    )
+
+
+def _utilization(d: dict[str, Any] | None) -> DeviceUtilization | None:
+    if not d:
+        return None
+    return DeviceUtilization(
+        profile_ms=d["profile_ms"],
+        busy_percent=d["busy_percent"],
+        devices=tuple(DeviceBusy(**x) for x in d.get("devices") or ()),
     )
 
 

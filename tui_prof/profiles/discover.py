@@ -2,7 +2,8 @@
 
 Contract: `discover(path)` accepts a TensorBoard logdir (runs nested at any depth), a run dir, a
 session dir or one `*.xplane.pb` file, and returns runs → sessions → host files from directory
-listings and `stat` alone. Unreadable directories and symlink loops become `problems`, never
+listings and `stat` alone. A session directory with no xplane but an older TensorBoard's tool
+files (`<host>.overview_page.pb` and friends, see LEGACY_SUFFIXES) is a "legacy" session. Unreadable directories and symlink loops become `problems`, never
 exceptions; only a path that does not exist (or holds no profile at all) is an error for callers.
 """
 
@@ -13,16 +14,27 @@ from dataclasses import dataclass
 from pathlib import Path
 
 XPLANE_SUFFIX = ".xplane.pb"
+# Tool files TensorFlow 2.2-2.3's profiler wrote itself, per host, in the order a host's primary
+# file is chosen (the overview carries the steps); the trace alone does not make a session.
+LEGACY_SUFFIXES = (
+    ".overview_page.pb",
+    ".input_pipeline.pb",
+    ".tensorflow_stats.pb",
+    ".kernel_stats.pb",
+)
+LEGACY_TRACE_SUFFIX = ".trace.json.gz"
 
 
 @dataclass(frozen=True)
 class HostFile:
-    """One host's trace in a session: `<host>.xplane.pb`."""
+    """One host's trace in a session: `<host>.xplane.pb` (or a legacy host's primary tool file,
+    its other tool files in `extra`; size and mtime then cover them all)."""
 
     host: str
     path: Path
     size: int
     mtime: float
+    extra: tuple[Path, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -108,12 +120,58 @@ def _host_files(entries: list[os.DirEntry[str]], problems: list[str]) -> list[Ho
     return sorted(hosts, key=lambda h: h.host)
 
 
+def _legacy_hosts(entries: list[os.DirEntry[str]], problems: list[str]) -> list[HostFile]:
+    """One HostFile per host of an older TensorBoard's tool files (no xplane in the directory)."""
+    files: dict[str, list[tuple[int, Path, os.stat_result]]] = {}
+    for e in entries:
+        rank = next((k for k, suf in enumerate(LEGACY_SUFFIXES) if e.name.endswith(suf)), None)
+        if rank is None and e.name.endswith(LEGACY_TRACE_SUFFIX):
+            rank = len(LEGACY_SUFFIXES)
+        if rank is None:
+            continue
+        try:
+            if not e.is_file():
+                continue
+            st = e.stat()
+        except OSError as exc:
+            problems.append(f"{display_path(Path(e.path))}: cannot read ({exc.strerror})")
+            continue
+        suffix = (*LEGACY_SUFFIXES, LEGACY_TRACE_SUFFIX)[rank]
+        files.setdefault(e.name[: -len(suffix)], []).append((rank, Path(e.path), st))
+    hosts = []
+    for host, found in files.items():
+        found.sort(key=lambda f: f[0])
+        if found[0][0] == len(LEGACY_SUFFIXES):
+            continue  # a trace alone: not a session tuiprof can summarise
+        hosts.append(
+            HostFile(
+                display_name(host),
+                found[0][1],
+                sum(f[2].st_size for f in found),
+                max(f[2].st_mtime for f in found),
+                tuple(f[1] for f in found[1:]),
+            )
+        )
+    return sorted(hosts, key=lambda h: h.host)
+
+
+def _legacy_file(name: str) -> bool:
+    return name.endswith(LEGACY_SUFFIXES)
+
+
 def discover(path: str | os.PathLike[str]) -> Discovery:
     """List every session under `path`; raises FileNotFoundError if `path` does not exist."""
     root = Path(path)
     if not root.exists():
         raise FileNotFoundError(f"{display_path(root)}: no such file or directory")
     problems: list[str] = []
+    if root.is_file() and _legacy_file(root.name):
+        found = discover(root.parent)
+        session = next((s for s in found.sessions if s.path == root.parent), None)
+        if session is None or session.format != "legacy":
+            raise FileNotFoundError(f"{display_path(root)}: not a profile session")
+        run_dir = _run_dir_of(root.parent)
+        return Discovery(root, (Run(display_name(run_dir.name), run_dir, (session,)),), ())
     if root.is_file():
         if not root.name.endswith(XPLANE_SUFFIX):
             raise FileNotFoundError(
@@ -154,10 +212,13 @@ def discover(path: str | os.PathLike[str]) -> Discovery:
             problems.append(f"{display_path(d)}: cannot list ({exc.strerror or exc})")
             continue
         hosts = _host_files(entries, problems)
+        fmt = "xplane"
+        if not hosts:
+            hosts, fmt = _legacy_hosts(entries, problems), "legacy"
         if hosts:
             run_dir = _run_dir_of(d)
             by_run.setdefault(run_dir, []).append(
-                Session(display_name(d.name), d, _run_name(run_dir, root), tuple(hosts))
+                Session(display_name(d.name), d, _run_name(run_dir, root), tuple(hosts), fmt)
             )
         for e in entries:
             try:

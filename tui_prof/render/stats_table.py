@@ -20,7 +20,9 @@ from rich.text import Text
 
 from tui_prof.comparison.comparability import Comparability
 from tui_prof.comparison.report import ComparisonReport, MetricReport
+from tui_prof.comparison.tradeoff import Axis, Tradeoff
 from tui_prof.render.boxplot import BoxPlot
+from tui_prof.render.scatter import TradeoffScatter
 
 STAT_COLUMNS = ("n", "mean", "std", "median", "p90", "min", "max", "q1", "q3")
 
@@ -132,8 +134,78 @@ def comparisons_table(m: MetricReport) -> Table:
         if c.spread_note:
             verdict.append("\n" + c.spread_note, style="magenta")
         ratio = "–" if c.ratio is None else f"{c.ratio:.3f}"
-        table.add_row(Text(c.variant, style="bold"), ratio, ci, _p_text(c.p_value), verdict)
+        name = Text(c.variant, style="bold")
+        name.append("\n" + c.design, style="dim")  # paired by repeat, or independent runs
+        table.add_row(name, ratio, ci, _p_text(c.p_value), verdict)
     return table
+
+
+def _spread_text(a: Axis, dec: int) -> str:
+    return "–" if a.q1 is None or a.q3 is None else f"{fmt(a.q1, dec)}–{fmt(a.q3, dec)}"
+
+
+def tradeoff_cells(t: Tradeoff) -> list[list[str]]:
+    """variant, speed median, its q1–q3, quality median, its q1–q3, worst quality: the numbers
+    the Rich and Markdown tables share (decimals from each metric's spread)."""
+    ds = decimals_for([p.speed.median for p in t.points], [_iqr(p.speed) for p in t.points])
+    dq = decimals_for([p.quality.median for p in t.points], [_iqr(p.quality) for p in t.points])
+    return [
+        [
+            p.variant,
+            fmt(p.speed.median, ds),
+            _spread_text(p.speed, ds),
+            fmt(p.quality.median, dq),
+            _spread_text(p.quality, dq),
+            fmt(p.quality.worst, dq),
+        ]
+        for p in t.points
+    ]
+
+
+def tradeoff_table(t: Tradeoff) -> Table:
+    """Each variant's median and quartiles on both metrics, its worst run, and whether it is on
+    the front (● on it, ○ beaten on both); short headers, so it fits a side pane."""
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1, 0, 0), show_edge=False)
+    table.add_column("  variant", no_wrap=True)
+    for head in ("speed", "q1–q3", "quality", "q1–q3", "worst"):
+        table.add_column(head, justify="right", no_wrap=True)
+    for p, cells in zip(t.points, tradeoff_cells(t), strict=True):
+        name = Text("● ", style="bold green") if p.pareto else Text("○ ", style="dim")
+        name.append(cells[0], style="bold")
+        table.add_row(name, *cells[1:])
+    return table
+
+
+def _axis_text(name: str, unit: str, lower_is_better: bool) -> Text:
+    text = Text(name, style="bold")
+    what = f"{unit}, " if unit else ""
+    text.append(f" ({what}{'lower' if lower_is_better else 'higher'} is better)", style="dim")
+    return text
+
+
+def _iqr(a: Axis) -> float | None:
+    return a.q3 - a.q1 if a.q1 is not None and a.q3 is not None else None
+
+
+def tradeoff_view(t: Tradeoff) -> Group:
+    """The trade-off: a title, the table, who is on the front and why, and the scatter."""
+    head = Text("Trade-off: speed ", style="bold")
+    head.append_text(_axis_text(t.speed, t.speed_unit, t.speed_lower_is_better))
+    head.append(" against quality ", style="bold")
+    head.append_text(_axis_text(t.quality, t.quality_unit, t.quality_lower_is_better))
+    head.append(" · medians, quartiles, worst run; ● Pareto front", style="dim")
+    front = t.front
+    beaten = [p for p in t.points if p.dominated_by]
+    note = Text()
+    if front:
+        note.append("Pareto front: " + ", ".join(front), style="bold")
+    if beaten:
+        for p in beaten:
+            by = ", ".join(p.dominated_by)
+            note.append(f"\n{p.variant} is beaten on both by {by} (95% CI)", style="yellow")
+    elif len(front) > 1:
+        note.append(" — no variant is better on both with a resolved difference", style="dim")
+    return Group(head, tradeoff_table(t), note, Text(""), TradeoffScatter(t))
 
 
 def comparability_view(c: Comparability) -> RenderableType:
@@ -218,6 +290,8 @@ def report_view(report: ComparisonReport, *, side_by_side: bool = False) -> Grou
     status = runs_status_view(report)
     if status is not None:
         parts.append(status)
+    if report.tradeoff is not None:
+        parts += [Rule(style="dim"), tradeoff_view(report.tradeoff)]
     metrics = list(report.metrics)
     pair = pair_for_side_by_side(report) if side_by_side else None
     if pair is not None:

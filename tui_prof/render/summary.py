@@ -14,7 +14,13 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
-from tui_prof.model import CATEGORIES, CATEGORY_LABELS, ProfileSummary, StepBreakdown
+from tui_prof.model import (
+    CATEGORIES,
+    CATEGORY_LABELS,
+    DeviceUtilization,
+    ProfileSummary,
+    StepBreakdown,
+)
 from tui_prof.render.names import TailCut, kernel_names
 
 # Colour and a monochrome glyph per category; the glyph is also drawn in colour terminals' legend.
@@ -73,6 +79,8 @@ def headline(summary: ProfileSummary, *, source: bool = True) -> Text:
         t.append("\n")
         t.append_text(step_source_text(summary))
     for w in summary.warnings:
+        if w == f"No steps found: {summary.step_source_detail}":
+            continue  # the Steps line above says it already
         t.append("\n⚠ " + w, style="yellow")
     return t
 
@@ -169,6 +177,62 @@ def steps_table(summary: ProfileSummary) -> Table:
     return t
 
 
+# Where a 16-bit share came from, when not from the steps (model.Precision.source).
+PRECISION_SOURCES: dict[str, str] = {
+    "hlo_ops": "device HLO ops by their types",
+    "kernel_names": "kernel names",
+    "precomputed": "TensorBoard's saved overview",
+}
+
+
+def _device_label(name: str) -> str:
+    return name.replace("/device:", "")
+
+
+def utilization_text(u: DeviceUtilization) -> Text:
+    """Device busy time over the whole profile: the mean, then each device (idle ones counted)."""
+    t = Text()
+    n = len(u.devices)
+    t.append(
+        f"Devices busy {u.busy_percent:.1f}% of the {fmt_ms(u.profile_ms)} ms profile"
+        + (f" (mean of {n})" if n > 1 else "")
+    )
+    busy = sorted((d for d in u.devices if d.busy_percent >= 0.05), key=lambda d: -d.busy_percent)
+    if n > 1 and busy:
+        shown = ", ".join(f"{_device_label(d.name)} {d.busy_percent:.1f}%" for d in busy[:6])
+        t.append(": ")
+        t.append(shown + (" …" if len(busy) > 6 else ""))
+    idle = n - len(busy)
+    if n > 1 and idle:
+        t.append(f"; {idle} idle", style="yellow")
+    return t
+
+
+def no_steps_text(summary: ProfileSummary) -> Text:
+    """In place of the breakdown, where there are no steps: what the devices did."""
+    t = Text("No step-time breakdown: ", style="bold yellow")
+    t.append("no steps in this profile (see below for how to mark them).", style="yellow")
+    u = summary.device_utilization
+    if u is not None:
+        t.append("\n")
+        t.append_text(utilization_text(u))
+    elif summary.environment.device_type == "CPU":
+        t.append("\nCPU only: no device planes.", style="dim")
+    return t
+
+
+def programs_table(summary: ProfileSummary, limit: int = 8) -> Table:
+    """The XLA programs a profile ran: which one could be the steps (`--step-program`)."""
+    t = Table(title="XLA programs run", title_justify="left", expand=False)
+    t.add_column("Program", overflow="ellipsis", no_wrap=True, max_width=48)
+    t.add_column("Runs", justify="right")
+    device = summary.environment.device_type != "CPU"
+    t.add_column("Device ms" if device else "Host ms", justify="right")
+    for p in summary.programs[:limit]:
+        t.add_row(Text(p.name), str(p.runs), fmt_ms(p.time_ms))
+    return t
+
+
 def precision_text(summary: ProfileSummary) -> Text:
     t = Text()
     p = summary.precision
@@ -179,6 +243,8 @@ def precision_text(summary: ProfileSummary) -> Text:
         t.append(
             f"Device compute: {p.compute_16bit_percent:.1f}% 16-bit, {p.compute_32bit_percent:.1f}% 32-bit"
         )
+        if p.source in PRECISION_SOURCES:
+            t.append(f" (from {PRECISION_SOURCES[p.source]})", style="dim")
     tc = summary.tensor_core
     if tc is not None:
         t.append(f"\nTensorCore: {tc.percent_of_kernel_time:.1f}% of kernel time")
@@ -240,15 +306,31 @@ def recommendations_text(summary: ProfileSummary) -> Text:
     return t
 
 
+def overview_sections(
+    summary: ProfileSummary,
+) -> tuple[RenderableType, RenderableType | None, Text]:
+    """(breakdown, its detail, precision) of the overview, as both faces show it: with steps,
+    the bars and the averages table; without, what the devices did and the XLA programs run,
+    never an empty table. The precision part ends with the devices' utilisation."""
+    prec = precision_text(summary)
+    if summary.steps and summary.device_utilization is not None:
+        prec.append("\n")
+        prec.append_text(utilization_text(summary.device_utilization))
+    if summary.steps:
+        return BreakdownBars(summary.steps), averages_table(summary), prec
+    return no_steps_text(summary), programs_table(summary) if summary.programs else None, prec
+
+
 def summary_renderable(summary: ProfileSummary) -> RenderableType:
     """The whole summary of a session, as `tuiprof summary` prints it."""
+    breakdown, detail, prec = overview_sections(summary)
     parts: list[RenderableType] = [
         Text(summary.path, style="bold underline"),
         headline(summary),
         Text(""),
-        BreakdownBars(summary.steps),
-        averages_table(summary),
-        precision_text(summary),
+        breakdown,
+        *([detail] if detail is not None else []),
+        prec,
     ]
     if summary.recommendations:
         parts += [Text("What to try", style="bold"), recommendations_text(summary)]

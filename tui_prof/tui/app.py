@@ -15,6 +15,7 @@ from textual.worker import Worker, WorkerState
 
 from tui_prof.tui.messages import (
     Captured,
+    DiffRequested,
     ExperimentCreated,
     ExperimentNotCreated,
     ProfilesChanged,
@@ -30,8 +31,9 @@ if TYPE_CHECKING:
     from tui_prof.profiles.prefetch import Prefetch
     from tui_prof.tui.screens.capture_dialog import CaptureRequest
     from tui_prof.tui.screens.captures import CapturesScreen
+    from tui_prof.tui.screens.diff import DiffScreen
     from tui_prof.tui.screens.experiments import ExperimentsScreen
-    from tui_prof.tui.screens.start_dialog import StartRequest
+    from tui_prof.tui.screens.start_dialog import Prefill, StartRequest
 
 
 def _commands() -> type[Provider]:
@@ -140,12 +142,24 @@ class TuiprofApp(App[int]):
         assert isinstance(screen, CapturesScreen)
         return screen
 
+    @property
+    def diff(self) -> DiffScreen:
+        from tui_prof.tui.screens.diff import DiffScreen
+
+        if not self.is_screen_installed("diff"):
+            self.install_screen(DiffScreen(), "diff")
+        screen = self.get_screen("diff")
+        assert isinstance(screen, DiffScreen)
+        return screen
+
     def view(self, name: str) -> Screen[None]:
-        """A view by its binding's name: browse, experiments or captures."""
+        """A view by its name: browse, experiments, captures or diff."""
         if name == "experiments":
             return self.experiments
         if name == "captures":
             return self.captures
+        if name == "diff":
+            return self.diff
         return self.browse
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
@@ -197,7 +211,21 @@ class TuiprofApp(App[int]):
     def action_start_experiment(self) -> None:
         from tui_prof.tui.screens.start_dialog import StartDialog, default_spec_path
 
-        self.push_screen(StartDialog(default_spec_path(self.path)), self._start)
+        prefill = self._prefill()
+        self.push_screen(StartDialog(default_spec_path(self.path), prefill), self._start)
+
+    def _prefill(self) -> Prefill:
+        """The selected profile's run command and the change its advice names, if any."""
+        from tui_prof.experiments.suggest import propose, run_context
+        from tui_prof.profiles.advice import suggested_changes
+        from tui_prof.tui.screens.start_dialog import prefill_from
+
+        session = self.browse.current_session
+        ctx = run_context(session.path) if session is not None else None
+        summary = self.browse.current_summary
+        changes = suggested_changes(summary.recommendations) if summary is not None else ()
+        proposals = propose(ctx, changes) if ctx is not None else []
+        return prefill_from(ctx, proposals, advised=bool(changes))
 
     def _start(self, request: StartRequest | None) -> None:
         if request is not None:
@@ -206,7 +234,9 @@ class TuiprofApp(App[int]):
     @work(thread=True, name="creating the experiment", exit_on_error=False)
     def _create_experiment(self, request: StartRequest, screen: ExperimentsScreen) -> None:
         """The experiment's directory and store are written here, off the UI thread."""
+        from tui_prof.experiments.commands import SPEC_FILE, save_spec
         from tui_prof.experiments.runner import Runner
+        from tui_prof.experiments.spec import SpecError
         from tui_prof.experiments.store import StoreError
 
         holder: dict[str, str] = {}
@@ -219,8 +249,13 @@ class TuiprofApp(App[int]):
         except (OSError, StoreError, ValueError) as exc:
             self.post_message(ExperimentNotCreated(request.spec.name, str(exc)))
             return
+        warning = None
+        try:
+            save_spec(request.spec, runner.experiment_dir / SPEC_FILE)
+        except SpecError as exc:  # the store keeps the spec too: say so and run
+            warning = str(exc)
         holder["dir"] = str(runner.experiment_dir)
-        self.post_message(ExperimentCreated(holder["dir"], runner))
+        self.post_message(ExperimentCreated(holder["dir"], runner, warning))
 
     def on_experiment_created(self, message: ExperimentCreated) -> None:
         runner = message.runner
@@ -229,6 +264,8 @@ class TuiprofApp(App[int]):
         self.experiments.show_experiment(message.directory)
         runner.start()
         self.notify(f"Started {runner.spec.name}: {message.directory}", markup=False)
+        if message.warning:
+            self.notify(message.warning, severity="warning", markup=False)
 
     def on_experiment_not_created(self, message: ExperimentNotCreated) -> None:
         self.notify(
@@ -259,6 +296,11 @@ class TuiprofApp(App[int]):
         screen = self.captures
         self.action_show("captures")
         screen.start(request)
+
+    def on_diff_requested(self, message: DiffRequested) -> None:
+        screen = self.diff
+        self.action_show("diff")
+        screen.compare(message.a, message.b)
 
     def on_captured(self, message: Captured) -> None:
         self.browse.scan()

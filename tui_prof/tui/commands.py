@@ -14,6 +14,11 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
         "Cross-check official steps with tuiprof's own",
     ),
     (
+        "Steps from an XLA program…",
+        "screen.choose_step_program",
+        "JAX/XLA: take each run of a jitted function as a step (tuiprof summary --step-program)",
+    ),
+    (
         "Toggle full analysis of large profiles",
         "screen.toggle_full",
         "Run TensorBoard's converter even on profiles over $TUIPROF_LARGE_MB (op and kernel tables)",
@@ -22,6 +27,10 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("Steps tab", "screen.tab('tab-steps')", "Per-step breakdown table"),
     ("Top ops tab", "screen.tab('tab-ops')", "Framework ops by self time"),
     ("Kernels tab", "screen.tab('tab-kernels')", "GPU kernels and TensorCore use"),
+    ("Mark session as A for a diff", "screen.mark_diff", "Then select another session: d"),
+    ("Diff with the marked session", "screen.diff", "A against the selected session, op by op"),
+    ("Diff view", "app.show('diff')", "The last diff of two sessions or variants"),
+    ("Swap diff sides", "screen.swap", "Compare B with A instead"),
     ("Help", "app.help", "Keys and what the numbers mean"),
 )
 

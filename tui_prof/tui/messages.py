@@ -11,11 +11,13 @@ from tui_prof.model import ExperimentRecord, ProfileSummary
 from tui_prof.profiles.discover import Discovery, Session
 
 if TYPE_CHECKING:  # these load only when their feature is first used (watchfiles, numpy, gRPC)
+    from tui_prof.comparison.profile_diff import TargetRef
     from tui_prof.comparison.report import ComparisonReport
     from tui_prof.experiments.events import RunEvent
     from tui_prof.experiments.runner import Runner
     from tui_prof.live.capture import CaptureResult
     from tui_prof.live.follow import FollowEvent
+    from tui_prof.profiles.diff import ProfileDiff
 
 
 @dataclass
@@ -63,6 +65,7 @@ class ExperimentCreated(Message):
 
     directory: str
     runner: Runner
+    warning: str | None = None  # the experiment runs; something about it is worth a word
 
 
 @dataclass
@@ -138,3 +141,28 @@ class LogdirChanged(Message):
     """The followed logdir has new or changed files (see tui_prof.live.follow)."""
 
     events: list[FollowEvent]
+
+
+@dataclass
+class DiffRequested(Message):
+    """Compare A with B (sessions marked in Browse, or variants from Experiments)."""
+
+    a: TargetRef
+    b: TargetRef
+
+
+@dataclass
+class DiffProgressed(Message):
+    fraction: float
+    text: str
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, DiffProgressed)
+
+
+@dataclass
+class DiffReady(Message):
+    """A diff finished: the result, or the one-line reason there is none."""
+
+    diff: ProfileDiff | None
+    error: str | None

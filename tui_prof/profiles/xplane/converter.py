@@ -16,7 +16,7 @@ import json
 import os
 import tempfile
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,7 @@ from tui_prof.model import ProfileError
 OVERVIEW = "overview_page"
 OP_STATS = "framework_op_stats"
 KERNEL_STATS = "kernel_stats"
+HLO_STATS = "hlo_stats"  # device HLO ops with their text (types), for XLA programs
 DEFAULT_TOOLS = (OVERVIEW, OP_STATS, KERNEL_STATS)
 
 _lock = threading.Lock()
@@ -46,8 +47,14 @@ def _link_name(name: str, index: int) -> str:
     return name
 
 
-def convert(paths: Sequence[Path], tools: Sequence[str] = DEFAULT_TOOLS) -> dict[str, Any]:
-    """Run TensorBoard's converter tools on one session's host files; raise ProfileError if it fails."""
+def convert(
+    paths: Sequence[Path],
+    tools: Sequence[str] = DEFAULT_TOOLS,
+    then: Callable[[dict[str, Any]], Sequence[str]] | None = None,
+) -> dict[str, Any]:
+    """Run TensorBoard's converter tools on one session's host files; raise ProfileError if one
+    of `tools` fails. `then(results)` may name more tools to run on the same conversion (its
+    saved op stats make them cheap); those are only missing from the result where they fail."""
     if not paths:
         raise ProfileError("no .xplane.pb files to read")
     names = [p.name for p in paths]
@@ -62,17 +69,30 @@ def convert(paths: Sequence[Path], tools: Sequence[str] = DEFAULT_TOOLS) -> dict
             os.symlink(os.path.abspath(p), link)
             links.append(str(link))
         for tool in tools:
-            try:
-                data, _ = r2t.xspace_to_tool_data(links, tool, {"use_saved_result": True})
-            except Exception as exc:  # native errors surface as assorted exception types
-                raise ProfileError(f"TensorBoard's converter failed on {tool}: {exc}") from exc
-            if data is None:
-                raise ProfileError(
-                    "TensorBoard's converter could not read it (not an XSpace profile, "
-                    "or truncated)"
-                )
-            try:
-                out[tool] = json.loads(data)
-            except ValueError as exc:
-                raise ProfileError(f"TensorBoard's converter returned bad {tool} data") from exc
+            out[tool] = _tool(r2t, links, tool, required=True)
+        for tool in then(out) if then is not None else ():
+            if tool not in out and (data := _tool(r2t, links, tool, required=False)) is not None:
+                out[tool] = data
     return out
+
+
+def _tool(r2t: Any, links: list[str], tool: str, *, required: bool) -> Any:
+    """One tool's parsed JSON; ProfileError where a required tool fails, else None."""
+    try:
+        data, _ = r2t.xspace_to_tool_data(links, tool, {"use_saved_result": True})
+    except Exception as exc:  # native errors surface as assorted exception types
+        if not required:
+            return None
+        raise ProfileError(f"TensorBoard's converter failed on {tool}: {exc}") from exc
+    if data is None:
+        if not required:
+            return None
+        raise ProfileError(
+            "TensorBoard's converter could not read it (not an XSpace profile, or truncated)"
+        )
+    try:
+        return json.loads(data)
+    except ValueError as exc:
+        if not required:
+            return None
+        raise ProfileError(f"TensorBoard's converter returned bad {tool} data") from exc

@@ -2,7 +2,13 @@
 
 Contract: TensorBoard's own converter first, so every number it has is its number; where it finds
 no steps ("No step marker observed"), tuiprof's own step finder reads the raw XPlane events and
-the summary says which step source it used. Never imports TensorFlow or textual.
+the summary says which step source it used (for a JAX job without markers, the runs of its
+train-step XLA program; `step_program` names that program and skips the converter's steps).
+Where tuiprof reads the raw events (no official steps, large profiles), the summary also has the
+devices (TPU and GPU planes by name) and their utilisation over the profile; the converter's
+fast path stays as fast as before. The 16-bit share comes from the steps where the converter has
+them, else from the device HLO ops' types, the own steps' kernels or the kernel names. Never
+imports TensorFlow or textual.
 """
 
 from __future__ import annotations
@@ -10,24 +16,33 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tui_prof.model import (
     STEP_SOURCE_OFFICIAL,
+    STEP_SOURCE_PROGRAM_RUNS,
     Cancelled,
     Environment,
+    KernelStat,
     Precision,
     ProfileError,
     ProfileSummary,
+    ProgramStat,
     Progress,
     StepBreakdown,
 )
 from tui_prof.profiles.assemble import assemble
 from tui_prof.profiles.discover import Session
-from tui_prof.profiles.xplane import converter, tb_tables
+from tui_prof.profiles.xplane import converter, op_precision, tb_tables
+
+if TYPE_CHECKING:
+    from tui_prof.profiles.xplane.steps import FoundSteps
 
 OFFICIAL_DETAIL = "steps from TensorBoard's converter (official step markers)"
+# Program runs that leave the device idle for more than this share of the time between them.
+IDLE_BETWEEN_RUNS = 0.3
 
 
 def _check(cancel: threading.Event | None) -> None:
@@ -53,20 +68,77 @@ def large_profile_bytes() -> int:
         return 200 * 2**20
 
 
+@dataclass
+class _Own:
+    """What tuiprof's own step finder returned (or why it found no steps)."""
+
+    steps: list[StepBreakdown]
+    source: str
+    detail: str
+    found: FoundSteps | None = None
+    programs: tuple[ProgramStat, ...] = ()
+
+
 def _own_steps(
-    paths: Sequence[Path], cancel: threading.Event | None, report: Progress, lo: float, hi: float
-) -> tuple[list[StepBreakdown], str, str, Any]:
-    """tuiprof's streaming step finder; (steps, source, detail, found-or-None)."""
-    from tui_prof.profiles.xplane.steps import find_steps
+    paths: Sequence[Path],
+    cancel: threading.Event | None,
+    report: Progress,
+    lo: float,
+    hi: float,
+    program: str | None,
+) -> _Own:
+    """tuiprof's streaming step finder."""
+    from tui_prof.profiles.xplane.steps import NoStepsFound, find_steps
 
     def sub_progress(f: float, m: str) -> None:
         report(lo + (hi - lo) * f, m)
 
     try:
-        found = find_steps(paths, cancel=cancel, progress=sub_progress)
+        found = find_steps(paths, program=program, cancel=cancel, progress=sub_progress)
+    except NoStepsFound as exc:
+        return _Own([], "none", str(exc), None, exc.programs)
     except ProfileError as exc:
-        return [], "none", str(exc), None
-    return list(found.steps), found.source, found.detail, found
+        return _Own([], "none", str(exc))
+    return _Own(list(found.steps), found.source, found.detail, found, found.programs)
+
+
+def _pace_warning(own: _Own) -> list[str]:
+    """Program runs that leave the devices idle in between: the host sets the pace."""
+    found = own.found
+    if own.source != STEP_SOURCE_PROGRAM_RUNS or found is None or not own.steps:
+        return []
+    interval = found.run_interval_ms
+    run_ms = sum(s.step_time_ms for s in own.steps) / len(own.steps)
+    if not interval or run_ms >= (1 - IDLE_BETWEEN_RUNS) * interval:
+        return []
+    idle = 100.0 * (1 - run_ms / interval)
+    return [
+        f"A run takes {run_ms:.3g} ms but runs start every {interval:.3g} ms: the devices are "
+        f"idle {idle:.0f}% of the time between runs, waiting for the host (Python dispatch, "
+        "input, synchronisation)."
+    ]
+
+
+def _precision(
+    device_type: str,
+    official: Precision | None,
+    tables: dict[str, Any],
+    found: FoundSteps | None,
+    kernels: list[KernelStat],
+) -> Precision | None:
+    """The 16-bit share: the converter's (of its steps), else the device HLO ops', else the
+    own steps' device compute, else the kernel names'."""
+    if device_type == "CPU":
+        return None
+    if official is not None:
+        return official
+    hlo = op_precision.hlo_precision(tables.get(converter.HLO_STATS))
+    if hlo is not None:
+        return hlo
+    p16 = found.device_compute_16bit_percent if found is not None else None
+    if p16 is not None:
+        return Precision(p16, 100.0 - p16, "steps")
+    return op_precision.kernel_precision(kernels)
 
 
 def summarize(
@@ -76,6 +148,7 @@ def summarize(
     full: bool = False,
     cancel: threading.Event | None = None,
     progress: Progress | None = None,
+    step_program: str | None = None,
 ) -> ProfileSummary:
     """Analyse every host file of one session; raises ProfileError with a one-line reason.
 
@@ -87,57 +160,87 @@ def summarize(
     _validate(paths)
     _check(cancel)
     if not full and session.size >= large_profile_bytes():
-        return _summarize_streaming(session, paths, cancel, report)
+        return _summarize_streaming(session, paths, cancel, report, step_program)
     report(0.05, "running TensorBoard's converter")
-    tables = converter.convert(paths)
+    own_path = force_fallback or bool(step_program)
+
+    def hlo_if_no_steps(done: dict[str, Any]) -> tuple[str, ...]:
+        """Device HLO ops' types give the 16-bit share where the converter's steps do not."""
+        no_steps = own_path or not tb_tables.overview_steps(done[converter.OVERVIEW])
+        return (converter.HLO_STATS,) if no_steps else ()
+
+    tables = converter.convert(paths, then=hlo_if_no_steps)
     _check(cancel)
     overview = tables[converter.OVERVIEW]
     props = tb_tables.overview_properties(overview)
-    steps = [] if force_fallback else tb_tables.overview_steps(overview)
+    steps = [] if own_path else tb_tables.overview_steps(overview)
     warnings: list[str] = []
-    if steps:
-        source, detail = STEP_SOURCE_OFFICIAL, OFFICIAL_DETAIL
-    else:
+    own = _Own(steps, STEP_SOURCE_OFFICIAL, OFFICIAL_DETAIL)
+    utilization = None
+    if not steps:
         report(0.5, "no official step markers: finding steps in the raw events")
-        steps, source, detail, _ = _own_steps(paths, cancel, report, 0.5, 0.95)
-        why = "forced" if force_fallback else "TensorBoard's converter found no step markers"
-        if source == "none":
-            warnings.append(f"No steps found: {detail}")
+        own = _own_steps(paths, cancel, report, 0.5, 0.9, step_program)
+        if step_program:
+            why = ""
+        elif force_fallback:
+            why = "forced"
         else:
-            detail = f"{why}; {detail}"
-    _check(cancel)
+            why = "TensorBoard's converter found no step markers"
+        if own.source == "none":
+            warnings.append(f"No steps found: {own.detail}")
+        elif why:
+            own.detail = f"{why}; {own.detail}"
+        _check(cancel)
+        # The raw events are being read anyway (not on the converter's fast path): the devices.
+        report(0.92, "devices")
+        from tui_prof.profiles.xplane.utilization import device_utilization
+
+        utilization = device_utilization(paths)
     device_type = props.get("device_type") or props.get("hardware_type") or "Unknown"
     try:
         device_count = int(props.get("device_core_count", "0"))
     except ValueError:
         device_count = 0
-    hosts = tuple(h.host for h in session.hosts)
-    env = Environment(device_type=device_type, device_count=device_count, hosts=hosts)
-    prec = tb_tables.precision(props) if device_type != "CPU" else None
+    names = tuple(d.name for d in utilization.devices) if utilization is not None else ()
+    env = Environment(
+        device_type=device_type,
+        device_count=device_count or len(names),
+        hosts=tuple(h.host for h in session.hosts),
+        device_names=names,
+    )
     kernels = tb_tables.kernels(tables[converter.KERNEL_STATS])
+    official = tb_tables.precision(props) if own.source == STEP_SOURCE_OFFICIAL else None
+    prec = _precision(device_type, official, tables, own.found, kernels)
     report(1.0, "done")
     return assemble(
         session,
-        steps,
-        source,
-        detail,
+        own.steps,
+        own.source,
+        own.detail,
         env,
         prec,
         kernels,
         tb_tables.top_ops(tables[converter.OP_STATS]),
-        warnings,
+        warnings + _pace_warning(own),
+        utilization=utilization,
+        programs=own.programs,
     )
 
 
 def _summarize_streaming(
-    session: Session, paths: Sequence[Path], cancel: threading.Event | None, report: Progress
+    session: Session,
+    paths: Sequence[Path],
+    cancel: threading.Event | None,
+    report: Progress,
+    step_program: str | None,
 ) -> ProfileSummary:
     """A large session: steps, breakdown, devices and 16-bit share from the raw events alone."""
+    from tui_prof.profiles.xplane.utilization import device_utilization
     from tui_prof.profiles.xplane.xspace import plane_summary
 
     mb = session.size / 2**20
     report(0.02, f"large profile ({mb:,.0f} MB): reading it with tuiprof's streaming reader")
-    steps, source, detail, found = _own_steps(paths, cancel, report, 0.05, 0.9)
+    own = _own_steps(paths, cancel, report, 0.05, 0.85, step_program)
     _check(cancel)
     planes = plane_summary(paths)
     env = Environment(
@@ -146,14 +249,28 @@ def _summarize_streaming(
         hosts=tuple(h.host for h in session.hosts),
         device_names=tuple(planes["device_names"]),
     )
-    p16 = getattr(found, "device_compute_16bit_percent", None)
+    report(0.9, "devices")
+    utilization = device_utilization(paths)
+    p16 = own.found.device_compute_16bit_percent if own.found is not None else None
     prec = Precision(p16, 100.0 - p16) if p16 is not None and env.device_type != "CPU" else None
     warnings = [
         f"Large profile ({mb:,.0f} MB): steps and breakdown read by tuiprof's streaming reader; "
         "top ops and kernels need TensorBoard's converter (about 11× the file size in memory): "
         "`tuiprof summary --full`."
     ]
-    if source == "none":
-        warnings.append(f"No steps found: {detail}")
+    if own.source == "none":
+        warnings.append(f"No steps found: {own.detail}")
     report(1.0, "done")
-    return assemble(session, steps, source, detail, env, prec, [], [], warnings)
+    return assemble(
+        session,
+        own.steps,
+        own.source,
+        own.detail,
+        env,
+        prec,
+        [],
+        [],
+        warnings + _pace_warning(own),
+        utilization=utilization,
+        programs=own.programs,
+    )

@@ -10,11 +10,17 @@ which host events belong to which step. All work on numpy arrays, one call per p
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from tui_prof.profiles.xplane.line_events import MISSING, LineEvents
+from tui_prof.profiles.xplane.op_precision import KERNEL_16BIT
+
+if TYPE_CHECKING:
+    from tui_prof.profiles.xplane.step_sources import Window
+    from tui_prof.profiles.xplane.xspace import PlaneEvents
 
 # xprof's EventType values (event_span.h): where events overlap, the higher value owns the time.
 HOST_COMPUTE, HOST_COMPILE, HOST_TO_HOST, HOST_TO_DEVICE, HOST_PREPARE = 10, 60, 70, 80, 90
@@ -58,7 +64,7 @@ def classify_device(name: str, shapes: str = "") -> int:
         return DEVICE_TO_DEVICE
     if name.lower().startswith("nccl"):
         return DEVICE_COLLECTIVES
-    half = "half" in shapes if shapes else ("half" in name or "fp16" in name)
+    half = "half" in shapes if shapes else bool(KERNEL_16BIT.search(name))
     return DEVICE_COMPUTE_16 if half else DEVICE_COMPUTE_32
 
 
@@ -119,7 +125,7 @@ def coverage(
 
 
 def host_groups(
-    lines: list[LineEvents], roots: dict[tuple[int, int], int], names: dict[int, str]
+    lines: Sequence[LineEvents], roots: dict[tuple[int, int], int], names: dict[int, str]
 ) -> list[np.ndarray]:
     """Each host event's step (or -1): the roots' call trees on their own thread, then events
     linked to them as consumers of a producer (`_p`/`_pt` = `_c`/`_ct`, or an executor's step id
@@ -203,3 +209,44 @@ def _nest(group: np.ndarray, start: np.ndarray, end: np.ndarray) -> None:
     k = np.searchsorted(s, start[free], side="right") - 1
     inside = (k >= 0) & (end[free] <= e[np.maximum(k, 0)])
     group[free[inside]] = group[order[k[inside]]]
+
+
+def launched_in(
+    ev: dict[str, np.ndarray], windows: Sequence[Window], host: PlaneEvents | None
+) -> np.ndarray:
+    """Each device event's step, by its launch (CUPTI correlation id): the step whose call tree
+    holds the launch (tsl's grouping, as the converter does), else the step whose marker spans
+    it; without launch records, the step whose marker began last before the event did."""
+    begins = np.array([w.begin_ps for w in windows], dtype=np.int64)
+    ends = np.array([w.end_ps for w in windows], dtype=np.int64)
+    step = np.full(len(ev["start"]), -1, dtype=np.int64)
+    lines = host.lines if host else []
+    corr_l = [le.ints["correlation_id"] for le in lines]
+    has = [c != MISSING for c in corr_l]
+    if host is not None and lines and any(h.any() for h in has):
+        groups = host_groups(
+            lines, {(w.line, w.index): k for k, w in enumerate(windows)}, host.meta.event_names
+        )
+        corr = np.concatenate([c[h] for c, h in zip(corr_l, has, strict=True)])
+        when = np.concatenate([le.start_ps[h] for le, h in zip(lines, has, strict=True)])
+        owner = np.concatenate([g[h] for g, h in zip(groups, has, strict=True)])
+        order = np.argsort(corr)
+        corr, when, owner = corr[order], when[order], owner[order]
+        pos = np.clip(np.searchsorted(corr, ev["corr"]), 0, len(corr) - 1)
+        found = (corr[pos] == ev["corr"]) & (ev["corr"] >= 0)
+        if (found & (owner[pos] >= 0)).any():
+            take = found & (owner[pos] >= 0)
+            step[take] = owner[pos][take]
+            return step
+        if found.any():
+            t = when[pos]
+            k = np.searchsorted(begins, t, side="right") - 1
+            inside = found & (k >= 0) & (t <= ends[np.maximum(k, 0)])
+            step[inside] = k[inside]
+            return step
+    k = np.searchsorted(begins, ev["start"], side="right") - 1
+    last_end = ends[-1] + (ends[-1] - begins[-1])
+    limit = np.append(begins[1:], last_end)
+    inside = (k >= 0) & (ev["start"] < limit[np.maximum(k, 0)])
+    step[inside] = k[inside]
+    return step

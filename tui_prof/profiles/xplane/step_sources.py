@@ -43,6 +43,8 @@ class Choice:
     detail: str
     windows: list[Window]
     by_group: bool = False  # the windows' steps are group ids that events carry
+    roots: dict[tuple[int, int], int] | None = None  # events that start each step's call tree,
+    # where it is not the window's one marker (an XLA:CPU run's thunks); they are compute
 
 
 def _outermost(host: PlaneEvents, picked: list[tuple[int, int]]) -> list[tuple[int, int]]:

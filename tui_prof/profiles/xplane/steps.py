@@ -30,8 +30,23 @@ from pathlib import Path
 
 import numpy as np
 
-from tui_prof.model import CATEGORIES, Cancelled, ProfileError, Progress, StepBreakdown
+from tui_prof.model import (
+    CATEGORIES,
+    STEP_SOURCE_PROGRAM_RUNS,
+    Cancelled,
+    ProfileError,
+    ProgramStat,
+    Progress,
+    StepBreakdown,
+)
 from tui_prof.profiles.xplane.line_events import MISSING, LineEvents
+from tui_prof.profiles.xplane.program_runs import CPU_WAIT, PROGRAM_CANDIDATE
+from tui_prof.profiles.xplane.program_steps import (
+    ProgramFindings,
+    device_program_steps,
+    host_program_choice,
+    run_interval_ms,
+)
 from tui_prof.profiles.xplane.step_events import (
     CATEGORY_OF,
     DEVICE_COMPUTE_16,
@@ -41,12 +56,12 @@ from tui_prof.profiles.xplane.step_events import (
     classify_host,
     coverage,
     host_groups,
+    launched_in,
     types_of,
 )
 from tui_prof.profiles.xplane.step_sources import (
     MARKER_CANDIDATE,
     Choice,
-    Window,
     choose_windows,
 )
 from tui_prof.profiles.xplane.xspace import (
@@ -75,7 +90,21 @@ _HOST_STATS = (
     "_ct",
     "id",
     "iter_num",
+    "run_id",
 )
+_HOST_TEXT_STATS = ("step_name", "hlo_module")
+
+
+def _host_candidate(name: str) -> bool:
+    return bool(MARKER_CANDIDATE.search(name) or PROGRAM_CANDIDATE.search(name))
+
+
+class NoStepsFound(ProfileError):
+    """No steps; `programs` lists the XLA programs the profile ran all the same."""
+
+    def __init__(self, message: str, programs: Sequence[ProgramStat] = ()) -> None:
+        super().__init__(message)
+        self.programs = tuple(programs)
 
 
 @dataclass(frozen=True)
@@ -89,6 +118,8 @@ class FoundSteps:
     device_compute_16bit_percent: float | None = (
         None  # share of device compute, where devices exist
     )
+    programs: tuple[ProgramStat, ...] = ()  # XLA programs run, most time first
+    run_interval_ms: float | None = None  # program runs: median start-to-start time of steps
 
 
 @dataclass
@@ -100,6 +131,7 @@ class _HostResult:
     detail: str
     steps: dict[int, tuple[float, dict[str, float]]]
     compute_ps: tuple[float, float]  # (16-bit, 32-bit) device compute
+    findings: ProgramFindings
 
 
 def _complete(ok: np.ndarray, source: str) -> np.ndarray:
@@ -133,7 +165,11 @@ def _step_dicts(
 
 
 def _device_steps(
-    devices: list[PlaneEvents], read_host: Callable[[], PlaneEvents | None], prefer_official: bool
+    devices: list[PlaneEvents],
+    read_host: Callable[[], PlaneEvents | None],
+    prefer_official: bool,
+    program: str | None,
+    findings: ProgramFindings,
 ) -> _Found:
     """(choice, step numbers, step spans, owned time per type, well-formed) from device events."""
     cols: dict[str, list[np.ndarray]] = {
@@ -161,7 +197,7 @@ def _device_steps(
                 cols[col].append(arr)
     ev = {k: np.concatenate(v) if v else np.zeros(0, dtype=np.int64) for k, v in cols.items()}
     ok_ev = ev["corr"] >= 0
-    if prefer_official and (ok_ev & (ev["group"] >= 0)).any():
+    if program is None and prefer_official and (ok_ev & (ev["group"] >= 0)).any():
         choice = Choice(
             "xprof_groups",
             "steps from the step groups recorded in the profile (group_id stats of device events)",
@@ -173,23 +209,21 @@ def _device_steps(
         step[~ok_ev | (ev["group"] < 0)] = -1
     else:
         host = read_host()  # only now: a preprocessed profile never needs its host plane
-        chosen = choose_windows(host, prefer_official=prefer_official)
-        if chosen is None:
-            raise ProfileError(
-                "no step markers, Keras batches or train-step tf.function calls found"
-            )
-        choice = chosen
+        found = None if program else choose_windows(host, prefer_official=prefer_official)
+        if found is None:  # a JAX/XLA job: one step per run of its train-step program
+            choice, step = device_program_steps(ev, host, devices, program, findings)
+        else:
+            choice, step = found, launched_in(ev, found.windows, host)
         numbers = [w.step for w in choice.windows]
-        step = _launched_in(ev, choice.windows, host)
     keep = step >= 0
     ev = {k: v[keep] for k, v in ev.items()}
     step = step[keep]
     n_steps, n_dev = len(numbers), max(len(devices), 1)
-    key = step * n_dev + ev["dev"]
+    slot = step * n_dev + ev["dev"]
     lo = np.full(n_steps * n_dev, np.iinfo(np.int64).max)
     hi = np.full(n_steps * n_dev, np.iinfo(np.int64).min)
-    np.minimum.at(lo, key, ev["start"])
-    np.maximum.at(hi, key, ev["end"])
+    np.minimum.at(lo, slot, ev["start"])
+    np.maximum.at(hi, slot, ev["end"])
     dur = np.where(hi > lo, hi - lo, -1).reshape(n_steps, n_dev)
     busiest = dur.argmax(axis=1) if n_steps else np.zeros(0, dtype=np.int64)
     pick = np.arange(n_steps) * n_dev + busiest
@@ -199,55 +233,20 @@ def _device_steps(
     ok &= end > begin
     begin, end = np.where(ok, begin, 0), np.where(ok, end, 1)
     owned = coverage(step, ev["start"], ev["end"], ev["type"], begin, end)
+    if choice.source == STEP_SOURCE_PROGRAM_RUNS:
+        findings.run_interval_ms = run_interval_ms(begin, _complete(ok, choice.source))
     return choice, numbers, end - begin, owned, ok
 
 
-def _launched_in(
-    ev: dict[str, np.ndarray], windows: list[Window], host: PlaneEvents | None
-) -> np.ndarray:
-    """Each device event's step, by its launch (CUPTI correlation id): the step whose call tree
-    holds the launch (tsl's grouping, as the converter does), else the step whose marker spans
-    it; without launch records, the step whose marker began last before the event did."""
-    begins = np.array([w.begin_ps for w in windows], dtype=np.int64)
-    ends = np.array([w.end_ps for w in windows], dtype=np.int64)
-    step = np.full(len(ev["start"]), -1, dtype=np.int64)
-    lines = host.lines if host else []
-    corr_l = [le.ints["correlation_id"] for le in lines]
-    has = [c != MISSING for c in corr_l]
-    if host is not None and lines and any(h.any() for h in has):
-        groups = host_groups(
-            lines, {(w.line, w.index): k for k, w in enumerate(windows)}, host.meta.event_names
-        )
-        corr = np.concatenate([c[h] for c, h in zip(corr_l, has, strict=True)])
-        when = np.concatenate([le.start_ps[h] for le, h in zip(lines, has, strict=True)])
-        owner = np.concatenate([g[h] for g, h in zip(groups, has, strict=True)])
-        order = np.argsort(corr)
-        corr, when, owner = corr[order], when[order], owner[order]
-        pos = np.clip(np.searchsorted(corr, ev["corr"]), 0, len(corr) - 1)
-        found = (corr[pos] == ev["corr"]) & (ev["corr"] >= 0)
-        if (found & (owner[pos] >= 0)).any():
-            take = found & (owner[pos] >= 0)
-            step[take] = owner[pos][take]
-            return step
-        if found.any():
-            t = when[pos]
-            k = np.searchsorted(begins, t, side="right") - 1
-            inside = found & (k >= 0) & (t <= ends[np.maximum(k, 0)])
-            step[inside] = k[inside]
-            return step
-    k = np.searchsorted(begins, ev["start"], side="right") - 1
-    last_end = ends[-1] + (ends[-1] - begins[-1])
-    limit = np.append(begins[1:], last_end)
-    inside = (k >= 0) & (ev["start"] < limit[np.maximum(k, 0)])
-    step[inside] = k[inside]
-    return step
-
-
-def _host_steps(host: PlaneEvents | None, prefer_official: bool) -> _Found:
+def _host_steps(
+    host: PlaneEvents | None, prefer_official: bool, program: str | None, findings: ProgramFindings
+) -> _Found:
     """The same as _device_steps, for a CPU-only profile: from host events."""
-    choice = choose_windows(host, prefer_official=prefer_official)
-    if choice is None or host is None:
-        raise ProfileError("no step markers, Keras batches or train-step tf.function calls found")
+    if host is None:
+        raise ProfileError("no host events to find steps in")
+    choice = None if program else choose_windows(host, prefer_official=prefer_official)
+    if choice is None:  # a JAX/XLA CPU job: one step per run of its train-step program
+        choice = host_program_choice(host, program, findings)
     windows = choice.windows
     if choice.by_group:
         index = {w.step: k for k, w in enumerate(windows)}
@@ -258,12 +257,16 @@ def _host_steps(host: PlaneEvents | None, prefer_official: bool) -> _Found:
             k = np.clip(np.searchsorted(numbers, gid), 0, max(len(numbers) - 1, 0))
             groups.append(np.where((gid != MISSING) & (numbers[k] == gid), k, -1))
     else:
-        roots = {(w.line, w.index): k for k, w in enumerate(windows)}
+        roots = choice.roots or {(w.line, w.index): k for k, w in enumerate(windows)}
         groups = host_groups(host.lines, roots, host.meta.event_names)
     cols: dict[str, list[np.ndarray]] = {"step": [], "start": [], "end": [], "type": []}
-    markers = {(w.line, w.index) for w in windows}
+    # Markers are not compute; an XLA run's roots are its thunks (compute) and its wait (not).
+    markers = set() if choice.roots else {(w.line, w.index) for w in windows}
+    waits = [k for k, v in host.meta.event_names.items() if CPU_WAIT.search(v)]
     for li, (le, g) in enumerate(zip(host.lines, groups, strict=True)):
         types = types_of(le.metadata_id, host.meta.event_names, classify_host)
+        if choice.roots:
+            types[np.isin(le.metadata_id, waits)] = 0
         for i in [*le.texts["step_name"], *(i for lj, i in markers if lj == li)]:
             types[i] = 0  # markers and implicit markers are not compute
         keep = (g >= 0) & (types > 0) & (le.end_ps > le.start_ps)  # instants own no time
@@ -275,6 +278,8 @@ def _host_steps(host: PlaneEvents | None, prefer_official: bool) -> _Found:
     owned = coverage(ev["step"], ev["start"], ev["end"], ev["type"], begin, end)
     ok = np.zeros(len(windows), dtype=bool)
     ok[ev["step"][ev["type"] == HOST_COMPUTE]] = True
+    if choice.source == STEP_SOURCE_PROGRAM_RUNS:
+        findings.run_interval_ms = run_interval_ms(begin, _complete(ok, choice.source))
     return choice, [w.step for w in windows], end - begin, owned, ok
 
 
@@ -288,7 +293,9 @@ def _linked(le: LineEvents, picked: np.ndarray) -> np.ndarray:
     return keep
 
 
-def _read_host(path: Path, prefer_official: bool, tick: Callable[[int], None]) -> _HostResult:
+def _read_host(
+    path: Path, prefer_official: bool, program: str | None, tick: Callable[[int], None]
+) -> _HostResult:
     with XSpaceFile(path) as space:
         host_ref = next((p for p in space.planes if p.is_host), None)
         dev_refs = [p for p in space.planes if p.device and p.device[0] in ("GPU", "TPU")]
@@ -307,33 +314,44 @@ def _read_host(path: Path, prefer_official: bool, tick: Callable[[int], None]) -
                     space,
                     host_ref,
                     stats=_HOST_STATS,
-                    text_stats=("step_name",),
-                    want=MARKER_CANDIDATE.search,
+                    text_stats=_HOST_TEXT_STATS,
+                    want=_host_candidate,
                     tick=tick,
                 )
             return read_plane(  # with devices, hold only markers, launches and linked events
                 space,
                 host_ref,
                 stats=_HOST_STATS,
-                text_stats=("step_name",),
-                want=MARKER_CANDIDATE.search,
+                text_stats=_HOST_TEXT_STATS,
+                want=_host_candidate,
                 tick=tick,
                 keep=_linked,
             )
 
-        if dev_refs:  # as in xprof 2.24: with devices, host events only mark steps and launches
-            choice, numbers, span, owned, ok = _device_steps(devices, host, prefer_official)
-        else:
-            choice, numbers, span, owned, ok = _host_steps(host(), prefer_official)
+        findings = ProgramFindings()
+        try:
+            if dev_refs:  # as in xprof 2.24: with devices, host events only mark steps, launches
+                choice, numbers, span, owned, ok = _device_steps(
+                    devices, host, prefer_official, program, findings
+                )
+            else:
+                choice, numbers, span, owned, ok = _host_steps(
+                    host(), prefer_official, program, findings
+                )
+        except NoStepsFound:
+            raise
+        except ProfileError as exc:
+            raise NoStepsFound(str(exc), findings.programs) from exc
         name = host_name(path, space)
     steps = _step_dicts(numbers, span, owned, _complete(ok, choice.source))
     if not steps:
-        raise ProfileError(
-            f"{name}: {len(numbers)} candidate steps ({choice.source}) but none holds any compute"
+        raise NoStepsFound(
+            f"{name}: {len(numbers)} candidate steps ({choice.source}) but none holds any compute",
+            findings.programs,
         )
-    c16 = float(owned.get(DEVICE_COMPUTE_16, np.zeros(1))[ok].sum()) if dev_refs else 0.0
-    c32 = float(owned.get(DEVICE_COMPUTE_32, np.zeros(1))[ok].sum()) if dev_refs else 0.0
-    return _HostResult(name, choice.source, choice.detail, steps, (c16, c32))
+    c16 = float(owned.get(DEVICE_COMPUTE_16, np.zeros(len(ok)))[ok].sum()) if dev_refs else 0.0
+    c32 = float(owned.get(DEVICE_COMPUTE_32, np.zeros(len(ok)))[ok].sum()) if dev_refs else 0.0
+    return _HostResult(name, choice.source, choice.detail, steps, (c16, c32), findings)
 
 
 def _combine(results: list[_HostResult]) -> dict[int, tuple[float, dict[str, float]]]:
@@ -356,13 +374,15 @@ def find_steps(
     xplane_paths: Sequence[Path],
     *,
     prefer_official_markers: bool = True,
+    program: str | None = None,
     cancel: threading.Event | None = None,
     progress: Progress | None = None,
 ) -> FoundSteps:
-    """Find the steps of one session (its hosts' files) and their breakdown from the raw events.
+    """Find the steps of one session (its hosts' files) and their breakdown from the raw events;
+    `program` names the XLA program whose runs are the steps (no other source is tried then).
 
-    Raises ProfileError when a file is not a readable profile or no steps are found,
-    Cancelled when cancel is set.
+    Raises ProfileError when a file is not a readable profile, NoStepsFound (a ProfileError)
+    when no steps are found, Cancelled when cancel is set.
     """
     paths = [Path(p) for p in xplane_paths]
     if not paths:
@@ -382,10 +402,13 @@ def find_steps(
     for p in paths:
         label[0] = f"reading {p.name}"
         tick(0)
-        results.append(_read_host(p, prefer_official_markers, tick))
+        results.append(_read_host(p, prefer_official_markers, program, tick))
+    programs = _programs(results)
     steps = _combine(results)
     if not steps:
-        raise ProfileError("the hosts' steps do not line up (no step number common to all)")
+        raise NoStepsFound(
+            "the hosts' steps do not line up (no step number common to all)", programs
+        )
     first = results[0]
     c16 = sum(r.compute_ps[0] for r in results)
     c32 = sum(r.compute_ps[1] for r in results)
@@ -403,4 +426,20 @@ def find_steps(
         ),
         hosts=tuple(r.host for r in results),
         device_compute_16bit_percent=100.0 * c16 / (c16 + c32) if c16 + c32 > 0 else None,
+        programs=programs,
+        run_interval_ms=first.findings.run_interval_ms,
     )
+
+
+def _programs(results: list[_HostResult]) -> tuple[ProgramStat, ...]:
+    """Each program once across hosts: its runs on the host that ran it most, time summed."""
+    merged: dict[str, ProgramStat] = {}
+    for r in results:
+        for p in r.findings.programs:
+            old = merged.get(p.name)
+            merged[p.name] = (
+                p
+                if old is None
+                else ProgramStat(p.name, max(p.runs, old.runs), old.time_ms + p.time_ms)
+            )
+    return tuple(sorted(merged.values(), key=lambda p: (-p.time_ms, p.name)))

@@ -24,7 +24,7 @@ STEP_COLUMNS: dict[str, str] = {
 }
 
 
-def _rows(table: dict[str, Any]) -> list[dict[str, Any]]:
+def rows(table: dict[str, Any]) -> list[dict[str, Any]]:
     """Each row as {column id: value}."""
     ids = [c.get("id", "") for c in table.get("cols", [])]
     out = []
@@ -56,7 +56,7 @@ def overview_steps(overview: list[dict[str, Any]]) -> list[StepBreakdown]:
     if table is None:
         return []
     steps = []
-    for i, row in enumerate(_rows(table)):
+    for i, row in enumerate(rows(table)):
         try:
             step = int(str(row.get("stepnum", i)))
         except ValueError:
@@ -83,16 +83,20 @@ def precision(props: dict[str, str]) -> Precision | None:
     return Precision(p16, p32)
 
 
-def top_ops(op_stats: list[dict[str, Any]], limit: int = 50) -> list[OpStat]:
-    """Framework ops by total self time, idle excluded (TensorBoard's default view)."""
+def top_ops(op_stats: list[dict[str, Any]]) -> list[OpStat]:
+    """Every framework op by total self time, idle excluded (TensorBoard's default view).
+
+    All of them, not the first N: `profiles.diff` compares two sessions op by op, and an op
+    below a cut-off in A may be the one that grew in B. Views show the first few.
+    """
     tables = [
         t for t in op_stats if any(c.get("id") == "total_self_time" for c in t.get("cols", []))
     ]
     if not tables:
         return []
-    rows = [r for r in _rows(tables[-1]) if r.get("type") != "IDLE"]
+    busy = [r for r in rows(tables[-1]) if r.get("type") != "IDLE"]
     ops = []
-    for r in rows:
+    for r in busy:
         where = str(r.get("host_or_device") or "")
         frac = r.get(
             "device_total_self_time_percent"
@@ -110,7 +114,7 @@ def top_ops(op_stats: list[dict[str, Any]], limit: int = 50) -> list[OpStat]:
             )
         )
     ops.sort(key=lambda o: o.total_self_time_us, reverse=True)
-    return ops[:limit]
+    return ops
 
 
 def kernels(kernel_stats: Any) -> list[KernelStat]:
@@ -131,7 +135,7 @@ def kernels(kernel_stats: Any) -> list[KernelStat]:
             grid=str(r.get("grid_dim") or ""),
             block=str(r.get("block_dim") or ""),
         )
-        for r in _rows(table)
+        for r in rows(table)
     ]
     out.sort(key=lambda k: k.total_duration_us, reverse=True)
     return out

@@ -16,9 +16,10 @@ from textual.lazy import Lazy
 from textual.widgets import Header, TabbedContent, Tree
 from textual.worker import get_current_worker
 
-from tui_prof.model import ProfileError
+from tui_prof.model import ProfileError, ProfileSummary
 from tui_prof.profiles.discover import Discovery, HostFile, Session, discover
 from tui_prof.tui.messages import (
+    DiffRequested,
     LoadProgressed,
     LogdirChanged,
     LogdirScanned,
@@ -83,6 +84,28 @@ class BrowseScreen(TuiprofScreen):
             id="fallback",
             tooltip="Ignore official step markers and use tuiprof's own step finder",
         ),
+        Binding(
+            "P",
+            "choose_step_program",
+            "Step program",
+            id="step_program",
+            show=False,
+            tooltip="Steps from the runs of an XLA program (JAX): pick which one",
+        ),
+        Binding(
+            "m",
+            "mark_diff",
+            "Mark A",
+            id="mark_diff",
+            tooltip="Mark the selected session as A for a diff (again: unmark)",
+        ),
+        Binding(
+            "d",
+            "diff",
+            "Diff with A",
+            id="diff",
+            tooltip="Compare the marked session (A) with the selected one (B), op by op",
+        ),
     ]
 
     def __init__(self, root: Path, prefetch: Prefetch | None = None) -> None:
@@ -93,7 +116,11 @@ class BrowseScreen(TuiprofScreen):
         self.force_fallback = False
         self.extra_roots: list[Path] = []  # experiments of this session outside `root`
         self.full = False  # run the converter even on large profiles
+        self.step_program: str | None = None  # steps are this XLA program's runs (`P`)
+        self._summary: ProfileSummary | None = None  # the shown session's
         self._current: Session | None = None
+        self.current_summary: ProfileSummary | None = None  # of the selected session, once read
+        self.marked: Session | None = None  # A of the next diff
         self._created = time.time()
 
     def compose(self) -> ComposeResult:
@@ -220,6 +247,7 @@ class BrowseScreen(TuiprofScreen):
 
     def load(self, session: Session) -> None:
         self._current = session
+        self.current_summary = None
         pre = self.prefetch
         if (
             pre is not None
@@ -228,6 +256,7 @@ class BrowseScreen(TuiprofScreen):
             and pre.analysed.is_set()
             and not self.force_fallback
             and not self.full
+            and not self.step_program
         ):
             pre.used = True  # analysed before the first frame: show it without a worker
             if pre.summary is not None:
@@ -237,7 +266,7 @@ class BrowseScreen(TuiprofScreen):
                 self.on_profile_failed(ProfileFailed(session, pre.error))
                 return
         self.query_one(SessionView).show_loading(session.name)
-        self._analyse(session, self.force_fallback, self.full)
+        self._analyse(session, self.force_fallback, self.full, self.step_program)
 
     @work(
         thread=True,
@@ -246,7 +275,9 @@ class BrowseScreen(TuiprofScreen):
         name="analysing the session",
         exit_on_error=False,
     )
-    def _analyse(self, session: Session, fallback: bool, full: bool) -> None:
+    def _analyse(
+        self, session: Session, fallback: bool, full: bool, program: str | None = None
+    ) -> None:
         """Stops when the worker is cancelled: another session was selected (exclusive), or the
         screen went away."""
         from tui_prof.model import Cancelled
@@ -260,10 +291,11 @@ class BrowseScreen(TuiprofScreen):
             while not pre.analysed.wait(0.01):  # the first numbers wait on this
                 if cancel.is_set():
                     return
-            if pre.summary is not None and not fallback and not full:
+            plain = not fallback and not full and not program
+            if pre.summary is not None and plain:
                 self.post_message(ProfileLoaded(session, pre.summary, time.perf_counter() - start))
                 return
-            if pre.error is not None and not fallback and not full:
+            if pre.error is not None and plain:
                 self.post_message(ProfileFailed(session, pre.error))
                 return
         try:
@@ -271,6 +303,7 @@ class BrowseScreen(TuiprofScreen):
                 session,
                 force_fallback=fallback,
                 full=full,
+                step_program=program,
                 cancel=cancel,
                 progress=lambda f, m: self.post_message(LoadProgressed(session, f, m)),
             )
@@ -297,12 +330,15 @@ class BrowseScreen(TuiprofScreen):
         if message.session != self._current:
             return
         self.query_one(ProfileTree).mark(message.session, None)
+        self._summary = message.summary
+        self.current_summary = message.summary
         self.query_one(SessionView).show_summary(message.summary, message.seconds)
 
     def on_profile_failed(self, message: ProfileFailed) -> None:
         self.query_one(ProfileTree).mark(message.session, message.error)
         if message.session != self._current:
             return
+        self._summary = None
         view = self.query_one(SessionView)
         view.clear_summary()
         view.hide_progress()
@@ -310,6 +346,11 @@ class BrowseScreen(TuiprofScreen):
 
     def action_rescan(self) -> None:
         self.scan()
+
+    @property
+    def current_session(self) -> Session | None:
+        """The session shown on the right (selected in the tree)."""
+        return self._current
 
     def action_tab(self, tab: str) -> None:
         for tabs in self.query("#tabs").results(TabbedContent):  # mounted after the first frame
@@ -336,3 +377,62 @@ class BrowseScreen(TuiprofScreen):
         if self._current is not None:
             current, self._current = self._current, None
             self.load(current)
+
+    def action_choose_step_program(self) -> None:
+        from tui_prof.tui.screens.program_dialog import AUTOMATIC, ProgramDialog
+
+        summary = self._summary
+        programs = summary.programs if summary is not None else ()
+        note = (
+            "TPU device events carry no launch ids: runs cannot be split into steps here; "
+            "mark the steps with jax.profiler.StepTraceAnnotation."
+            if summary is not None and "TPU" in summary.environment.device_type
+            else None
+        )
+
+        def chosen(name: str | None) -> None:
+            if name is None:
+                return
+            self.step_program = name if name != AUTOMATIC else None
+            self.notify(
+                f"Steps: runs of the XLA program {name}"
+                if self.step_program
+                else "Steps: official markers, else tuiprof's own step finder",
+                markup=False,
+            )
+            if self._current is not None:
+                current, self._current = self._current, None
+                self.load(current)
+
+        self.app.push_screen(ProgramDialog(programs, self.step_program, note), chosen)
+
+    # -- diff ----------------------------------------------------------------------------
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "diff":  # in the footer only once there is an A to compare with
+            return self.marked is not None
+        return True
+
+    def action_mark_diff(self) -> None:
+        current = self._current
+        tree = self.query_one(ProfileTree)
+        if current is None:
+            self.notify("Select a session to mark.", severity="warning")
+            return
+        self.marked = None if self.marked == current else current
+        tree.set_marked(self.marked)
+        self.refresh_bindings()
+        if self.marked is not None:
+            self.notify(
+                f"A: {current.run}/{current.name}. Select another session and press d.",
+                markup=False,
+            )
+
+    def action_diff(self) -> None:
+        current = self._current
+        if self.marked is None:
+            self.notify("Press m on a session first to mark it as A.", severity="warning")
+            return
+        if current is None or current == self.marked:
+            self.notify("Select a different session (B) to compare with A.", severity="warning")
+            return
+        self.post_message(DiffRequested(self.marked, current))

@@ -20,7 +20,7 @@ from textual.widgets import DataTable, Header, RichLog, Select, Static
 
 from tui_prof.experiments import events as ev
 from tui_prof.experiments.store import StoreError, find_experiments, load_experiment
-from tui_prof.model import RunRecord
+from tui_prof.model import ExperimentRecord, RunRecord
 from tui_prof.tui.messages import (
     ComparisonReady,
     ExperimentLoaded,
@@ -54,6 +54,13 @@ class ExperimentsScreen(TuiprofScreen):
             show=False,
             tooltip="Look for experiments under the open path again",
         ),
+        Binding(
+            "d",
+            "diff_variants",
+            "Diff variants",
+            id="diff_variants",
+            tooltip="The selected run's variant against the baseline, op by op, over all runs",
+        ),
     ]
 
     def __init__(self, root: Path) -> None:
@@ -63,6 +70,7 @@ class ExperimentsScreen(TuiprofScreen):
         self._log_lines: dict[str, list[str]] = {}
         self._log_dropped: dict[str, int] = {}  # lines a run printed beyond its kept tail
         self._composed = False
+        self._record: ExperimentRecord | None = None  # the shown experiment, as last read
         self._log_run: str | None = None  # whose log the log pane shows
         self._live_runs: dict[str, RunRecord] = {}  # the shown experiment's runs, from events
         self._pending: list[str] = []  # the selected run's lines not drawn yet
@@ -162,6 +170,7 @@ class ExperimentsScreen(TuiprofScreen):
                 Text(message.error or "cannot read", style="bold red")
             )
             return
+        self._record = message.record
         if self._log_run is None:
             self.query_one("#run-log", RichLog).clear()
         table = self.query_one(RunTable)
@@ -344,6 +353,29 @@ class ExperimentsScreen(TuiprofScreen):
 
     def action_rescan(self) -> None:
         self.scan()
+
+    def action_diff_variants(self) -> None:
+        """Baseline (A) against the selected run's variant (B), each over its finished runs."""
+        from tui_prof.comparison.profile_diff import VariantRef
+        from tui_prof.tui.messages import DiffRequested
+
+        record = self._record
+        if self.current is None or record is None or Path(record.directory) != Path(self.current):
+            self.notify("No experiment read yet.", severity="warning")
+            return
+        run = self.query_one(RunTable).selected_run
+        others = [v for v in record.variants if v != record.baseline]
+        variant = run.variant if run is not None and run.variant != record.baseline else None
+        if variant is None and others:
+            variant = others[0]
+        if variant is None:
+            self.notify("This experiment has one variant: nothing to compare.", severity="warning")
+            return
+        self.post_message(
+            DiffRequested(
+                VariantRef(self.current, record.baseline), VariantRef(self.current, variant)
+            )
+        )
 
 
 def _read_tail(path: str, lines: int = 200) -> list[str]:

@@ -14,11 +14,17 @@ from textual.widgets import Markdown
 INTRO = """\
 # tuiprof
 
-Browse profiles offline: runs → sessions → hosts on the left, the selected session on the right.
-The tree follows the logdir: sessions a running job writes appear within a second or two.
-**Experiments**: runs of repeated experiments, live, with the selected run's log and the
-comparison (statistics, confidence intervals, box plots). **Captures**: profiles captured from
-running jobs, one breakdown bar per capture. The footer shows the keys that apply where you are.
+Browse TensorBoard and JAX profiles (`*.xplane.pb`; older `*.overview_page.pb` too) offline:
+runs → sessions → hosts on the left, the selected session on the right. The tree follows the
+logdir: sessions a running job writes appear within a second or two.
+
+**Experiments** (`e`): runs of repeated experiments, live, with the selected run's log and the
+comparison: the speed/quality trade-off (medians, quartiles, worst run, Pareto front, scatter),
+statistics, confidence intervals (paired by repeat where every repeat has a run of each variant),
+how many repeats would resolve an open question, and box plots. **Captures** (`c`): profiles
+captured from running jobs with `a`, one breakdown bar per capture. **Diff**: `m` marks a session
+as A, `d` compares it with the selected one (B). The footer shows the keys that apply where you
+are; the tables below list every key of every view.
 """
 
 NUMBERS = """\
@@ -27,13 +33,32 @@ NUMBERS = """\
   device, device collectives, host compute, kernel launch, input, output, compilation, all others.
   Where TensorBoard's converter finds steps, these are its numbers. Where it finds none
   ("No step marker observed"), tuiprof finds the steps in the raw events and says how.
-- **16-bit share**: the part of device compute time in FP16/BF16 ops. **TensorCore**: kernel
-  time on TensorCores.
+- **JAX / XLA** without step markers: a step is one run of the jitted train-step program (the
+  one with the most device time, or the one picked with `P`); the "Steps:" line names it.
+- **No steps**: no empty table, but each device's busy share of the profile, the XLA programs run
+  and how to mark steps. Older TensorBoard files (`*.overview_page.pb`) show the steps TensorBoard
+  saved then ("precomputed").
+- **16-bit share**: the part of device compute time in FP16/BF16 ops (from the steps, else from
+  the device ops' types or kernel names, as the line says). **TensorCore**: kernel time on
+  TensorCores.
 - **Names** are shortened to what tells them apart: kernels lose `void`, namespaces, parameters
   and template plumbing (Eigen's kernels read as the expression they compute,
   `half[1d] = half(float[1d])`); op scopes lose their head, never the op. The selected row's full
   name is under the table.
+- **Diff** (`m`, then `d`): each op's and kernel's time per step in A and B and the change
+  Δ = B − A (negative: B spends less), sorted by how much it moves the step; `new` and `gone`
+  mark ops that appear or vanish. Op self times add up per side (host or device) to the op time
+  of a step, not to the step time: the rest is time outside any op. With one profile per side
+  there is no spread, so small changes may be noise; `tuiprof diff EXPERIMENT_DIR` compares two
+  variants over all their runs, with a standard error per row. The line under the table shows
+  the selected row's full name.
 - Analyses are cached by file size and time; a changed file is analysed again.
+- **New experiment from a profile**: select a run's profile in Browse and press `r`: the dialog
+  opens with that run's command and, where the advice names a change (mixed precision, XLA, a
+  larger batch, the input pipeline) that the command exposes as an option or a `TUIPROF_*`
+  setting the job reads, a second variant making it.
+- **Distributions**: a metric a job reports many times per run (`latency_ms` per request) is
+  compared by each run's p50, p90 and p99 (`latency_ms:p50` …).
 - Profiles of 200 MB or more (`TUIPROF_LARGE_MB`) are read by tuiprof's streaming reader: steps,
   breakdown and 16-bit share in seconds and little memory, no op or kernel tables. The command
   palette's "Toggle full analysis of large profiles" runs TensorBoard's converter on them too.
@@ -90,6 +115,7 @@ def key_sections() -> list[tuple[str, list[tuple[str, str]]]]:
     from tui_prof.tui.app import TuiprofApp
     from tui_prof.tui.screens.browse import BrowseScreen
     from tui_prof.tui.screens.captures import CapturesScreen
+    from tui_prof.tui.screens.diff import DiffScreen
     from tui_prof.tui.screens.experiments import ExperimentsScreen
     from tui_prof.tui.widgets.profile_tree import ProfileTree
 
@@ -100,6 +126,7 @@ def key_sections() -> list[tuple[str, list[tuple[str, str]]]]:
         ("Profile tree", key_rows(tree, TREE_ACTIONS)),
         ("Experiments", key_rows(ExperimentsScreen.BINDINGS)),
         ("Captures", key_rows(CapturesScreen.BINDINGS)),
+        ("Diff", key_rows(DiffScreen.BINDINGS)),
     ]
 
 

@@ -1,15 +1,24 @@
-"""The `r` dialog: which spec, which variants, how many repeats; validated before it closes."""
+"""The `r` dialog: a new experiment from commands (one `NAME=COMMAND` per line, as
+`tuiprof run --variant` takes them), or from a spec file; optionally saved as a spec.
+
+Where the selected profile is a run of an experiment and its advice names a change the run's
+command exposes (tui_prof.experiments.suggest), the dialog opens with that run's command as the
+baseline and the change as a second variant, and says where it found the knob.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
-from textual.widgets import Button, Input, Label, Static
+from textual.widgets import Button, Input, Label, Static, TextArea
 
+from tui_prof.experiments.commands import command_text, save_spec, spec_from_commands
 from tui_prof.experiments.spec import ExperimentSpec, check_executable, load_spec, select
+from tui_prof.experiments.suggest import CHANGE_LABELS, Proposal, RunContext
 from tui_prof.tui.screens.form_dialog import FormDialog
 
 SPEC_CANDIDATES = ("tuiprof.toml", "examples/mixed_precision.toml")
@@ -19,6 +28,17 @@ SPEC_CANDIDATES = ("tuiprof.toml", "examples/mixed_precision.toml")
 class StartRequest:
     spec: ExperimentSpec
     parallel: int = 1  # runs at once (`tuiprof run --parallel`); the dialog leaves it at 1
+
+
+@dataclass(frozen=True)
+class Prefill:
+    """What the dialog opens with: commands, a name, repeats, where to run, and why."""
+
+    variants: str = ""
+    name: str = ""
+    repeats: str = ""
+    workdir: str = ""
+    hint: str = ""
 
 
 def default_spec_path(base: Path) -> str:
@@ -37,34 +57,102 @@ def _relative(path: Path) -> str:
         return str(path)
 
 
+def _workdir(recorded: str) -> tuple[str, str]:
+    """The recorded working directory, or one like it here (an experiment made elsewhere)."""
+    if Path(recorded).is_dir():
+        return recorded, ""
+    here = Path.cwd() / Path(recorded).name
+    chosen = str(here) if here.is_dir() else str(Path.cwd())
+    return chosen, f" The recorded working directory {recorded} is not here: using {chosen}."
+
+
+def prefill_from(ctx: RunContext | None, proposals: list[Proposal], advised: bool) -> Prefill:
+    """The dialog's start: the selected run's command and the first change it exposes."""
+    if ctx is None:
+        return Prefill()
+    workdir, moved = _workdir(ctx.workdir)
+    lines = [f"{ctx.variant}={command_text(ctx.argv, ctx.env)}"]
+    if not proposals:
+        why = (
+            "its command exposes none of the changes the advice names"
+            if advised
+            else "the advice names no change to try"
+        )
+        hint = f"Run {ctx.run_id} of {ctx.experiment}: {why}; add a variant line."
+        return Prefill(lines[0], f"{ctx.experiment}-again", str(ctx.repeats), workdir, hint + moved)
+    first = proposals[0]
+    lines.append(f"{first.name}={command_text(first.argv, first.env)}")
+    hint = f"From the advice: {CHANGE_LABELS[first.change]}, by {first.how}."
+    others = [f"{CHANGE_LABELS[p.change]} ({p.how})" for p in proposals[1:]]
+    if others:
+        hint += " Also exposed: " + "; ".join(others) + "."
+    return Prefill(
+        "\n".join(lines), f"{ctx.variant}-vs-{first.name}", str(ctx.repeats), workdir, hint + moved
+    )
+
+
 class StartDialog(FormDialog[StartRequest]):
-    AUTO_FOCUS = "#spec"
+    AUTO_FOCUS = "#variants"
     PRIMARY = "start"
     ERROR = "#start-error"
 
-    def __init__(self, spec_path: str) -> None:
+    def __init__(self, spec_path: str, prefill: Prefill | None = None) -> None:
         super().__init__()
         self.spec_path = spec_path
+        self.prefill = prefill or Prefill()
 
     def compose(self) -> ComposeResult:
+        p = self.prefill
         with Vertical(id="start-dialog"):
-            yield Label("Start a repeated experiment", id="start-title")
-            yield Label("Spec (TOML)")
-            yield Input(self.spec_path, id="spec")
-            yield Label("Variants (comma-separated; empty: all)")
-            yield Input(placeholder="e.g. float32,mixed", id="variants")
-            yield Label("Repeats (empty: the spec's)")
-            yield Input(placeholder="e.g. 5", id="repeats", type="integer")
+            yield Label("New experiment", id="start-title")
+            yield Label("Variants, one per line: NAME=COMMAND (the first is the baseline)")
+            yield TextArea(p.variants, id="variants", compact=True, soft_wrap=False)
+            with Horizontal(classes="start-row"):
+                yield Label("Name")
+                yield Input(p.name, placeholder="from the variants", id="name", compact=True)
+                yield Label("Repeats", classes="second")
+                yield Input(p.repeats, placeholder="3", id="repeats", type="integer", compact=True)
+            with Horizontal(classes="start-row"):
+                yield Label("Run in")
+                yield Input(p.workdir or str(Path.cwd()), id="workdir", compact=True)
+            with Horizontal(classes="start-row"):
+                yield Label("Save spec as")
+                yield Input(placeholder="optional, e.g. amp.toml", id="save", compact=True)
+            with Horizontal(classes="start-row"):
+                yield Label("Or a spec")
+                yield Input(self.spec_path, id="spec", compact=True)
+            yield Static(Text(p.hint, style="dim"), id="start-hint")
             yield Static(id="start-error")
             with Horizontal(id="start-buttons"):
-                yield Button("Start", variant="primary", id="start")
-                yield Button("Cancel", id="cancel")
+                yield Button("Start", variant="primary", id="start", compact=True)
+                yield Button("Cancel", id="cancel", compact=True)
+
+    def _value(self, selector: str) -> str:
+        return self.query_one(selector, Input).value.strip()
 
     def validated(self) -> StartRequest:
-        spec = load_spec(self.query_one("#spec", Input).value.strip())
-        raw = self.query_one("#variants", Input).value
-        variants = [v.strip() for v in raw.split(",") if v.strip()] or None
-        reps = self.query_one("#repeats", Input).value.strip()
-        spec = select(spec, variants=variants, repeats=int(reps) if reps else None)
+        lines = [
+            ln.strip()
+            for ln in self.query_one("#variants", TextArea).text.splitlines()
+            if ln.strip() and not ln.strip().startswith("#")
+        ]
+        reps = self._value("#repeats")
+        repeats = int(reps) if reps else None
+        if lines:
+            spec = spec_from_commands(
+                lines,
+                name=self._value("#name") or None,
+                repeats=3 if repeats is None else repeats,
+                workdir=self._value("#workdir") or ".",
+            )
+        else:  # no commands: the spec file, as before
+            spec = select(load_spec(self._value("#spec")), repeats=repeats)
         check_executable(spec)
+        save = self._value("#save")
+        if save:
+            path = Path(save).expanduser()
+            if not path.is_absolute():
+                path = Path(self._value("#workdir") or ".") / path
+            save_spec(spec, path)
+            self.notify(f"Spec saved: {path}", markup=False)
         return StartRequest(spec)

@@ -22,13 +22,6 @@ def _size(n: int) -> str:
     return f"{size:.1f} GB"
 
 
-def _session_label(session: Session, problem: str | None) -> Text:
-    label = Text(("⚠ " if problem else "") + session.name, style="red" if problem else "")
-    n = len(session.hosts)
-    label.append(f"  {n} host{'s' if n != 1 else ''}", style="dim")
-    return label
-
-
 class ProfileTree(Tree[NodeData]):
     """Runs, their sessions and each session's host files."""
 
@@ -46,6 +39,8 @@ class ProfileTree(Tree[NodeData]):
         self.show_root = False
         self.guide_depth = 2
         self._session_nodes: dict[str, TreeNode[NodeData]] = {}
+        self._problems: dict[str, str] = {}
+        self._marked: str | None = None  # the session marked as A for a diff
 
     def populate(self, discovery: Discovery) -> None:
         """Rebuild from a discovery, keeping the cursor on the same session where possible.
@@ -55,6 +50,7 @@ class ProfileTree(Tree[NodeData]):
         current = self.cursor_node.data if self.cursor_node else None
         self.clear()
         self._session_nodes.clear()
+        self._problems.clear()  # a new listing: sessions are judged again when selected
         runs = discovery.runs
         for branch in nest([r.name for r in runs]):
             self._add_branch(self.root, branch, runs)
@@ -70,7 +66,7 @@ class ProfileTree(Tree[NodeData]):
             run = runs[branch.index]
             node = parent.add(Text(branch.label, style="bold"), data=run, expand=True)
             for sess in run.sessions:
-                snode = node.add(_session_label(sess, None), data=sess, expand=False)
+                snode = node.add(self._label(sess), data=sess, expand=False)
                 self._session_nodes[str(sess.path)] = snode
                 for h in sess.hosts:
                     hl = Text(h.host)
@@ -82,11 +78,36 @@ class ProfileTree(Tree[NodeData]):
     def first_session_node(self) -> TreeNode[NodeData] | None:
         return next(iter(self._session_nodes.values()), None)
 
+    def _label(self, session: Session) -> Text:
+        key = str(session.path)
+        problem = self._problems.get(key)
+        label = Text()
+        if key == self._marked:
+            label.append("A▸ ", style="bold reverse")
+        label.append(("⚠ " if problem else "") + session.name, style="red" if problem else "")
+        label.append(
+            f"  {len(session.hosts)} host{'s' if len(session.hosts) != 1 else ''}", style="dim"
+        )
+        return label
+
     def mark(self, session: Session, problem: str | None) -> None:
         """Flag a session that failed to load (or clear the flag)."""
-        node = self._session_nodes.get(str(session.path))
+        key = str(session.path)
+        if problem:
+            self._problems[key] = problem
+        else:
+            self._problems.pop(key, None)
+        node = self._session_nodes.get(key)
         if node is not None:
-            node.set_label(_session_label(session, problem))
+            node.set_label(self._label(session))
+
+    def set_marked(self, session: Session | None) -> None:
+        """Show which session is A of the next diff (None: no mark)."""
+        old, self._marked = self._marked, str(session.path) if session is not None else None
+        for key in {old, self._marked} - {None}:
+            node = self._session_nodes.get(str(key))
+            if node is not None and isinstance(node.data, Session):
+                node.set_label(self._label(node.data))
 
     def action_expand_node(self) -> None:
         if self.cursor_node is not None:

@@ -15,11 +15,9 @@ from textual.widgets import DataTable, ProgressBar, Static, TabbedContent, TabPa
 from tui_prof.model import CATEGORY_LABELS, ProfileSummary
 from tui_prof.render.names import TailCut, cut_middle, fit_kernels, fit_paths, kernel_names
 from tui_prof.render.summary import (
-    BreakdownBars,
-    averages_table,
     fmt_ms,
     headline,
-    precision_text,
+    overview_sections,
     recommendations_text,
     step_source_text,
     used_categories,
@@ -203,12 +201,14 @@ class KernelTable(FittedTable):
         return t
 
 
-PARTS: dict[str, Callable[[ProfileSummary], RenderableType]] = {
+# The same sections `tuiprof summary` prints: bars and averages, or without steps what the devices
+# did and the XLA programs run (never an empty table; a part with nothing to show is hidden).
+PARTS: dict[str, Callable[[ProfileSummary], RenderableType | None]] = {
     "headline": lambda s: headline(s, source=False),  # above the tabs: kept short for 80x24
     "source": step_source_text,
-    "bars": lambda s: BreakdownBars(s.steps),
-    "averages": averages_table,
-    "precision": precision_text,
+    "bars": lambda s: overview_sections(s)[0],
+    "averages": lambda s: overview_sections(s)[1],
+    "precision": lambda s: overview_sections(s)[2],
     "advice": recommendations_text,
 }
 
@@ -223,7 +223,9 @@ class SummaryPart(Static):
             self.show(shown)
 
     def show(self, summary: ProfileSummary | None) -> None:
-        self.update("" if summary is None else PARTS[str(self.id)](summary))
+        part = None if summary is None else PARTS[str(self.id)](summary)
+        self.update("" if part is None else part)
+        self.display = summary is None or part is not None
 
 
 class DetailLine(Static):
@@ -243,12 +245,20 @@ class DetailLine(Static):
         self.update("" if kind else Text(self.empty, style="dim"))
 
 
-class KernelsPane(TabPane):
-    """Disabled while the shown session has no kernels (a CPU job, a large profile's quick read)."""
+class NeedsPane(TabPane):
+    """A tab disabled while the shown session has none of what it lists (no steps: a profile
+    without step markers the finders could use; no kernels: a CPU job, a large profile's quick
+    read)."""
+
+    def __init__(self, title: str, *, needs: str, id: str) -> None:
+        super().__init__(title, id=id)
+        self.needs = needs
 
     def on_mount(self) -> None:
-        shown = self.query_ancestor(SessionView).summary
-        self.disabled = shown is not None and not shown.kernels
+        self.fit(self.query_ancestor(SessionView).summary)
+
+    def fit(self, summary: ProfileSummary | None) -> None:
+        self.disabled = summary is not None and not getattr(summary, self.needs)
 
 
 class SessionView(Vertical):
@@ -267,12 +277,12 @@ class SessionView(Vertical):
             with TabPane("Overview", id="tab-overview"), VerticalScroll(id="overview"):
                 for part in ("source", "bars", "averages", "precision", "advice"):
                     yield SummaryPart(id=part)
-            with TabPane("Steps", id="tab-steps"):
+            with NeedsPane("Steps", needs="steps", id="tab-steps"):
                 yield StepBreakdownTable(id="steps")
             with TabPane("Top ops", id="tab-ops"):
                 yield TopOpsTable(id="ops")
                 yield DetailLine("No op statistics for this session.", id="op-detail")
-            with KernelsPane("Kernels", id="tab-kernels"):
+            with NeedsPane("Kernels", needs="kernels", id="tab-kernels"):
                 yield KernelTable(id="kernels")
                 yield DetailLine(
                     "No GPU kernels in this session (a CPU job, or a large profile's quick read).",
@@ -328,8 +338,8 @@ class SessionView(Vertical):
                 part.show(summary)
             for table in self.query(FittedTable).results(FittedTable):
                 table.show(summary)
-            for pane in self.query(KernelsPane).results(KernelsPane):
-                pane.disabled = not summary.kernels
+            for pane in self.query(NeedsPane).results(NeedsPane):
+                pane.fit(summary)
             for line in self.query(DetailLine).results(DetailLine):
                 line.show_empty(summary)
 

@@ -1,0 +1,91 @@
+"""The Diff view as a person uses it: mark a session, diff another, read the rows, swap."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from conftest import SAMPLES, sample_session, settle
+from textual.widgets import Static
+
+from tui_prof.profiles.diff import diff_summaries
+from tui_prof.profiles.load import summarize_session
+from tui_prof.render.diff import fmt_delta
+from tui_prof.tui.app import TuiprofApp
+from tui_prof.tui.screens.diff import DiffRowsTable, DiffScreen
+from tui_prof.tui.widgets.profile_tree import ProfileTree
+
+
+def _text(app: TuiprofApp, selector: str) -> str:
+    from rich.console import Console
+
+    w = app.screen.query_one(selector, Static)
+    console = Console(width=200, color_system=None, record=True, file=open(os.devnull, "w"))  # noqa: SIM115
+    console.print(w.content)
+    return console.export_text()
+
+
+async def _go_to(pilot, target: Path) -> None:
+    tree = pilot.app.screen.query_one(ProfileTree)
+    for _ in range(60):  # j until the cursor is on the session, as a user would
+        node = tree.cursor_node
+        if node is not None and getattr(node.data, "path", None) == target:
+            break
+        await pilot.press("j")
+    await settle(pilot)
+
+
+async def test_mark_then_diff_shows_every_op_in_the_diffs_order() -> None:
+    a_dir, b_dir = sample_session("keras_fit_float32"), sample_session("keras_fit_mixed")
+    expected = diff_summaries(summarize_session(a_dir), summarize_session(b_dir))
+    app = TuiprofApp(SAMPLES)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("d")  # nothing marked yet: a warning, no diff
+        await pilot.pause()
+        assert not isinstance(app.screen, DiffScreen)
+        await _go_to(pilot, a_dir)
+        await pilot.press("m")
+        await pilot.pause()
+        assert "A▸" in str(app.screen.query_one(ProfileTree).cursor_node.label)
+        await _go_to(pilot, b_dir)
+        await pilot.press("d")
+        await settle(pilot)
+        assert isinstance(app.screen, DiffScreen)
+        table = app.screen.query_one("#diff-ops", DiffRowsTable)
+        assert table.row_count == len(expected.ops)
+        first = table.get_row_at(0)
+        assert str(first[3]) == fmt_delta(expected.ops[0].delta_ms)
+        new = next(i for i, r in enumerate(expected.ops) if r.name in expected.only_in_b)
+        assert str(table.get_row_at(new)[-1]) == "new"
+        header = _text(app, "#diff-header")
+        assert "keras_fit_float32" in header and "Step time" in header
+        # The selected row's full name, wherever the table cut it.
+        assert expected.ops[0].name in _text(app, "#diff-detail").replace("\n", "")
+        await pilot.press("down")
+        await pilot.pause()
+        assert expected.ops[1].name in _text(app, "#diff-detail").replace("\n", "")
+
+        await pilot.press("s")  # B against A: every change turns round
+        await settle(pilot)
+        table = app.screen.query_one("#diff-ops", DiffRowsTable)
+        assert str(table.get_row_at(0)[3]) == fmt_delta(-expected.ops[0].delta_ms)
+        assert str(table.get_row_at(new)[-1]) == "gone"
+
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, DiffScreen)
+
+
+async def test_experiment_variants_diff_from_the_experiments_view() -> None:
+    app = TuiprofApp(SAMPLES / "experiment_mixed_precision")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("e")
+        await settle(pilot)
+        await pilot.press("d")
+        await settle(pilot)
+        assert isinstance(app.screen, DiffScreen)
+        header = _text(app, "#diff-header")
+        assert "float32 (5 of 5 runs)" in header and "mixed (5 of 5 runs)" in header
+        assert "± SE" in [str(c.label) for c in app.screen.query_one("#diff-ops").columns.values()]

@@ -1,0 +1,56 @@
+"""The TUI on XLA profiles: choosing the steps' program with `P`, and a session without steps."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from conftest import settle
+from test_tui import _static_text
+from test_xla_programs import _gpu_job, _tpu_job
+from textual.widgets import OptionList, TabPane
+
+from tui_prof.tui.app import TuiprofApp
+from tui_prof.tui.screens.program_dialog import ProgramDialog
+from tui_prof.tui.widgets.session_view import StepBreakdownTable
+
+
+async def test_p_picks_the_program_whose_runs_are_the_steps(tmp_path: Path) -> None:
+    _gpu_job(tmp_path)
+    app = TuiprofApp(tmp_path)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        assert "'jit_train_step'" in _static_text(app, "#source")  # the Steps: line
+        await pilot.press("P")
+        await pilot.pause()
+        assert isinstance(app.screen, ProgramDialog)
+        options = app.screen.query_one(OptionList)
+        labels = [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
+        assert labels[0].startswith("Automatic")
+        assert any(label.startswith("jit_metrics") for label in labels)
+        await pilot.press(*["down"] * labels.index(next(x for x in labels if "metrics" in x)))
+        await pilot.press("enter")
+        await settle(pilot)
+        assert not isinstance(app.screen, ProgramDialog)
+        source = _static_text(app, "#source")
+        assert "'jit_metrics'" in source and "named with --step-program" in source
+        await pilot.press("2")  # a table is drawn when its tab shows it
+        await pilot.pause()
+        assert app.screen.query_one(StepBreakdownTable).row_count == 4
+        await pilot.press("P")  # back to automatic
+        await pilot.pause()
+        await pilot.press("home", "enter")
+        await settle(pilot)
+        assert "'jit_train_step'" in _static_text(app, "#source")
+
+
+async def test_a_session_without_steps_shows_what_the_devices_did(tmp_path: Path) -> None:
+    _tpu_job(tmp_path)
+    app = TuiprofApp(tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        assert "No steps found" in _static_text(app, "#headline")
+        bars = _static_text(app, "#bars")
+        assert "No step-time breakdown" in bars and "Devices busy 20.0%" in bars
+        assert "jit_f" in _static_text(app, "#averages")  # the programs, not an empty table
+        assert "StepTraceAnnotation" in _static_text(app, "#advice")
+        assert app.screen.query_one("#tab-steps", TabPane).disabled

@@ -1,0 +1,56 @@
+"""What a metric's name says: which way is better, its unit, whether it is time, quality or a
+distribution's percentile.
+
+Contract: one place for the naming rules every report, verdict and plot shares.
+- Lower is better for names containing time, latency, duration, loss, error or seconds, or ending
+  in `_s`/`_ms`/`_us`; everything else is higher-is-better.
+- A distribution's per-run percentiles are named `NAME:p50`, `NAME:p90`, `NAME:p99`
+  (tui_prof.experiments.samples); the rules above read the `NAME` part.
+- "Accuracy-like" (the default quality axis of a trade-off) is a higher-is-better name containing
+  acc, top1/top5, f1, auc, iou, bleu, rouge or score.
+"""
+
+from __future__ import annotations
+
+import re
+
+_LOWER_IS_BETTER = re.compile(
+    r"(time|latency|duration|loss|error|_s$|_ms$|_us$|seconds)", re.IGNORECASE
+)
+_TIME = re.compile(r"(time|latency|_s$|_ms$|_us$|seconds|duration)", re.IGNORECASE)
+_UNITS = (("_ms", "ms"), ("_us", "µs"), ("_s", "s"), ("seconds", "s"))
+_QUALITY = re.compile(r"(acc|top_?\d|f1|auc|iou|bleu|rouge|score)", re.IGNORECASE)
+_PERCENTILE = re.compile(r"^(?P<base>.+):p(?P<q>\d{1,2})$")
+
+
+def base_name(metric: str) -> str:
+    """`latency_ms:p99` -> `latency_ms`; any other name unchanged."""
+    m = _PERCENTILE.match(metric)
+    return m.group("base") if m else metric
+
+
+def percentile_of(metric: str) -> int | None:
+    """`latency_ms:p99` -> 99; None for a metric that is not a distribution's percentile."""
+    m = _PERCENTILE.match(metric)
+    return int(m.group("q")) if m else None
+
+
+def lower_is_better(metric: str) -> bool:
+    """True for names with time, latency, duration, loss, error, seconds, or ending _s/_ms/_us."""
+    return bool(_LOWER_IS_BETTER.search(base_name(metric)))
+
+
+def is_time_metric(metric: str) -> bool:
+    """Time-like metrics get "faster/slower" verdicts; others get "higher/lower"."""
+    return bool(_TIME.search(base_name(metric)))
+
+
+def metric_unit(metric: str) -> str:
+    """Unit implied by a metric's name suffix ("wall_time_s" -> "s"), or "" when none."""
+    low = base_name(metric).lower()
+    return next((unit for suffix, unit in _UNITS if low.endswith(suffix)), "")
+
+
+def is_quality_metric(metric: str) -> bool:
+    """Accuracy-like: what a trade-off weighs against speed by default."""
+    return not lower_is_better(metric) and bool(_QUALITY.search(base_name(metric)))
