@@ -9,7 +9,7 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
-from textual.lazy import Lazy
+from textual.widget import Widget
 from textual.widgets import DataTable, ProgressBar, Static, TabbedContent, TabPane
 
 from tui_prof.model import CATEGORY_LABELS, ProfileSummary
@@ -24,6 +24,8 @@ from tui_prof.render.summary import (
 )
 from tui_prof.tui.widgets.columns import Column, fit_columns
 
+TABS_AT_LATEST_S = 0.5  # the tabs mount after the first numbers, or after this at the latest
+
 
 class FittedTable(DataTable[object]):
     """A summary's table laid out for its own width: drawn when it first has one (a hidden tab
@@ -35,7 +37,7 @@ class FittedTable(DataTable[object]):
         self._drawn_width = 0
 
     def on_mount(self) -> None:
-        """Mounted after the first frame (Lazy): take the summary the view already shows."""
+        """Mounted after the first numbers: take the summary the view already shows."""
         shown = self.query_ancestor(SessionView).summary
         if shown is not None and self.summary is None:
             self.show(shown)
@@ -215,7 +217,7 @@ PARTS: dict[str, Callable[[ProfileSummary], RenderableType | None]] = {
 
 class SummaryPart(Static):
     """One part of the overview (its id names it in PARTS), drawn from the view's summary; a
-    part mounted after the first frame (Lazy) draws itself when it mounts."""
+    part mounted after the first numbers draws itself when it mounts."""
 
     def on_mount(self) -> None:
         shown = self.query_ancestor(SessionView).summary
@@ -250,8 +252,8 @@ class NeedsPane(TabPane):
     without step markers the finders could use; no kernels: a CPU job, a large profile's quick
     read)."""
 
-    def __init__(self, title: str, *, needs: str, id: str) -> None:
-        super().__init__(title, id=id)
+    def __init__(self, title: str, *children: Widget, needs: str, id: str) -> None:
+        super().__init__(title, *children, id=id)
         self.needs = needs
 
     def on_mount(self) -> None:
@@ -273,21 +275,50 @@ class SessionView(Vertical):
     def compose(self) -> ComposeResult:
         yield Static(id="status")
         yield SummaryPart(id="headline")  # on every tab, and in the first frame
-        with Lazy(TabbedContent(id="tabs")):  # the tabs come a frame later
-            with TabPane("Overview", id="tab-overview"), VerticalScroll(id="overview"):
-                for part in ("source", "bars", "averages", "precision", "advice"):
-                    yield SummaryPart(id=part)
-            with NeedsPane("Steps", needs="steps", id="tab-steps"):
-                yield StepBreakdownTable(id="steps")
-            with TabPane("Top ops", id="tab-ops"):
-                yield TopOpsTable(id="ops")
-                yield DetailLine("No op statistics for this session.", id="op-detail")
-            with NeedsPane("Kernels", needs="kernels", id="tab-kernels"):
-                yield KernelTable(id="kernels")
-                yield DetailLine(
+
+    def on_mount(self) -> None:
+        # The tabs come once the first numbers are drawn (or shortly, whatever happens): mounted
+        # earlier, they made a cold start's numbers wait for them.
+        self.set_timer(TABS_AT_LATEST_S, self.mount_tabs)
+
+    def mount_tabs(self) -> None:
+        """The four tabs; each part and table draws the shown summary as it mounts."""
+        if self.query("#tabs"):
+            return
+        tabs = TabbedContent(id="tabs")
+        panes = [
+            TabPane(
+                "Overview",
+                VerticalScroll(
+                    *(
+                        SummaryPart(id=part)
+                        for part in ("source", "bars", "averages", "precision", "advice")
+                    ),
+                    id="overview",
+                ),
+                id="tab-overview",
+            ),
+            NeedsPane("Steps", StepBreakdownTable(id="steps"), needs="steps", id="tab-steps"),
+            TabPane(
+                "Top ops",
+                TopOpsTable(id="ops"),
+                DetailLine("No op statistics for this session.", id="op-detail"),
+                id="tab-ops",
+            ),
+            NeedsPane(
+                "Kernels",
+                KernelTable(id="kernels"),
+                DetailLine(
                     "No GPU kernels in this session (a CPU job, or a large profile's quick read).",
                     id="kernel-detail",
-                )
+                ),
+                needs="kernels",
+                id="tab-kernels",
+            ),
+        ]
+        for pane in panes:
+            tabs.compose_add_child(pane)
+        self.mount(tabs)
 
     @on(DataTable.RowHighlighted, "#ops")
     def _op_highlighted(self) -> None:
@@ -342,6 +373,7 @@ class SessionView(Vertical):
                 pane.fit(summary)
             for line in self.query(DetailLine).results(DetailLine):
                 line.show_empty(summary)
+        self.call_after_refresh(self.mount_tabs)  # once these numbers are on screen
 
     def clear_summary(self) -> None:
         self.summary = None
