@@ -8,6 +8,9 @@ doing the three tools tuiprof reads (op stats shared through
 its saved result, as tuiprof's wrapper lets it), `tuiprof summary --help` (the CLI's own start-up:
 Python, argparse and every subcommand module) and a bare Python.
 Runs alternate A, B, C, ... so load from other processes falls on all. Aim: ratio <= 1.5.
+Every process may cache its bytecode (into a private PYTHONPYCACHEPREFIX, filled by the warm-up
+round), as an installed package has it: with PYTHONDONTWRITEBYTECODE set, as on some machines,
+tuiprof's own modules would be compiled anew in every run while xprof's come precompiled.
 
     python benchmarks/bench_summary.py [FILE] [--runs 7]
 """
@@ -15,6 +18,7 @@ Runs alternate A, B, C, ... so load from other processes falls on all. Aim: rati
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -23,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import (
     CONVERTER_ALONE,
     CONVERTER_THREE_TOOLS,
+    LOAD_AT_START,
     PYTHON,
     default_profile,
     fmt_series,
@@ -56,12 +61,23 @@ def main() -> int:
     ap.add_argument(
         "--fallback", action="store_true", help="also time `tuiprof summary --fallback`"
     )
+    ap.add_argument(
+        "--env-bytecode",
+        action="store_true",
+        help="keep this environment's bytecode settings (e.g. PYTHONDONTWRITEBYTECODE)",
+    )
     args = ap.parse_args()
     preflight("xprof")
     f = (args.file or default_profile()).resolve()
     print(f"profile: {f} ({f.stat().st_size / 1e6:.1f} MB)", file=sys.stderr)
-    with tempfile.TemporaryDirectory(prefix="tuiprof-bench-cache-") as cache:
+    with (
+        tempfile.TemporaryDirectory(prefix="tuiprof-bench-cache-") as cache,
+        tempfile.TemporaryDirectory(prefix="tuiprof-bench-pyc-") as pyc,
+    ):
         env = quiet_env(TUIPROF_CACHE_DIR=cache)
+        if not args.env_bytecode:
+            env["PYTHONPYCACHEPREFIX"] = pyc
+            env.pop("PYTHONDONTWRITEBYTECODE", None)
         commands = {
             "converter_alone": ([PYTHON, "-c", CONVERTER_ALONE, str(f)], env),
             "tuiprof_summary": (tuiprof_cmd("summary", str(f), "--json", "--no-cache"), env),
@@ -78,6 +94,8 @@ def main() -> int:
         series = interleaved(commands, args.runs)
     r = ratio(series["tuiprof_summary"], series["converter_alone"])
     print()
+    load = (LOAD_AT_START, os.getloadavg())
+    print(f"load average (1, 5, 15 min): {load[0]} at start, {load[1]} at end")
     for name, s in series.items():
         print(fmt_series(name, s))
     print(
@@ -87,6 +105,7 @@ def main() -> int:
     result: dict[str, object] = {
         "profile": str(f),
         "profile_bytes": f.stat().st_size,
+        "bytecode_cached": not args.env_bytecode,
         "series": {n: s.stats() for n, s in series.items()},
         "ratio_tuiprof_over_converter": r,
     }

@@ -93,9 +93,12 @@ def test_constant_values_still_draw_on_a_padded_axis() -> None:
 
 def test_accuracy_axis_uses_decimals_and_no_unit() -> None:
     plot = BoxPlot("val_accuracy", {"a": [0.931, 0.932, 0.930], "b": [0.91, 0.94, 0.92]})
-    out = render(plot)
-    assert "higher is better" in out.splitlines()[0]
-    assert "0.910" in out or "0.91" in out
+    lines = render(plot).splitlines()
+    assert lines[0] == "val_accuracy · higher is better"  # no unit: accuracy is a fraction
+    # Ticks every 0.005 need three decimals, each number printed the same way under its tick.
+    assert lines[4] == (
+        "  0.910     0.915       0.920       0.925        0.930       0.935     0.940"
+    )
 
 
 def test_nice_step() -> None:

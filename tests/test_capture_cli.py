@@ -134,3 +134,95 @@ def test_silent_server_is_no_server_after_the_connect_timeout(
     lines = r["stderr"].strip().splitlines()
     assert len(lines) == 1 and "no profiler server answered" in lines[0], r["stderr"]
     assert r["end"] - r["start"] < 40
+
+
+class _RudeListener:
+    """Accepts TCP connections on 127.0.0.1 and answers with `reply` (nothing: just closes):
+    something that is not a profiler server on the port, refusing before any capture began."""
+
+    def __init__(self, reply: bytes) -> None:
+        import socket
+        import threading
+
+        self.reply = reply
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(8)
+        self.port = self.sock.getsockname()[1]
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn = self.sock.accept()[0]
+            except OSError:
+                return
+            with conn:
+                if self.reply:
+                    conn.sendall(self.reply)
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def _cli_in(tmpdir: Path, args: list[str]) -> dict[str, object]:
+    """`tuiprof ARGS` with its temporary files in tmpdir, to see what it leaves behind."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    from test_capture import REPO, _env
+
+    start = time.time()
+    proc = subprocess.run(
+        [sys.executable, "-m", "tui_prof.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**_env(), "TMPDIR": str(tmpdir)},
+        cwd=REPO,
+    )
+    os.sync()
+    return {"rc": proc.returncode, "stderr": proc.stderr, "s": time.time() - start}
+
+
+@pytest.mark.parametrize(
+    ("reply", "says"),
+    [
+        (b"", "closed the connection before any capture began"),
+        (b"HTTP/1.1 400 Bad Request\r\n\r\n", "not a profiler server"),
+    ],
+    ids=["closes", "http1"],
+)
+def test_a_port_that_is_not_a_profiler_server_is_said_so(
+    reply: bytes, says: str, tmp_path: Path
+) -> None:
+    listener = _RudeListener(reply)
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    try:
+        r = _cli_in(
+            tmpdir,
+            ["capture", f"127.0.0.1:{listener.port}", "--retries", "0", "--logdir", str(tmp_path)],
+        )
+    finally:
+        listener.close()
+    assert r["rc"] == 1
+    lines = str(r["stderr"]).strip().splitlines()
+    assert len(lines) == 1 and says in lines[0], r["stderr"]
+    assert "went away during the capture" not in lines[0]  # no capture had begun
+    assert "within 20 s" not in lines[0]  # it took well under a second
+    assert float(r["s"]) < 10
+    assert "client log" not in lines[0] and not list(tmpdir.glob("tuiprof-capture-*")), list(
+        tmpdir.iterdir()
+    )  # the line says it all: no log file left behind
+
+
+def test_failed_captures_leave_no_logs_behind(tmp_path: Path) -> None:
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    r = _cli_in(tmpdir, ["capture", f"127.0.0.1:{_free_port()}", "--logdir", str(tmp_path)])
+    assert r["rc"] == 1 and "no profiler server at" in str(r["stderr"])
+    assert "client log" not in str(r["stderr"])
+    assert not list(tmpdir.glob("tuiprof-capture-*")), list(tmpdir.iterdir())

@@ -169,3 +169,102 @@ def test_sigterm_stops_the_running_job_and_records_it(tmp_path: Path) -> None:
     assert [r.status for r in load_experiment(out).runs] == ["stopped", "pending"]
     with pytest.raises(ProcessLookupError):
         os.kill(job_pid, 0)
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--repeats", "1000000000"], "repeats: expected an integer >= 1 and at most 1000"),
+        (["--warmup", "1000000000"], "warmup: expected an integer >= 0 and at most 100"),
+        (["--parallel", "0"], "--parallel must be 1 to 64"),
+        (["--parallel", "65"], "--parallel must be 1 to 64"),
+    ],
+)
+def test_absurd_counts_are_refused_before_anything_is_planned(
+    tmp_path: Path, args: list[str], says: str
+) -> None:
+    res = tuiprof(str(spec_file(tmp_path)), "--headless", *args)
+    assert res.returncode == 2, res.stderr
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and says in lines[0], res.stderr
+    assert res.stdout == "" and not (tmp_path / "tuiprof-experiments").exists()
+
+
+def test_resume_refuses_absurd_counts_and_a_zero_byte_store(tmp_path: Path) -> None:
+    res = tuiprof(str(spec_file(tmp_path)), "--headless", "--output", str(tmp_path / "o"))
+    assert res.returncode == 0, res.stderr
+    res = tuiprof("--resume", str(tmp_path / "o"), "--repeats", "1000000000")
+    assert res.returncode == 2 and res.stderr.count("\n") == 1 and "at most 1000" in res.stderr
+    res = tuiprof("--resume", str(tmp_path / "o"), "--parallel", "0")
+    assert res.returncode == 2 and "--parallel must be 1 to 64" in res.stderr
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "experiment.sqlite").write_bytes(b"")
+    res = tuiprof("--resume", str(empty))
+    assert res.returncode == 2, res.stderr
+    assert res.stderr.count("\n") == 1 and "0 bytes" in res.stderr, res.stderr
+    assert (empty / "experiment.sqlite").read_bytes() == b""  # refused, not rewritten
+
+
+def test_a_name_with_a_newline_is_refused_so_the_last_line_stays_the_directory(
+    tmp_path: Path,
+) -> None:
+    spec = spec_file(tmp_path)
+    spec.write_text(spec.read_text().replace('name = "cli"', 'name = "cli\\n"'))
+    res = tuiprof(str(spec), "--headless")
+    assert res.returncode == 2 and res.stdout == ""
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and "control characters" in lines[0] and "'cli\\n'" in lines[0]
+
+
+LOCK_JOB = r"""
+import json, os, sys, time
+with open(os.path.join(sys.argv[1], "starts.txt"), "a") as f:
+    f.write(os.environ["TUIPROF_RUN_ID"] + "\n")
+time.sleep(0.5)  # the lock is held ≥ 2 s: the second process surely starts meanwhile
+with open(os.environ["TUIPROF_METRICS_FILE"], "a") as f:
+    f.write(json.dumps({"metric": "score", "value": 1.0}) + "\n")
+"""
+
+
+def test_two_resumes_started_together_run_each_missing_run_once(tmp_path: Path) -> None:
+    """Two real `tuiprof run --resume` processes at the same moment, several times over:
+    exactly one runs the missing runs, the other names who holds the experiment and exits 2."""
+    import socket
+
+    from tui_prof.experiments.runner import plan_runs
+    from tui_prof.experiments.spec import load_spec
+    from tui_prof.experiments.store import ExperimentStore
+
+    (tmp_path / "job.py").write_text(LOCK_JOB)
+    for attempt in range(5):
+        work = tmp_path / f"try{attempt}"
+        work.mkdir()
+        spec_path = work / "s.toml"
+        spec_path.write_text(
+            f'name = "lock"\ncommand = ["{sys.executable}", "{tmp_path / "job.py"}", "{work}"]\n'
+            "repeats = 2\n[variants.a]\n[variants.b]\n"
+        )
+        spec = load_spec(spec_path)
+        ExperimentStore.create(work / "exp", spec, plan_runs(spec)).close()  # 4 runs pending
+        cmd = [sys.executable, "-m", "tui_prof.cli", "run", "--resume", str(work / "exp")]
+        procs = [
+            subprocess.Popen(
+                cmd, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+            )
+            for _ in range(2)
+        ]
+        outs = [p.communicate(timeout=120) for p in procs]
+        codes = [p.returncode for p in procs]
+        assert sorted(codes) == [0, 2], (codes, outs)
+        winner, loser = (0, 1) if codes[0] == 0 else (1, 0)
+        refusal = outs[loser][1].strip().splitlines()
+        assert len(refusal) == 1, outs[loser][1]
+        assert f"pid {procs[winner].pid}" in refusal[0] and socket.gethostname() in refusal[0]
+        assert "since" in refusal[0] and outs[loser][0] == ""
+        starts = (work / "starts.txt").read_text().split()
+        assert sorted(starts) == ["a-r0", "a-r1", "b-r0", "b-r1"], starts  # each once
+        exp = load_experiment(work / "exp")
+        assert all(r.status == RUN_FINISHED for r in exp.runs)
+        for r in exp.runs:
+            assert Path(r.metrics_path).read_text().count("\n") == 1  # no duplicate lines

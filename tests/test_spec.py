@@ -117,6 +117,102 @@ def test_errors_name_file_field_and_expectation(
     assert expected in msg
 
 
+@pytest.mark.parametrize(
+    ("text", "field"),
+    [
+        ('name = "x\\n"', "name"),  # a trailing newline: the last printed line would be wrong
+        ('name = "x\\ty"', "name"),
+        ('name = "x\\u001b[31m"', "name"),
+        ('name = "x"\n[variants."a\\n"]', "variants.a\\n"),
+        ('name = "x"\n[variants."a\\rb"]', "variants.a\\rb"),
+    ],
+)
+def test_names_refuse_control_characters(tmp_path: Path, text: str, field: str) -> None:
+    path = write(tmp_path, f'command = ["{PY}"]\n{text}\n')
+    with pytest.raises(SpecError) as info:
+        load_spec(path)
+    msg = str(info.value)
+    assert "\n" not in msg and "\r" not in msg and "\x1b" not in msg, repr(msg)
+    assert "control character" in msg, msg
+    assert msg.startswith(f"{path}: {field.split(chr(92))[0]}"), msg
+
+
+@pytest.mark.parametrize(
+    ("line", "field", "says"),
+    [
+        ("timeout_s = nan", "timeout_s", "finite"),
+        ("timeout_s = inf", "timeout_s", "finite"),
+        ("timeout_s = -inf", "timeout_s", "finite"),
+        ("timeout_s = 1e300", "timeout_s", "at most 604800"),
+        ("timeout_s = 0", "timeout_s", "positive"),
+        ("kill_grace_s = inf", "kill_grace_s", "finite"),
+        ("kill_grace_s = nan", "kill_grace_s", "finite"),
+        ("kill_grace_s = 1e9", "kill_grace_s", "at most 600"),
+        ("kill_grace_s = -1", "kill_grace_s", ">= 0"),
+        ("repeats = 1000000000", "repeats", "at most 1000"),
+        ("repeats = 1001", "repeats", "at most 1000"),
+        ("warmup = 101", "warmup", "at most 100"),
+    ],
+)
+def test_numbers_must_be_finite_and_in_range(
+    tmp_path: Path, line: str, field: str, says: str
+) -> None:
+    path = write(tmp_path, f'name = "x"\ncommand = ["{PY}"]\n{line}\n')
+    with pytest.raises(SpecError) as info:
+        load_spec(path)
+    msg = str(info.value)
+    assert "\n" not in msg and msg.startswith(f"{path}: {field}: "), msg
+    assert says in msg, msg
+
+
+def test_counts_are_bounded_in_total_and_through_overrides(tmp_path: Path) -> None:
+    many = "".join(f"[variants.v{i}]\n" for i in range(101))
+    with pytest.raises(SpecError, match="variants: at most 100 variants, got 101"):
+        load_spec(write(tmp_path, f'name = "x"\ncommand = ["{PY}"]\n{many}'))
+    twenty = "".join(f"[variants.v{i}]\n" for i in range(20))
+    spec = load_spec(write(tmp_path, f'name = "x"\ncommand = ["{PY}"]\nrepeats = 100\n{twenty}'))
+    assert spec.repeats == 100  # 20 × 100 = 2,000 runs: the most an experiment may have
+    with pytest.raises(SpecError, match=r"at most 2,000 runs in all.*20 variants × \(101"):
+        select(spec, repeats=101)
+    with pytest.raises(SpecError, match=r"at most 2,000 runs in all.*20 variants × \(100 .* 1 w"):
+        select(spec, warmup=1)
+    with pytest.raises(SpecError, match=r"repeats: .*at most 1000"):
+        select(spec, repeats=10**9)  # before anything is planned
+    with pytest.raises(SpecError, match=r"warmup: .*at most 100"):
+        select(spec, warmup=10**9)
+
+
+@pytest.mark.parametrize(
+    ("make", "says"),
+    [
+        (lambda d: Path("/dev/zero"), "not a regular file"),
+        (lambda d: d, "not a regular file"),
+        (lambda d: _fifo(d), "not a regular file"),
+        (lambda d: _big(d), "larger than 1 MiB"),
+    ],
+    ids=["dev-zero", "directory", "fifo", "big"],
+)
+def test_spec_files_are_read_with_a_size_bound(tmp_path: Path, make, says: str) -> None:
+    path = make(tmp_path)
+    with pytest.raises(SpecError) as info:
+        load_spec(path)  # /dev/zero used to end in a MemoryError; a FIFO would block
+    msg = str(info.value)
+    assert "\n" not in msg and msg.startswith(f"{path}: ") and says in msg, msg
+
+
+def _fifo(d: Path) -> Path:
+    import os
+
+    os.mkfifo(d / "spec.toml")
+    return d / "spec.toml"
+
+
+def _big(d: Path) -> Path:
+    p = d / "big.toml"
+    p.write_text(f'name = "x"\ncommand = ["{PY}"]\n' + "# padding\n" * 200_000)
+    return p
+
+
 def test_invalid_toml_and_missing_file(tmp_path: Path) -> None:
     with pytest.raises(SpecError, match="invalid TOML"):
         load_spec(write(tmp_path, "name = \n"))

@@ -17,6 +17,7 @@ import pytest
 from tui_prof.experiments.spec import load_spec
 from tui_prof.experiments.store import (
     DB_NAME,
+    LOCK_NAME,
     ExperimentStore,
     PlannedRun,
     StoreError,
@@ -100,7 +101,9 @@ def test_directory_is_movable_and_readable_read_only(tmp_path: Path) -> None:
     store.close()
     moved = tmp_path / "elsewhere"
     shutil.move(tmp_path / "exp", moved)
-    assert sorted(p.name for p in moved.iterdir()) == [DB_NAME, "runs"]  # no -wal/-shm left behind
+    # No -wal/-shm left behind; the lock file stays, empty: nobody holds it.
+    assert sorted(p.name for p in moved.iterdir()) == [DB_NAME, LOCK_NAME, "runs"]
+    assert (moved / LOCK_NAME).read_bytes() == b""
     for p in [moved, moved / DB_NAME]:
         p.chmod(0o555 if p.is_dir() else 0o444)
     try:

@@ -107,16 +107,33 @@ async def test_empty_directory_names_sample_traces(tmp_path: Path) -> None:
         assert "sample_traces" in _static_text(app, "#status")
 
 
-async def test_op_names_with_markup_are_shown_as_text() -> None:
-    app = TuiprofApp(SAMPLES)
+async def test_op_names_with_markup_are_shown_as_text(tmp_path: Path) -> None:
+    """A real session's summary with its top op renamed to hold Rich markup, served through the
+    summary cache the app reads: the brackets must reach the screen as typed."""
+    import dataclasses
+
+    from tui_prof.profiles import cache
+    from tui_prof.profiles.load import session_of
+
+    src = sample_session("custom_loop")
+    shutil.copytree(src, tmp_path / "run" / "plugins" / "profile" / src.name)
+    session = session_of(tmp_path / "run" / "plugins" / "profile" / src.name)
+    real = summarize_session(session)
+    assert real.top_ops, "the sample has op statistics"
+    name, op_type = "[bold]MatMul[/]", "[red]Fused[/red]"
+    marked = dataclasses.replace(real.top_ops[0], name=name, op_type=op_type)
+    cache.store(
+        cache.cache_key(session), dataclasses.replace(real, top_ops=(marked, *real.top_ops[1:]))
+    )
+    app = TuiprofApp(tmp_path)
     async with app.run_test(size=(120, 40)) as pilot:
         await _settle(pilot)
         await pilot.press("3")
         await pilot.pause()
         ops = app.screen.query_one("#ops", DataTable)
-        assert ops.row_count > 0
-        cell = ops.get_row_at(0)[0]
-        assert cell.plain  # a Text, never parsed as markup
+        assert ops.row_count == len(real.top_ops)
+        shown = "\n".join(ops.render_line(y).text for y in range(ops.size.height))
+        assert name in shown and op_type in shown, shown  # as typed, not bold or red "MatMul"
 
 
 async def _wait_for(pilot, predicate, timeout: float = 20.0) -> None:
@@ -280,3 +297,33 @@ async def test_an_experiment_writing_outside_the_open_path_joins_the_tree(tmp_pa
             pilot, lambda: browse.discovery is not None and len(browse.discovery.sessions) == 1
         )
         assert browse.discovery.runs[0].name.endswith("runs/a-r0")
+
+
+async def test_damaged_line_in_the_streaming_reader_shows_one_line(
+    tmp_path: Path, monkeypatch
+) -> None:
+    from test_bad_input import _damaged_line
+
+    monkeypatch.setenv("TUIPROF_LARGE_MB", "0")  # every session through the streaming reader
+    src = sample_session("custom_loop")
+    bad = tmp_path / "a_bad" / "plugins" / "profile" / "s"
+    bad.mkdir(parents=True)
+    (bad / "h.xplane.pb").write_bytes(_damaged_line(next(src.glob("*.xplane.pb")).read_bytes()))
+    good = tmp_path / "b_good" / "plugins" / "profile"
+    good.mkdir(parents=True)
+    shutil.copytree(src, good / src.name)
+    app = TuiprofApp(tmp_path)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await _settle(pilot)
+        status = _static_text(app, "#status")
+        assert "damaged line" in status and "unexpected error" not in status, status
+        tree = app.screen.query_one(ProfileTree)
+        target = good / src.name
+        for _ in range(20):  # j until the cursor is on the good session, as a user would
+            node = tree.cursor_node
+            if node is not None and getattr(node.data, "path", None) == target:
+                break
+            await pilot.press("j")
+        await _settle(pilot)
+        await _wait_for(pilot, lambda: "ms" in _static_text(app, "#headline"))
+        assert not app.screen.query_one("#status").has_class("error")

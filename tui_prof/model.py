@@ -282,6 +282,16 @@ class ProfileError(Exception):
     """A profile that cannot be read; the message is one line meant for the user."""
 
 
+class UnreadableProfile(ProfileError):
+    """The file itself cannot be read (permission, truncated, damaged): its session's error,
+    never merely "no steps found" in an otherwise readable profile."""
+
+
+def os_reason(exc: OSError) -> str:
+    """Why a file could not be read, in the words users know ("permission denied")."""
+    return (exc.strerror or str(exc)).lower()
+
+
 class Cancelled(Exception):
     """The caller's cancel event was set; every long analysis raises this one type."""
 

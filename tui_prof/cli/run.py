@@ -45,7 +45,10 @@ def register(subparsers: Any) -> None:
         "--baseline", metavar="NAME", help="the variant the others are compared with (--variant)"
     )
     p.add_argument(
-        "--repeats", type=int, metavar="N", help="counted runs per variant (overrides the spec)"
+        "--repeats",
+        type=int,
+        metavar="N",
+        help="counted runs per variant, 1 to 1000 (overrides the spec)",
     )
     p.add_argument("--variants", metavar="A,B", help="run only these variants (comma-separated)")
     p.add_argument("--warmup", type=int, metavar="N", help="warm-up runs per variant (not counted)")
@@ -57,14 +60,16 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "--resume",
         metavar="EXPERIMENT_DIR",
-        help="run what an earlier, interrupted experiment did not finish",
+        help="run what an earlier, interrupted experiment did not finish (refused while another "
+        "tuiprof runs it)",
     )
     p.add_argument(
         "--parallel",
         type=int,
         default=1,
         metavar="N",
-        help="runs at the same time (default 1: timings are only comparable one at a time)",
+        help="runs at the same time, 1 to 64 (default 1: timings are only comparable one at a "
+        "time)",
     )
     p.add_argument(
         "--no-profiler-port",

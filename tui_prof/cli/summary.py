@@ -1,14 +1,13 @@
 """`tuiprof summary PATH`: every session under PATH, as a Rich report, JSON, Markdown or CSV.
 
-Exit codes: 0 all sessions summarised; 1 some could not be read (the rest are still printed);
+Exit codes: 0 all sessions summarised; 1 some sessions, files or directories could not be read
+(each is one line and a JSON `errors` entry; the rest are still printed);
 2 nothing to summarise (missing path, no profiles). Errors go to stderr, one line each.
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
-import io
 import json
 import sys
 from typing import Any
@@ -132,6 +131,9 @@ def to_markdown(summaries: list[ProfileSummary]) -> str:
 
 
 def to_csv(summaries: list[ProfileSummary]) -> str:
+    import csv  # here, not at the top: only --csv pays for it
+    import io
+
     buf = io.StringIO()
     w = csv.writer(buf)
     w.writerow(["session", "step_source", "step", "step_time_ms", *[f"{c}_ms" for c in CATEGORIES]])
@@ -150,7 +152,7 @@ def to_csv(summaries: list[ProfileSummary]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tui_prof.profiles.discover import discover
+    from tui_prof.profiles.discover import Problem, discover
     from tui_prof.profiles.load import load_summary
 
     try:
@@ -158,14 +160,16 @@ def run(args: argparse.Namespace) -> int:
     except (FileNotFoundError, PermissionError) as exc:
         _err(str(exc))
         return 2
-    for problem in found.problems:
+    errors: list[dict[str, str]] = []
+    for problem in found.problems:  # unreadable directories and files count as failed sessions
         _err(problem)
+        if isinstance(problem, Problem) and problem.unreadable:
+            errors.append({"path": problem.path, "error": problem.reason})
     sessions = found.sessions
     if not sessions:
         _err(f"{args.path}: no profile sessions (*.xplane.pb or *.overview_page.pb) found")
         return 2
     summaries: list[ProfileSummary] = []
-    errors: list[dict[str, str]] = []
     show_progress = args.format == "rich" and sys.stderr.isatty()
     if show_progress:  # rich costs ~65 ms to import: only where it is drawn
         from rich.console import Console

@@ -30,8 +30,10 @@ from tui_prof.experiments.fingerprint import host_fingerprint, run_fingerprint
 from tui_prof.experiments.protocol import MetricsReader, tail_text
 from tui_prof.experiments.samples import seed_for
 from tui_prof.experiments.spec import (
+    MAX_PARALLEL,
     WALL_TIME,
     ExperimentSpec,
+    check_counts,
     check_executable,
     default_experiment_dir,
 )
@@ -60,6 +62,17 @@ def plan_runs(spec: ExperimentSpec) -> list[PlannedRun]:
     else:
         plan += [PlannedRun(v, r) for r in range(spec.repeats) for v in names]
     return plan
+
+
+def check_parallel(parallel: int) -> int:
+    """Runs at once: 1 to MAX_PARALLEL (0 would run nothing; see spec.MAX_PARALLEL for why)."""
+    if (
+        isinstance(parallel, bool)
+        or not isinstance(parallel, int)
+        or not 1 <= parallel <= MAX_PARALLEL
+    ):
+        raise ValueError(f"--parallel must be 1 to {MAX_PARALLEL}, got {parallel!r}")
+    return parallel
 
 
 _VAR_RE = re.compile(r"\$\{(TUIPROF_[A-Z_]+)\}")
@@ -129,10 +142,10 @@ class Runner:
         self.experiment_dir = store.directory
         self.on_event = on_event
         self.backend = backend or get_backend("local")
-        self.parallel = max(1, parallel)
+        self.parallel = check_parallel(parallel)
         self.poll_interval_s = poll_interval_s
         self.cancel = cancel or threading.Event()
-        self._todo = [r.run_id for r in store.runs() if r.status != RUN_FINISHED]
+        self._todo = store.unfinished()
         self._lock = threading.Lock()
         self._stop_requested: set[str] = set()
         self._active: dict[str, Any] = {}
@@ -149,26 +162,36 @@ class Runner:
         cls, spec: ExperimentSpec, experiment_dir: str | Path | None = None, **kwargs: Any
     ) -> Runner:
         """A new experiment directory (default: `<output>/<name>-<timestamp>`) and its runner."""
+        check_counts(spec)  # before planning: a count past the limits is refused, not planned
+        check_parallel(kwargs.get("parallel", 1))
         d = Path(experiment_dir) if experiment_dir else default_experiment_dir(spec)
-        return cls(ExperimentStore.create(d, spec, plan_runs(spec)), **kwargs)
+        store = ExperimentStore.create(d, spec, plan_runs(spec))
+        try:
+            return cls(store, **kwargs)
+        except BaseException:
+            store.close()
+            raise
 
     @classmethod
     def resume(
         cls, experiment_dir: str | Path, repeats: int | None = None, **kwargs: Any
     ) -> Runner:
         """Reopen an experiment; the runner will run only what has not finished (plus new repeats)."""
+        check_parallel(kwargs.get("parallel", 1))
         store = ExperimentStore.open(experiment_dir)
         spec = store.spec
         try:
             check_executable(spec)
+            if repeats is not None:
+                check_counts(replace(spec, repeats=repeats))
             if repeats is not None and repeats > spec.repeats:
                 spec = replace(spec, repeats=repeats)
                 store.set_spec(spec)
                 store.add_runs(plan_runs(spec))
+            return cls(store, **kwargs)
         except BaseException:
             store.close()
             raise
-        return cls(store, **kwargs)
 
     # -- control -------------------------------------------------------------------------
     @property

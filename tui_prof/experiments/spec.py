@@ -4,13 +4,17 @@ Contract: `load_spec(path)` returns a fully validated, resolved `ExperimentSpec`
 `SpecError` with one line naming the file, the field and what was expected, so a typo is found
 before anything starts, including a command whose executable does not exist. Arguments may
 contain `${TUIPROF_REPEAT}` (or any other TUIPROF_* variable of the run), replaced per run.
+Counts and times are bounded (see the MAX_* constants for the limits and why), names hold no
+control characters, and a spec file is read only if it is a regular file of at most 1 MiB.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import shutil
+import stat
 import sys
 import time
 from dataclasses import dataclass, field, replace
@@ -24,7 +28,23 @@ else:  # pragma: no cover - Python 3.10
 
 WALL_TIME = "wall_time_s"
 ORDERS = ("interleaved", "sequential")
-_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")  # fullmatch: "$" would allow "a\n"
+_CONTROL_RE = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+# Limits, each with its reason (README "Limits" says the same). Counts: every run is a whole
+# process, a row in the store and a row in the live tables, so a typo such as 1000000000 must be
+# refused before anything is planned, not discovered as a machine out of memory.
+MAX_REPEATS = 1000  # per variant: a 95% interval of the mean is then ±6% of the runs' std;
+#   more narrows it only as 1/√n while the machine drifts over the hours such a series takes
+MAX_WARMUP = 100  # per variant: warm-ups fill caches and compile; a few do that
+MAX_VARIANTS = 100  # each is a row of statistics and an interval against the baseline; among
+#   100 intervals about 5 exclude "no difference" by chance alone
+MAX_RUNS = 2000  # variants × (repeats + warm-ups): planned, stored and shown in the live tables at
+#   once (first run ≈0.1 s after start; the TUI's run table ≈0.8 s on a 2-core VM); 33 min at 1 s/run
+MAX_PARALLEL = 64  # runs at once (`--parallel`): each is a process and a thread polling it
+MAX_TIMEOUT_S = 7 * 24 * 3600.0  # one run: a week; more is a unit mistake (ms for s) or none
+MAX_KILL_GRACE_S = 600.0  # SIGTERM → SIGKILL: ten minutes lets a job checkpoint; more never kills
+MAX_SPEC_BYTES = 1 << 20  # a spec is a few lines; /dev/zero or a log named by mistake is not
 _TOP_KEYS = {
     "name",
     "command",
@@ -132,16 +152,70 @@ def _str_list(path: Path, name: str, value: Any) -> tuple[str, ...]:
     return tuple(value)
 
 
-def _pos_int(path: Path, name: str, value: Any, minimum: int) -> int:
+def _pos_int(path: Path | str, name: str, value: Any, minimum: int, maximum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise _err(path, name, f"expected an integer >= {minimum}, got {value!r}")
+    if value > maximum:
+        raise _err(
+            path, name, f"expected an integer >= {minimum} and at most {maximum}, got {value}"
+        )
     return value
 
 
+def _seconds(
+    path: Path, name: str, value: Any, maximum: float, *, zero_ok: bool, default: str
+) -> float:
+    """A finite number of seconds in range; nan and inf would mean "never" without saying so."""
+    want = "a number of seconds >= 0" if zero_ok else "a positive number of seconds"
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise _err(path, name, f"expected {want}, got {value!r}")
+    if not math.isfinite(value):
+        raise _err(
+            path,
+            name,
+            f"expected a finite number of seconds, got {value!r} (leave it out for {default})",
+        )
+    if value < 0 or (value == 0 and not zero_ok):
+        raise _err(path, name, f"expected {want}, got {value!r}")
+    if value > maximum:
+        raise _err(path, name, f"expected at most {maximum:g} seconds, got {value:g}")
+    return float(value)
+
+
+def check_name(path: Path | str, where: str, name: Any) -> str:
+    """A name that becomes a directory and a printed line: no control characters, no separators."""
+    if isinstance(name, str) and _CONTROL_RE.search(name):
+        raise _err(path, where, f"a name may not contain control characters, got {name!r}")
+    if not isinstance(name, str) or not _NAME_RE.fullmatch(name):
+        raise _err(
+            path,
+            where,
+            f"expected a name of letters, digits, '_', '.' or '-' (at most 100), got {name!r}",
+        )
+    return name
+
+
+def check_counts(spec: ExperimentSpec) -> ExperimentSpec:
+    """Raise SpecError unless the spec's counts are within the MAX_* limits."""
+    src = spec.source
+    _pos_int(src, "repeats", spec.repeats, 1, MAX_REPEATS)
+    _pos_int(src, "warmup", spec.warmup, 0, MAX_WARMUP)
+    if len(spec.variants) > MAX_VARIANTS:
+        raise _err(src, "variants", f"at most {MAX_VARIANTS} variants, got {len(spec.variants)}")
+    total = len(spec.variants) * (spec.repeats + spec.warmup)
+    if total > MAX_RUNS:
+        raise _err(
+            src,
+            "repeats",
+            f"at most {MAX_RUNS:,} runs in all, got {total:,} ({len(spec.variants)} variants × "
+            f"({spec.repeats} repeats + {spec.warmup} warm-ups)): run fewer, or split it",
+        )
+    return spec
+
+
 def _variant(path: Path, name: str, table: Any) -> VariantSpec:
-    where = f"variants.{name}"
-    if not _NAME_RE.match(name):
-        raise _err(path, where, "expected a name of letters, digits, '_', '.' or '-'")
+    where = "variants." + (repr(name)[1:-1] if _CONTROL_RE.search(name) else name)  # one line
+    check_name(path, where, name)
     if not isinstance(table, dict):
         raise _err(path, where, "expected a table with optional 'args' and 'env'")
     unknown = set(table) - {"args", "env"}
@@ -183,24 +257,27 @@ def parse_spec(data: dict[str, Any], path: Path) -> ExperimentSpec:
             sorted(unknown)[0],
             f"unknown field (expected one of {', '.join(sorted(_TOP_KEYS))})",
         )
-    name = data.get("name")
-    if not isinstance(name, str) or not _NAME_RE.match(name):
-        raise _err(path, "name", "expected a name of letters, digits, '_', '.' or '-'")
+    name = check_name(path, "name", data.get("name"))
     if "command" not in data:
         raise _err(path, "command", 'missing; expected an argv list such as ["python", "train.py"]')
     command = _str_list(path, "command", data["command"])
     if not command:
         raise _err(path, "command", "expected a non-empty argv list")
-    repeats = _pos_int(path, "repeats", data.get("repeats", 3), 1)
-    warmup = _pos_int(path, "warmup", data.get("warmup", 0), 0)
+    repeats = _pos_int(path, "repeats", data.get("repeats", 3), 1, MAX_REPEATS)
+    warmup = _pos_int(path, "warmup", data.get("warmup", 0), 0, MAX_WARMUP)
     timeout = data.get("timeout_s")
-    if timeout is not None and (
-        isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0
-    ):
-        raise _err(path, "timeout_s", f"expected a positive number of seconds, got {timeout!r}")
-    grace = data.get("kill_grace_s", 5.0)
-    if isinstance(grace, bool) or not isinstance(grace, (int, float)) or grace < 0:
-        raise _err(path, "kill_grace_s", f"expected a number of seconds >= 0, got {grace!r}")
+    if timeout is not None:
+        timeout = _seconds(
+            path, "timeout_s", timeout, MAX_TIMEOUT_S, zero_ok=False, default="no timeout"
+        )
+    grace = _seconds(
+        path,
+        "kill_grace_s",
+        data.get("kill_grace_s", 5.0),
+        MAX_KILL_GRACE_S,
+        zero_ok=True,
+        default="5 s",
+    )
     base = path.parent.resolve()
     workdir = data.get("workdir", ".")
     if not isinstance(workdir, str):
@@ -239,9 +316,10 @@ def parse_spec(data: dict[str, Any], path: Path) -> ExperimentSpec:
         output=str((base / output).resolve()),
         metrics=metrics,
         order=order,
-        kill_grace_s=float(grace),
+        kill_grace_s=grace,
         source=str(path),
     )
+    check_counts(spec)
     check_executable(spec)
     return spec
 
@@ -249,10 +327,22 @@ def parse_spec(data: dict[str, Any], path: Path) -> ExperimentSpec:
 def load_spec(path: str | Path) -> ExperimentSpec:
     """Read and validate a spec file; raise SpecError with a one-line message on any problem."""
     p = Path(path)
-    try:
-        raw = p.read_bytes()
+    try:  # O_NONBLOCK: opening a FIFO must not wait for a writer
+        fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
         raise SpecError(f"{p}: cannot read: {exc.strerror or exc}") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise SpecError(f"{p}: not a regular file (a spec is a TOML file)")
+        raw = b""
+        while len(raw) <= MAX_SPEC_BYTES and (chunk := os.read(fd, MAX_SPEC_BYTES + 1)):
+            raw += chunk
+    except OSError as exc:
+        raise SpecError(f"{p}: cannot read: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+    if len(raw) > MAX_SPEC_BYTES:
+        raise SpecError(f"{p}: larger than 1 MiB; a spec is a few lines of TOML")
     try:
         data = tomllib.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:
@@ -283,10 +373,10 @@ def select(
         base = spec.baseline if spec.baseline in variants else chosen[0].name
         out = replace(out, variants=chosen, baseline=base)
     if repeats is not None:
-        out = replace(out, repeats=_pos_int(Path(spec.source), "repeats", repeats, 1))
+        out = replace(out, repeats=_pos_int(spec.source, "repeats", repeats, 1, MAX_REPEATS))
     if warmup is not None:
-        out = replace(out, warmup=_pos_int(Path(spec.source), "warmup", warmup, 0))
-    return out
+        out = replace(out, warmup=_pos_int(spec.source, "warmup", warmup, 0, MAX_WARMUP))
+    return check_counts(out)
 
 
 def default_experiment_dir(spec: ExperimentSpec, now: float | None = None) -> Path:

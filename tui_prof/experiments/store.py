@@ -4,6 +4,7 @@ Contract: the experiment directory is the user's lab notebook and is self-contai
     experiment.sqlite          meta (spec, runner pid), runs (one row per planned run),
                                run_attempts (earlier attempts of re-run runs, as JSON),
                                samples (each distribution's kept values per run: samples.py)
+    runner.lock                flock'ed by the one runner writing it; says its pid, host, start
     runs/<run_id>/             the run's own TensorBoard logdir ($TUIPROF_RUN_DIR)
         output.log             the job's stdout and stderr
         metrics.jsonl          everything the job reported ($TUIPROF_METRICS_FILE), the whole series
@@ -11,10 +12,17 @@ Contract: the experiment directory is the user's lab notebook and is self-contai
 Each state change of a run is one transaction (synchronous=FULL), so killing tuiprof, even with
 SIGKILL, loses no finished run. A run left "running" by a runner that is no longer alive reads
 as interrupted; `load_experiment` is read-only and safe while a runner writes.
+
+One writer at a time: `ExperimentStore.create`/`open` take an exclusive `flock` on runner.lock
+(atomic, and released by the kernel when the holder dies, even by SIGKILL, so a crashed runner
+never blocks the next) and hold it until `close()`; a second one gets a StoreError naming the
+holder. A file that is not a tuiprof experiment (0 bytes, another database) is refused untouched.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import shutil
@@ -32,6 +40,7 @@ from typing import Any
 from tui_prof.experiments import samples as samples_mod
 from tui_prof.experiments.spec import ExperimentSpec
 from tui_prof.model import (
+    RUN_FINISHED,
     RUN_INTERRUPTED,
     RUN_PENDING,
     RUN_RUNNING,
@@ -41,6 +50,7 @@ from tui_prof.model import (
 )
 
 DB_NAME = "experiment.sqlite"
+LOCK_NAME = "runner.lock"
 FIND_MAX_DEPTH = 6  # how deep find_experiments looks below the opened directory
 RUNS_DIR = "runs"
 ATTEMPTS_DIR = "attempts"
@@ -72,6 +82,67 @@ CREATE TABLE IF NOT EXISTS samples (
 
 class StoreError(Exception):
     """An experiment directory that cannot be read or written; one line meant for the user."""
+
+
+class RunnerLock:
+    """The exclusive right to run an experiment: an flock on its runner.lock.
+
+    Why flock rather than a claim row in SQLite: taking it is atomic, and the kernel drops it when
+    the holding process dies however it dies, so no liveness guess (pid reuse, other hosts) is
+    needed to take over from a crashed runner. The file says who holds it, for the refusal.
+    """
+
+    def __init__(self, fd: int, path: Path) -> None:
+        self._fd: int | None = fd
+        self.path = path
+
+    @classmethod
+    def acquire(cls, directory: Path) -> RunnerLock:
+        path = directory / LOCK_NAME
+        try:  # O_CLOEXEC: a job started by the runner must never inherit (and keep) the lock
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except OSError as exc:
+            raise StoreError(f"{path}: cannot open the lock: {exc.strerror or exc}") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = _lock_holder(fd)
+            os.close(fd)
+            raise StoreError(
+                f"{directory}: another tuiprof is running this experiment ({holder}); "
+                "wait for it to finish or stop it, then --resume"
+            ) from None
+        except OSError as exc:  # e.g. a filesystem without locks
+            os.close(fd)
+            raise StoreError(f"{path}: cannot lock: {exc.strerror or exc}") from None
+        pid, host, _ = runner_identity()
+        since = time.strftime("%Y-%m-%d %H:%M:%S %Z")
+        info = json.dumps({"pid": pid, "host": host, "since": since}).encode()
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, info + b"\n", 0)
+        return cls(fd, path)
+
+    def release(self) -> None:
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, 0)  # nobody holds it now
+            os.close(fd)  # closing drops the flock
+
+
+def _lock_holder(fd: int) -> str:
+    """Who holds a lock, from its file; the holder writes it just after locking, so wait a bit."""
+    deadline = time.monotonic() + 2.0
+    while True:
+        try:
+            info = json.loads(os.pread(fd, 4096, 0) or b"null")
+        except (OSError, ValueError):
+            info = None
+        if isinstance(info, dict):
+            return f"pid {info.get('pid')} on {info.get('host')}, since {info.get('since')}"
+        if time.monotonic() > deadline:
+            return "its pid not yet written"
+        time.sleep(0.02)
 
 
 @dataclass(frozen=True)
@@ -119,8 +190,13 @@ def runner_alive(pid: int | None, host: str | None, start: str | None) -> bool:
     return not (start and now is not None and now != start)
 
 
+def _json(text: str) -> Any:
+    return {} if text == "{}" else json.loads(text)  # most rows: a pending run's empty maps
+
+
 def _row_to_record(row: sqlite3.Row, directory: Path) -> RunRecord:
-    run_dir = directory / RUNS_DIR / row["run_id"]
+    # Strings, not Path joins: an experiment of 10,000 runs is read whole when it starts.
+    run_dir = f"{directory}{os.sep}{RUNS_DIR}{os.sep}{row['run_id']}"
     status = RunStatus(row["status"])  # an unknown string is a damaged store (StoreError)
     error = row["error"]
     if status == RUN_RUNNING and not runner_alive(
@@ -137,16 +213,16 @@ def _row_to_record(row: sqlite3.Row, directory: Path) -> RunRecord:
         ended_at=row["ended_at"],
         wall_time_s=row["wall_time_s"],
         exit_code=row["exit_code"],
-        metrics=json.loads(row["metrics"]),
-        environment=json.loads(row["environment"]),
-        run_dir=str(run_dir),
-        log_path=str(run_dir / LOG_NAME),
+        metrics=_json(row["metrics"]),
+        environment=_json(row["environment"]),
+        run_dir=run_dir,
+        log_path=f"{run_dir}{os.sep}{LOG_NAME}",
         error=error,
         profiler_port=row["profiler_port"],
         progress=row["progress"],
         attempt=row["attempt"],
         log_tail=row["log_tail"],
-        metrics_path=str(run_dir / METRICS_NAME),
+        metrics_path=f"{run_dir}{os.sep}{METRICS_NAME}",
     )
 
 
@@ -176,6 +252,27 @@ def _open_ro(db: Path) -> sqlite3.Connection:
         conn = sqlite3.connect(uri + "?immutable=1", uri=True)
     conn.row_factory = sqlite3.Row
     return conn
+
+
+def _check_is_experiment(db: Path) -> None:
+    """Refuse, without writing to it, a file that is not a tuiprof experiment's database."""
+    try:
+        size = db.stat().st_size
+    except OSError as exc:
+        raise StoreError(f"{db}: cannot read: {exc.strerror or exc}") from None
+    if size == 0:
+        raise StoreError(f"{db}: empty file (0 bytes), not a tuiprof experiment; left as it is")
+    uri = "file:" + urllib.request.pathname2url(str(db)) + "?mode=ro"
+    try:
+        conn = sqlite3.connect(uri, uri=True, timeout=10)
+        try:
+            found = conn.execute("SELECT 1 FROM meta WHERE key = 'spec'").fetchone()
+        finally:
+            conn.close()
+    except sqlite3.Error as exc:
+        raise StoreError(f"{db}: not a tuiprof experiment ({exc}); left as it is") from None
+    if found is None:
+        raise StoreError(f"{db}: not a tuiprof experiment (no spec); left as it is")
 
 
 def load_experiment(experiment_dir: str | Path) -> ExperimentRecord:
@@ -279,11 +376,18 @@ def kill_orphan(pgid: int | None, run_dir: Path) -> bool:
 class ExperimentStore:
     """The writer: one per experiment directory at a time (the runner's); thread-safe."""
 
-    def __init__(self, directory: Path, conn: sqlite3.Connection, spec: ExperimentSpec) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        conn: sqlite3.Connection,
+        spec: ExperimentSpec,
+        runner_lock: RunnerLock | None = None,
+    ) -> None:
         self.directory = directory
         self.spec = spec
         self._conn = conn
         self._lock = threading.Lock()
+        self._runner_lock = runner_lock
 
     # -- opening -------------------------------------------------------------------------
     @staticmethod
@@ -307,8 +411,12 @@ class ExperimentStore:
             (d / RUNS_DIR).mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise StoreError(f"{d}: cannot create: {exc.strerror or exc}") from None
+        lock = RunnerLock.acquire(d)
+        if (d / DB_NAME).exists():  # created by another tuiprof between the check and the lock
+            lock.release()
+            raise StoreError(f"{d}: already holds an experiment (use --resume)")
         conn = cls._connect(d / DB_NAME)
-        store = cls(d, conn, spec)
+        store = cls(d, conn, spec, lock)
         spec_d = spec.to_dict()  # variants stay in spec order: JSON objects keep insertion order
         with store._tx() as c:
             for key, value in {
@@ -324,17 +432,24 @@ class ExperimentStore:
     def open(cls, directory: str | Path, kill_orphans: bool = True) -> ExperimentStore:
         """An existing experiment, for resuming: stale "running" runs become interrupted."""
         d = Path(directory).resolve()
-        if not (d / DB_NAME).is_file():
+        db = d / DB_NAME
+        if not db.is_file():
             raise StoreError(f"{d}: not a tuiprof experiment (no {DB_NAME})")
+        lock = RunnerLock.acquire(d)
         try:
-            conn = cls._connect(d / DB_NAME)
+            _check_is_experiment(db)  # before any write: a foreign file stays as it is
+            conn = cls._connect(db)
             spec = ExperimentSpec.from_dict(_meta(conn)["spec"])
         except (sqlite3.Error, KeyError, ValueError) as exc:
-            raise StoreError(f"{d / DB_NAME}: cannot open: {exc}") from None
-        store = cls(d, conn, spec)
+            lock.release()
+            raise StoreError(f"{db}: cannot open: {exc}") from None
+        except StoreError:
+            lock.release()
+            raise
+        store = cls(d, conn, spec, lock)
         for row in conn.execute("SELECT * FROM runs WHERE status = ?", (RUN_RUNNING,)).fetchall():
             if runner_alive(row["runner_pid"], row["runner_host"], row["runner_start"]):
-                conn.close()
+                store.close()  # e.g. a runner on another host, where the flock is not shared
                 raise StoreError(f"{d}: another tuiprof (pid {row['runner_pid']}) is running it")
             if kill_orphans:
                 kill_orphan(row["child_pgid"], d / RUNS_DIR / row["run_id"])
@@ -355,19 +470,23 @@ class ExperimentStore:
 
     def add_runs(self, plan: Iterable[PlannedRun]) -> list[str]:
         """Record runs as pending (new ones only); returns the ids added."""
-        added = []
+        added: list[str] = []
+        rows: list[tuple[str, int, str, int, int, str]] = []
         with self._tx() as c:
             seq = c.execute("SELECT COALESCE(MAX(seq), -1) FROM runs").fetchone()[0]
+            have = {r[0] for r in c.execute("SELECT run_id FROM runs")}
             for p in plan:
-                if c.execute("SELECT 1 FROM runs WHERE run_id = ?", (p.run_id,)).fetchone():
+                if p.run_id in have:
                     continue
+                have.add(p.run_id)
                 seq += 1
-                c.execute(
-                    "INSERT INTO runs (run_id, seq, variant, repeat, is_warmup, status) "
-                    "VALUES (?, ?, ?, ?, ?, ?)",
-                    (p.run_id, seq, p.variant, p.repeat, int(p.is_warmup), RUN_PENDING),
-                )
+                rows.append((p.run_id, seq, p.variant, p.repeat, int(p.is_warmup), RUN_PENDING))
                 added.append(p.run_id)
+            c.executemany(  # one statement for all: 10,000 planned runs cost milliseconds
+                "INSERT INTO runs (run_id, seq, variant, repeat, is_warmup, status) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                rows,
+            )
         return added
 
     def set_spec(self, spec: ExperimentSpec) -> None:
@@ -462,6 +581,14 @@ class ExperimentStore:
             rows = self._conn.execute("SELECT * FROM runs ORDER BY seq").fetchall()
         return [_row_to_record(r, self.directory) for r in rows]
 
+    def unfinished(self) -> list[str]:
+        """Ids of the runs not finished yet, in order (cheap: no records are built)."""
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT run_id FROM runs WHERE status != ? ORDER BY seq", (RUN_FINISHED,)
+            ).fetchall()
+        return [r[0] for r in rows]
+
     def run(self, run_id: str) -> RunRecord:
         with self._lock:
             row = self._conn.execute("SELECT * FROM runs WHERE run_id = ?", (run_id,)).fetchone()
@@ -483,6 +610,8 @@ class ExperimentStore:
             except sqlite3.Error:
                 pass  # a reader holds it; the WAL stays and is still consistent
             self._conn.close()
+            if self._runner_lock is not None:
+                self._runner_lock.release()
 
 
 def _set(c: sqlite3.Connection, run_id: str, fields: dict[str, Any]) -> None:

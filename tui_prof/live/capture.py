@@ -34,6 +34,9 @@ from tui_prof.model import Progress
 
 # An empty trace from a live server is at most this big (an XSpace with no events: ~200 bytes).
 EMPTY_XPLANE_BYTES = 1024
+# Failures whose one line cannot say everything: the message points to the client's log, which
+# is kept. Every other failure's temporary log is removed (the line says what happened).
+_LOG_POINTS_TO = ("failed", "timeout")
 
 _ADDRESS_RE = re.compile(r"^(?:grpc://)?(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):(\d{1,5})$")
 
@@ -163,8 +166,8 @@ def capture(
     Blocks (run it in a thread worker). `retries` re-asks only after an empty capture (the job
     idle for a moment); an unreachable or dying server fails at once. `timeout_s` bounds the
     whole call (default `default_timeout_s(...)`); `cancel` stops the child at once. The native
-    client log goes to `log_path` (kept), or to a temp file removed on success and named in the
-    error otherwise.
+    client log goes to `log_path` (kept), or to a temp file that is kept, and named in the
+    error, only where the one line cannot say it all (an unexplained failure, a timeout).
     """
     addrs = parse_addresses(addresses)
     if duration_ms <= 0:
@@ -205,8 +208,11 @@ def capture(
         try:
             result = _capture_once(request, profile_root, log, started + limit, cancel, say)
         except CaptureError as exc:
-            exc.log_path = None if exc.kind == "cancelled" else log
             if exc.kind != "empty" or attempt == retries:
+                if keep_log or exc.kind in _LOG_POINTS_TO:
+                    exc.log_path = log
+                else:
+                    log.unlink(missing_ok=True)
                 raise
             say(0.0, f"nothing recorded; retry {attempt + 1} of {retries}")
             continue
@@ -268,6 +274,8 @@ def _capture_once(
     finally:
         if proc.poll() is None:
             _stop_group(proc)
+        Path(str(result_file) + ".tmp").unlink(missing_ok=True)  # a child killed mid-write
+    elapsed = time.monotonic() - started
     outcome = _read_json(result_file)
     result_file.unlink(missing_ok=True)
     after = _session_state(profile_root)
@@ -299,7 +307,7 @@ def _capture_once(
         _remove_empty(path)
     log_text = log.read_text(errors="replace") if log.exists() else ""
     return_kind, error = str(outcome.get("kind", "")), str(outcome.get("error", ""))
-    raise CaptureError(*classify(return_kind, error, log_text, addrs, duration_ms))
+    raise CaptureError(*classify(return_kind, error, log_text, addrs, duration_ms, elapsed))
 
 
 def _host_file(address: str) -> str:

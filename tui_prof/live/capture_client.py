@@ -22,13 +22,24 @@ _NO_EVENTS_RE = re.compile(r"No trace event is collected from (\S+)")
 
 
 def classify(
-    kind_hint: str, error_text: str, log_text: str, addresses: Sequence[str], duration_ms: int
+    kind_hint: str,
+    error_text: str,
+    log_text: str,
+    addresses: Sequence[str],
+    duration_ms: int,
+    elapsed_s: float | None = None,
 ) -> tuple[str, str]:
-    """(kind, one-line message) for a failed capture, from the native client's error and log."""
+    """(kind, one-line message) for a failed capture, from the native client's error and log.
+
+    gRPC's "failed to connect" means no capture began, whatever closed the connection; and a
+    message says how long it took (elapsed_s), never a limit that was not reached.
+    """
     reasons = {m.group(1): (m.group(2), m.group(3)) for m in _RETURNED_RE.finditer(log_text)}
+    after = f"after {elapsed_s:.1f} s: " if elapsed_s is not None else ""
     for addr in addresses:
         code, detail = reasons.get(addr, ("", ""))
         low = detail.lower()
+        never_connected = "failed to connect" in low
         if any(s in low for s in ("dns resolution", "errors resolving", "name resolution")):
             host = addr.rsplit(":", 1)[0]
             return ("no_server", f"cannot resolve host {host!r} of {addr}")
@@ -37,6 +48,12 @@ def classify(
                 "no_server",
                 f"no profiler server at {addr} (connection refused): is the job running, and did "
                 "it call tf.profiler.experimental.server.start(PORT) with this port?",
+            )
+        if never_connected and any(s in low for s in ("http/2", "http1", "http status")):
+            return (
+                "no_server",
+                f"something answers at {addr} but it is not a profiler server (it does not speak "
+                f"gRPC): check the port ({after}{code}: {detail.strip()})",
             )
         if any(
             s in low
@@ -49,21 +66,27 @@ def classify(
                 "end of tcp stream",
             )
         ):
+            if never_connected:
+                return (
+                    "no_server",
+                    f"{addr} closed the connection before any capture began: not a profiler "
+                    f"server, or one shutting down? ({after}{code}: {detail.strip()})",
+                )
             return (
                 "server_died",
                 f"the profiler server at {addr} went away during the capture "
-                f"(the job exited or crashed?): {code}: {detail.strip()}",
+                f"(the job exited or crashed?): {after}{code}: {detail.strip()}",
             )
         if code in ("UNAVAILABLE", "DEADLINE_EXCEEDED") and (
-            "failed to connect" in low or "timed out" in low or "deadline" in low
+            never_connected or "timed out" in low or "deadline" in low
         ):
             return (
                 "no_server",
-                f"no profiler server answered at {addr} within {CONNECT_WAIT_S - 5:.0f} s "
-                f"({detail.strip()}): check the host, the port and any firewall",
+                f"no profiler server answered at {addr} ({after}{detail.strip()}): check the host, "
+                "the port and any firewall",
             )
         if code:
-            return ("failed", f"capture from {addr} failed: {code}: {detail.strip()}")
+            return ("failed", f"capture from {addr} failed: {after}{code}: {detail.strip()}")
     if (
         kind_hint == "empty"
         or _NO_EVENTS_RE.search(log_text)

@@ -61,6 +61,26 @@ class Run:
     sessions: tuple[Session, ...]
 
 
+class Problem(str):
+    """One line about a path that could not be listed or read ("PATH: cannot list (permission
+    denied)"); a str, so it prints as is, that also keeps the path and the reason apart."""
+
+    path: str
+    reason: str
+    unreadable: bool  # something that may hold profiles could not be read (not a skipped loop)
+
+    def __new__(cls, path: Path, reason: str, unreadable: bool = True) -> Problem:
+        shown = display_path(path)
+        self = super().__new__(cls, f"{shown}: {reason}")
+        self.path, self.reason, self.unreadable = shown, reason, unreadable
+        return self
+
+
+def _os_reason(exc: OSError) -> str:
+    """As model.os_reason (this module imports nothing of tuiprof: it runs before anything)."""
+    return (exc.strerror or str(exc)).lower()
+
+
 @dataclass(frozen=True)
 class Discovery:
     root: Path
@@ -104,7 +124,7 @@ def display_path(path: Path) -> str:
     return display_name(os.fsdecode(path))
 
 
-def _host_files(entries: list[os.DirEntry[str]], problems: list[str]) -> list[HostFile]:
+def _host_files(entries: list[os.DirEntry[str]], problems: list[Problem]) -> list[HostFile]:
     hosts = []
     for e in entries:
         if not e.name.endswith(XPLANE_SUFFIX):
@@ -114,13 +134,13 @@ def _host_files(entries: list[os.DirEntry[str]], problems: list[str]) -> list[Ho
                 continue
             st = e.stat()
         except OSError as exc:
-            problems.append(f"{display_path(Path(e.path))}: cannot read ({exc.strerror})")
+            problems.append(Problem(Path(e.path), f"cannot read ({_os_reason(exc)})"))
             continue
         hosts.append(HostFile(host_name(e.name), Path(e.path), st.st_size, st.st_mtime))
     return sorted(hosts, key=lambda h: h.host)
 
 
-def _legacy_hosts(entries: list[os.DirEntry[str]], problems: list[str]) -> list[HostFile]:
+def _legacy_hosts(entries: list[os.DirEntry[str]], problems: list[Problem]) -> list[HostFile]:
     """One HostFile per host of an older TensorBoard's tool files (no xplane in the directory)."""
     files: dict[str, list[tuple[int, Path, os.stat_result]]] = {}
     for e in entries:
@@ -134,7 +154,7 @@ def _legacy_hosts(entries: list[os.DirEntry[str]], problems: list[str]) -> list[
                 continue
             st = e.stat()
         except OSError as exc:
-            problems.append(f"{display_path(Path(e.path))}: cannot read ({exc.strerror})")
+            problems.append(Problem(Path(e.path), f"cannot read ({_os_reason(exc)})"))
             continue
         suffix = (*LEGACY_SUFFIXES, LEGACY_TRACE_SUFFIX)[rank]
         files.setdefault(e.name[: -len(suffix)], []).append((rank, Path(e.path), st))
@@ -164,7 +184,7 @@ def discover(path: str | os.PathLike[str]) -> Discovery:
     root = Path(path)
     if not root.exists():
         raise FileNotFoundError(f"{display_path(root)}: no such file or directory")
-    problems: list[str] = []
+    problems: list[Problem] = []
     if root.is_file() and _legacy_file(root.name):
         found = discover(root.parent)
         session = next((s for s in found.sessions if s.path == root.parent), None)
@@ -196,12 +216,12 @@ def discover(path: str | os.PathLike[str]) -> Discovery:
         try:
             st = d.stat()
         except OSError as exc:
-            problems.append(f"{display_path(d)}: cannot read ({exc.strerror})")
+            problems.append(Problem(d, f"cannot read ({_os_reason(exc)})"))
             continue
         key = (st.st_dev, st.st_ino)
         if key in seen:
             problems.append(
-                f"{display_path(d)}: skipped, a symlink loop or a second link to a directory"
+                Problem(d, "skipped, a symlink loop or a second link to a directory", False)
             )
             continue
         seen.add(key)
@@ -209,7 +229,7 @@ def discover(path: str | os.PathLike[str]) -> Discovery:
             with os.scandir(d) as it:
                 entries = list(it)
         except OSError as exc:
-            problems.append(f"{display_path(d)}: cannot list ({exc.strerror or exc})")
+            problems.append(Problem(d, f"cannot list ({_os_reason(exc)})"))
             continue
         hosts = _host_files(entries, problems)
         fmt = "xplane"
@@ -224,8 +244,8 @@ def discover(path: str | os.PathLike[str]) -> Discovery:
             try:
                 if e.is_dir():
                     stack.append(Path(e.path))
-            except OSError:
-                problems.append(f"{display_path(Path(e.path))}: cannot read")
+            except OSError as exc:
+                problems.append(Problem(Path(e.path), f"cannot read ({_os_reason(exc)})"))
     runs = tuple(
         Run(_run_name(run_dir, root), run_dir, tuple(sorted(sessions, key=lambda s: s.name)))
         for run_dir, sessions in sorted(by_run.items(), key=lambda kv: _run_name(kv[0], root))

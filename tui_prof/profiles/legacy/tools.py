@@ -15,7 +15,16 @@ from typing import Any, TypeVar
 
 from google.protobuf.message import DecodeError, Message
 
-from tui_prof.model import CATEGORIES, KernelStat, OpStat, Precision, ProfileError, StepBreakdown
+from tui_prof.model import (
+    CATEGORIES,
+    KernelStat,
+    OpStat,
+    Precision,
+    ProfileError,
+    StepBreakdown,
+    UnreadableProfile,
+    os_reason,
+)
 
 M = TypeVar("M", bound=Message)
 _OLD_INPUT_MS = 4  # PerGenericStepDetails.input_ms, before TensorFlow 2.2 split it in two
@@ -27,7 +36,7 @@ def parse(path: Path, cls: type[M], what: str) -> M:
     try:
         data = path.read_bytes()
     except OSError as exc:
-        raise ProfileError(f"{path.name}: cannot read ({exc.strerror or exc})") from exc
+        raise UnreadableProfile(f"{path.name}: cannot read ({os_reason(exc)})") from exc
     if not data:
         raise ProfileError(f"{path.name}: empty file (0 bytes), not a {what}")
     try:

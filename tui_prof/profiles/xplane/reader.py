@@ -32,6 +32,8 @@ from tui_prof.model import (
     ProgramStat,
     Progress,
     StepBreakdown,
+    UnreadableProfile,
+    os_reason,
 )
 from tui_prof.profiles.assemble import assemble
 from tui_prof.profiles.discover import Session
@@ -51,13 +53,15 @@ def _check(cancel: threading.Event | None) -> None:
 
 
 def _validate(paths: Sequence[Path]) -> None:
+    """Open each file once: the converter reports an unreadable file as "not an XSpace profile"."""
     for p in paths:
         try:
-            size = p.stat().st_size
+            with open(p, "rb") as f:
+                size = os.fstat(f.fileno()).st_size
         except OSError as exc:
-            raise ProfileError(f"{p.name}: cannot read ({exc.strerror})") from exc
+            raise UnreadableProfile(f"{p.name}: cannot read ({os_reason(exc)})") from exc
         if size == 0:
-            raise ProfileError(f"{p.name}: empty file (0 bytes) — the capture wrote nothing")
+            raise UnreadableProfile(f"{p.name}: empty file (0 bytes) — the capture wrote nothing")
 
 
 def large_profile_bytes() -> int:
@@ -95,6 +99,8 @@ def _own_steps(
 
     try:
         found = find_steps(paths, program=program, cancel=cancel, progress=sub_progress)
+    except UnreadableProfile:
+        raise  # a damaged file is its session's error, not a profile without steps
     except NoStepsFound as exc:
         return _Own([], "none", str(exc), None, exc.programs)
     except ProfileError as exc:

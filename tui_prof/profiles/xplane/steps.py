@@ -38,6 +38,7 @@ from tui_prof.model import (
     ProgramStat,
     Progress,
     StepBreakdown,
+    UnreadableProfile,
 )
 from tui_prof.profiles.xplane.line_events import MISSING, LineEvents
 from tui_prof.profiles.xplane.program_runs import CPU_WAIT, PROGRAM_CANDIDATE
@@ -338,8 +339,8 @@ def _read_host(
                 choice, numbers, span, owned, ok = _host_steps(
                     host(), prefer_official, program, findings
                 )
-        except NoStepsFound:
-            raise
+        except (NoStepsFound, UnreadableProfile):
+            raise  # a damaged file is its session's error, not a profile without steps
         except ProfileError as exc:
             raise NoStepsFound(str(exc), findings.programs) from exc
         name = host_name(path, space)

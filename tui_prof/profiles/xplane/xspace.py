@@ -5,12 +5,14 @@ repeated XPlane); each XPlane's fields are located the same way. Metadata goes t
 XLine's events are decoded in place by xline_wire (numpy), one line at a time, its pages
 released after, so peak memory follows the largest line, not the file; upb parses any line
 the fast path declines. Anything that is not a well-formed XSpace raises `ProfileError` with a
-one-line message. Names are decoded leniently (invalid UTF-8 becomes U+FFFD) because profilers
+one-line message (`UnreadableProfile`); no view of the mapping outlives the line it was made
+for, so closing never fails over that error. Names are decoded leniently (invalid UTF-8 becomes U+FFFD) because profilers
 write them unchecked.
 """
 
 from __future__ import annotations
 
+import contextlib
 import mmap
 import re
 from collections.abc import Callable, Iterator, Sequence
@@ -20,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from tui_prof.model import ProfileError
+from tui_prof.model import UnreadableProfile, os_reason
 from tui_prof.profiles.xplane.line_events import LineEvents, StatColumns
 from tui_prof.profiles.xplane.proto import RAW_CLASSES
 from tui_prof.profiles.xplane.wire import decode_line
@@ -127,10 +129,10 @@ class XSpaceFile:
             with open(self.path, "rb") as fh:
                 size = fh.seek(0, 2)
                 if size == 0:
-                    raise ProfileError(f"{self.path.name}: empty file, not a profile")
+                    raise UnreadableProfile(f"{self.path.name}: empty file, not a profile")
                 self._mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
         except OSError as exc:
-            raise ProfileError(f"{self.path.name}: cannot read ({exc.strerror or exc})") from exc
+            raise UnreadableProfile(f"{self.path.name}: cannot read ({os_reason(exc)})") from exc
         self.size = size
         self.hostnames: list[str] = []
         self.planes: list[PlaneRef] = []
@@ -138,10 +140,12 @@ class XSpaceFile:
             self._scan()
         except (ValueError, IndexError) as exc:
             self.close()
-            raise ProfileError(f"{self.path.name}: not a readable XSpace profile ({exc})") from exc
+            raise UnreadableProfile(
+                f"{self.path.name}: not a readable XSpace profile ({exc})"
+            ) from exc
         if not self.planes:
             self.close()
-            raise ProfileError(f"{self.path.name}: not a readable XSpace profile (no planes)")
+            raise UnreadableProfile(f"{self.path.name}: not a readable XSpace profile (no planes)")
 
     def _scan(self) -> None:
         mm = self._mm
@@ -170,9 +174,12 @@ class XSpaceFile:
         return ref
 
     def close(self) -> None:
+        """Unmap the file; never raises. Should a view of it still be alive (held by some error's
+        traceback), the mapping goes when that view does: the caller's own error matters more."""
         mm = getattr(self, "_mm", None)
         if mm is not None and not mm.closed:
-            mm.close()
+            with contextlib.suppress(BufferError):
+                mm.close()
 
     def __enter__(self) -> XSpaceFile:
         return self
@@ -187,7 +194,7 @@ class XSpaceFile:
             for a, b in plane.meta_spans:  # whole records: a partial XPlane, merged field by field
                 msg.MergeFromString(self._mm[a:b])
         except Exception as exc:  # upb's DecodeError
-            raise ProfileError(
+            raise UnreadableProfile(
                 f"{self.path.name}: damaged metadata in {plane.name} ({exc})"
             ) from exc
         stat_names = {k: text(v.name) for k, v in msg.stat_metadata.items()}
@@ -213,22 +220,38 @@ class XSpaceFile:
             if skip_ids is not None and _line_id(mm, a, b) in skip_ids:
                 yield b - a, None
                 continue
-            buf = memoryview(mm)[a:b]  # no copy: numpy reads the mapped pages in place
-            decoded = decode_line(buf, stat_ids, text_stats, ref_names)
-            if decoded is None:  # an encoding the fast path does not expect: let upb parse it
-                try:
-                    msg = _LineMsg.FromString(buf)
-                except Exception as exc:  # upb's DecodeError
-                    raise ProfileError(
-                        f"{self.path.name}: damaged line in {plane.name} ({exc})"
-                    ) from exc
-                events = _upb_line_events(msg, stat_ids, text_stats, ref_names)
-            else:
-                events = decoded[1]
-            del decoded
-            buf.release()
+            events = self._line(plane, a, b, stat_ids, text_stats, ref_names)
             self._release(a, b)
             yield b - a, events
+
+    def _line(
+        self,
+        plane: PlaneRef,
+        a: int,
+        b: int,
+        stat_ids: dict[int, str],
+        text_stats: frozenset[str],
+        ref_names: dict[int, str],
+    ) -> LineEvents:
+        """One line's events. The view of its mapped bytes is released before anything leaves
+        here, the error included (a live view makes closing the mapping fail)."""
+        buf = memoryview(self._mm)[a:b]  # no copy: numpy reads the mapped pages in place
+        damage = ""
+        try:
+            decoded = decode_line(buf, stat_ids, text_stats, ref_names)
+            if decoded is not None:
+                return decoded[1]
+            try:  # an encoding the fast path does not expect: let upb parse it
+                msg = _LineMsg.FromString(buf)
+            except Exception as exc:  # upb's DecodeError
+                damage = str(exc)
+            else:
+                return _upb_line_events(msg, stat_ids, text_stats, ref_names)
+        finally:
+            # Still exported only by a frame of a propagating error: let it go with that error.
+            with contextlib.suppress(BufferError):
+                buf.release()
+        raise UnreadableProfile(f"{self.path.name}: damaged line in {plane.name} ({damage})")
 
     def _release(self, a: int, b: int) -> None:
         """Drop the mapped pages of a finished line from this process's resident memory."""
