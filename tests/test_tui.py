@@ -133,7 +133,8 @@ async def test_op_names_with_markup_are_shown_as_text(tmp_path: Path) -> None:
         ops = app.screen.query_one("#ops", DataTable)
         assert ops.row_count == len(real.top_ops)
         shown = "\n".join(ops.render_line(y).text for y in range(ops.size.height))
-        assert name in shown and op_type in shown, shown  # as typed, not bold or red "MatMul"
+        # As typed, not bold or red: the name whole, the type (cut to its column) with its brackets.
+        assert name in shown and "[red]Fu…[/red]" in shown, shown
 
 
 async def _wait_for(pilot, predicate, timeout: float = 20.0) -> None:

@@ -61,7 +61,7 @@ def fit_paths(names: Sequence[str], width: int, sep: str = "/") -> list[str]:
             keep.add(t)
         return _with_parts(p, keep, sep)
 
-    for _ in range(4):
+    for _ in range(8):
         groups: dict[str, set[int]] = {}
         for i, f in enumerate(fitted):
             groups.setdefault(f, set()).add(i)
