@@ -326,12 +326,15 @@ class ExperimentsScreen(TuiprofScreen):
         return set() if runner is None or runner.done else {*runner.active, *runner.pending}
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """x and X are offered only where they stop something this session started."""
+        """x and X are offered only where they stop something this session started, d where
+        there are variants to compare."""
         if action == "stop_selected":
             run = self.selected_run if self._composed else None
             return run is not None and run.run_id in self._runner_runs()
         if action == "stop_all":
             return bool(self._runner_runs())
+        if action == "diff_variants":  # an experiment read, with a variant beside its baseline
+            return self._record is not None and len(self._record.variants) > 1
         return True
 
     def action_stop_selected(self) -> None:
