@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 # TensorBoard's overview-page step-time categories, in its order, under our JSON names.
@@ -176,6 +177,9 @@ class KernelStat:
     tensor_core_eligible: bool
     uses_tensor_core: bool
     occupancy_percent: float | None = None
+    # Launch shape, "x,y,z" ("" where unknown): one kernel launched in two shapes is two rows.
+    grid: str = ""
+    block: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -186,6 +190,8 @@ class KernelStat:
             "tensor_core_eligible": self.tensor_core_eligible,
             "uses_tensor_core": self.uses_tensor_core,
             "occupancy_percent": self.occupancy_percent,
+            "grid": self.grid,
+            "block": self.block,
         }
 
 
@@ -376,14 +382,26 @@ class Cancelled(Exception):
     """The caller's cancel event was set; every long analysis raises this one type."""
 
 
-# Run statuses, as the results store records them.
-RUN_PENDING = "pending"
-RUN_RUNNING = "running"
-RUN_FINISHED = "finished"
-RUN_FAILED = "failed"  # exited non-zero, could not start, or was killed
-RUN_TIMEOUT = "timeout"
-RUN_INTERRUPTED = "interrupted"  # tuiprof died or was stopped while it ran
-RUN_STOPPED = "stopped"  # the user stopped it
+class RunStatus(StrEnum):
+    """A run's state; the values are the strings the results store records (and JSON shows)."""
+
+    PENDING = "pending"
+    RUNNING = "running"
+    FINISHED = "finished"
+    FAILED = "failed"  # exited non-zero, could not start, or was killed
+    TIMEOUT = "timeout"
+    INTERRUPTED = "interrupted"  # tuiprof died or was stopped while it ran
+    STOPPED = "stopped"  # the user stopped it
+
+
+# The names the runner, the store and the report use (the same members).
+RUN_PENDING = RunStatus.PENDING
+RUN_RUNNING = RunStatus.RUNNING
+RUN_FINISHED = RunStatus.FINISHED
+RUN_FAILED = RunStatus.FAILED
+RUN_TIMEOUT = RunStatus.TIMEOUT
+RUN_INTERRUPTED = RunStatus.INTERRUPTED
+RUN_STOPPED = RunStatus.STOPPED
 
 
 @dataclass(frozen=True)
@@ -393,7 +411,7 @@ class RunRecord:
     run_id: str
     variant: str
     repeat: int  # 0-based; warm-up runs have is_warmup=True and do not count
-    status: str
+    status: RunStatus
     is_warmup: bool = False
     started_at: float | None = None  # Unix time
     ended_at: float | None = None

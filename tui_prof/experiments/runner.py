@@ -45,6 +45,7 @@ from tui_prof.model import (
     RUN_TIMEOUT,
     ExperimentRecord,
     RunRecord,
+    RunStatus,
 )
 
 EventCallback = Callable[[Any], None]
@@ -370,7 +371,7 @@ class Runner:
 
     def _follow(
         self, run_id: str, handle: Any, t0: float, log_path: Path, metrics_path: Path
-    ) -> tuple[int, str, float]:
+    ) -> tuple[int, RunStatus, float]:
         """Stream output and progress until the run exits; returns (code, outcome, wall time)."""
         log = _LineTail(log_path)
         metrics = self._readers[run_id] = MetricsReader(metrics_path, seed=seed_for(run_id))
@@ -414,7 +415,7 @@ class Runner:
         self,
         rec: RunRecord,
         code: int,
-        outcome: str,
+        outcome: RunStatus,
         wall: float,
         started_at: float,
         port: int | None,

@@ -23,6 +23,7 @@ from tui_prof.model import (
     ProfileSummary,
     StepBreakdown,
 )
+from tui_prof.render.names import TailCut, kernel_names
 
 # Colour and a monochrome glyph per category; the glyph is also drawn in colour terminals' legend.
 CATEGORY_STYLE: dict[str, tuple[str, str]] = {
@@ -53,7 +54,8 @@ def used_categories(steps: Sequence[StepBreakdown]) -> list[str]:
     return [c for c in CATEGORIES if any(s.breakdown_ms.get(c, 0.0) > 0 for s in steps)]
 
 
-def headline(summary: ProfileSummary) -> Text:
+def headline(summary: ProfileSummary, *, source: bool = True) -> Text:
+    """Step time, devices, verdict, warnings; with `source`, where the steps came from too."""
     t = Text()
     avg = summary.average
     if avg is None:
@@ -78,8 +80,9 @@ def headline(summary: ProfileSummary) -> Text:
     t.append("\n")
     t.append("Verdict: ", style="bold")
     t.append(summary.bottleneck)
-    t.append("\nSteps: ", style="dim")
-    t.append(summary.step_source_detail, style="dim")
+    if source:
+        t.append("\n")
+        t.append_text(step_source_text(summary))
     for w in summary.warnings:
         if w == f"No steps found: {summary.step_source_detail}":
             continue  # the Steps line above says it already
@@ -140,6 +143,13 @@ def ranks_table(summary: ProfileSummary) -> Table | None:
             Text("◀ slowest", style="bold red") if r.slowest else "",
             style="bold" if r.slowest else None,
         )
+    return t
+
+
+def step_source_text(summary: ProfileSummary) -> Text:
+    """Where the steps came from: the converter's markers, or tuiprof's own step finder."""
+    t = Text("Steps: ", style="dim")
+    t.append(summary.step_source_detail, style="dim")
     return t
 
 
@@ -314,7 +324,7 @@ def top_ops_table(summary: ProfileSummary, limit: int = 15) -> Table:
     t.add_column("%", justify="right")
     for o in summary.top_ops[:limit]:
         t.add_row(
-            Text(o.name),
+            TailCut(o.name),  # a scope loses its head, never the op at its tail
             Text(o.op_type),
             o.where,
             fmt_ms(o.total_self_time_us / 1000),
@@ -331,14 +341,20 @@ def kernels_table(summary: ProfileSummary, limit: int = 15) -> Table:
     t.add_column("Total ms", justify="right")
     t.add_column("TC elig.", justify="center")
     t.add_column("TC used", justify="center")
-    for k in summary.kernels[:limit]:
+    kernels = summary.kernels[:limit]
+    names = kernel_names([k.name for k in kernels])  # what tells them apart, not `void Eigen::…`
+    shapes = len(set(names)) < len(names)  # one kernel in several launch shapes: say which
+    if shapes:
+        t.add_column("Grid", justify="right")
+    for k, name in zip(kernels, names, strict=True):
         t.add_row(
-            Text(k.name),
+            Text(name),
             Text(k.op_name),
             str(k.occurrences),
             fmt_ms(k.total_duration_us / 1000),
             "yes" if k.tensor_core_eligible else "no",
             "yes" if k.uses_tensor_core else "no",
+            *([k.grid or "–"] if shapes else []),
         )
     return t
 
