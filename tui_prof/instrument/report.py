@@ -1,10 +1,11 @@
 """Reporting to tuiprof from a job, and step markers for custom training loops.
 
 Contract: `report()` appends one JSON line to $TUIPROF_METRICS_FILE (the protocol of
-tui_prof.experiments.protocol) and is a no-op outside `tuiprof run`. `Reporter` is what every
-framework's helper reports (run information, epochs, results, training and step time), so the
-Keras, custom-loop, PyTorch and JAX helpers report alike. `StepProfiler` holds the TensorFlow side (markers, step-range profiling, profiler server) and imports TensorFlow only
-when it is first needed, under tuiprof.
+tui_prof.experiments.protocol) and is a no-op outside `tuiprof run`. `Reporter` is what the
+loop helpers report (run information, epochs, results, training and step time), so the
+custom-loop, PyTorch and JAX helpers report alike. `StepProfiler` holds the TensorFlow side
+(markers, step-range profiling, profiler server) and imports TensorFlow only when it is first
+needed, under tuiprof.
 """
 
 from __future__ import annotations
