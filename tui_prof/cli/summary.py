@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from contextlib import nullcontext
 from typing import Any
 
 from tui_prof.model import (
@@ -231,19 +232,7 @@ def run(args: argparse.Namespace) -> int:
     for i, sess in enumerate(sessions):
         label = f"[{i + 1}/{len(sessions)}] {sess.path}"
         try:
-            if show_progress:
-                with console.status(label) as status:
-                    summaries.append(
-                        load_summary(
-                            sess,
-                            use_cache=not args.no_cache,
-                            force_fallback=args.fallback,
-                            full=args.full,
-                            step_program=args.step_program,
-                            progress=_status_progress(status, label),
-                        )
-                    )
-            else:
+            with console.status(label) if show_progress else nullcontext() as status:
                 summaries.append(
                     load_summary(
                         sess,
@@ -251,6 +240,7 @@ def run(args: argparse.Namespace) -> int:
                         force_fallback=args.fallback,
                         full=args.full,
                         step_program=args.step_program,
+                        progress=None if status is None else _status_progress(status, label),
                     )
                 )
         except ProfileError as exc:
