@@ -303,10 +303,13 @@ class TuiprofApp(App[int]):
         screen.compare(message.a, message.b)
 
     def on_captured(self, message: Captured) -> None:
-        self.browse.scan()
+        if self.is_screen_installed("browse"):  # not while the app is closing
+            self.browse.scan()
 
     def on_profiles_changed(self, message: ProfilesChanged) -> None:
         """An experiment finished: its runs' profiles belong in the browse tree."""
+        if not self.is_screen_installed("browse"):  # posted as the app was closing
+            return
         browse = self.browse
         for directory in self.runners:
             browse.add_root(Path(directory))
