@@ -298,6 +298,7 @@ RUN_FAILED = "failed"  # exited non-zero, could not start, or was killed
 RUN_TIMEOUT = "timeout"
 RUN_INTERRUPTED = "interrupted"  # tuiprof died or was stopped while it ran
 RUN_STOPPED = "stopped"  # the user stopped it
+RUN_QUEUED = "queued"  # submitted to a cluster, waiting for a node with the resources it asks for
 
 
 @dataclass(frozen=True)
@@ -323,6 +324,8 @@ class RunRecord:
     attempt: int = 1  # 2+ when `tuiprof run --resume` ran it again after an interrupted attempt
     log_tail: str = ""  # last lines of the run's output, kept for failed runs
     metrics_path: str = ""  # the run's JSON-lines metrics file (the whole series)
+    node: str = ""  # the cluster node it ran on ("" for this machine)
+    backend_ref: str | None = None  # the cluster's id of the attempt (a Ray submission id)
 
     def to_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import gc
+import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -54,6 +56,7 @@ class TuiprofApp(App[int]):
         self.prefetch = prefetch
         self.sub_title = str(path)
         self.runners: dict[str, Runner] = {}
+        self._reattaching: set[str] = set()
 
     def on_mount(self) -> None:
         self.install_screen(BrowseScreen(self.path, self.prefetch), "browse")
@@ -122,33 +125,90 @@ class TuiprofApp(App[int]):
     def _start(self, request: StartRequest | None) -> None:
         if request is None:
             return
-        from tui_prof.experiments.runner import Runner
+        if request.spec.backend.remote:  # connecting imports Ray and asks the cluster: seconds
+            self.notify(f"Connecting to the Ray cluster for {request.spec.name}…", markup=False)
+            self.run_worker(lambda: self._create(request), thread=True, group="start")
+        else:
+            self._create(request)
 
+    def _on_event(self, holder: dict[str, str]) -> Callable[[RunEvent], None]:
         screen = self.view("experiments")
-        holder: dict[str, str] = {}
 
         def on_event(event: RunEvent) -> None:
             screen.post_message(RunnerEventArrived(holder["dir"], event))
 
-        from tui_prof.experiments.commands import SPEC_FILE, save_spec
-        from tui_prof.experiments.spec import SpecError
+        return on_event
+
+    def _create(self, request: StartRequest) -> None:
+        """Make the experiment and its runner (on a worker thread for a cluster)."""
+        from tui_prof.experiments.backends import BackendError
+        from tui_prof.experiments.runner import Runner
         from tui_prof.experiments.store import StoreError
 
+        holder: dict[str, str] = {}
         try:
-            runner = Runner.create(request.spec, on_event=on_event, parallel=request.parallel)
-        except (StoreError, OSError) as exc:
-            self.notify(str(exc), severity="error", markup=False)
+            runner = Runner.create(
+                request.spec, on_event=self._on_event(holder), parallel=request.parallel
+            )
+        except (StoreError, BackendError, OSError) as exc:
+            self._call(self.notify, str(exc), severity="error", markup=False)
             return
+        holder["dir"] = str(runner.experiment_dir)
+        self._call(self._started, runner, request)
+
+    def _call(self, fn: Callable[..., object], *args: object, **kwargs: object) -> None:
+        """fn on the UI thread, from it or from a worker thread."""
+        if threading.get_ident() == self._thread_id:
+            fn(*args, **kwargs)
+        else:
+            self.call_from_thread(fn, *args, **kwargs)
+
+    def _started(self, runner: Runner, request: StartRequest) -> None:
+        from tui_prof.experiments.commands import SPEC_FILE, save_spec
+        from tui_prof.experiments.spec import SpecError
+
         try:
             save_spec(request.spec, runner.experiment_dir / SPEC_FILE)
         except SpecError as exc:  # the store keeps the spec too: say so and run
             self.notify(str(exc), severity="warning", markup=False)
-        holder["dir"] = str(runner.experiment_dir)
-        self.runners[holder["dir"]] = runner
+        directory = str(runner.experiment_dir)
+        self.runners[directory] = runner
+        screen = self.view("experiments")
         self.action_show("experiments")
-        screen.show_experiment(holder["dir"])  # type: ignore[attr-defined]
+        screen.show_experiment(directory)  # type: ignore[attr-defined]
         runner.start()
-        self.notify(f"Started {request.spec.name}: {holder['dir']}", markup=False)
+        self.notify(f"Started {request.spec.name}: {directory}", markup=False)
+
+    def reattach(self, directory: str) -> None:
+        """Follow again the runs a cluster still runs for an experiment no tuiprof holds."""
+        if directory in self.runners or directory in self._reattaching:
+            return
+        self._reattaching.add(directory)
+        self.run_worker(lambda: self._reattach(directory), thread=True, group="reattach")
+
+    def _reattach(self, directory: str) -> None:
+        from tui_prof.experiments.backends import BackendError
+        from tui_prof.experiments.runner import Runner
+        from tui_prof.experiments.store import StoreError
+
+        holder = {"dir": directory}
+        try:
+            runner = Runner.resume(directory, on_event=self._on_event(holder), attach_only=True)
+        except StoreError:  # another tuiprof follows it: this view stays read-only
+            return
+        except BackendError as exc:
+            self._call(self.notify, f"Cannot reattach: {exc}", severity="warning", markup=False)
+            return
+        finally:
+            self._reattaching.discard(directory)
+
+        def adopt() -> None:
+            self.runners[directory] = runner
+            runner.start()
+            n = len(runner.pending)
+            self.notify(f"Reattached to {n} run(s) on the cluster: {directory}", markup=False)
+
+        self._call(adopt)
 
     # -- capture -------------------------------------------------------------------------
     def _capture_defaults(self) -> tuple[str, str]:

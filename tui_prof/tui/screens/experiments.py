@@ -126,6 +126,8 @@ class ExperimentsScreen(Screen[None]):
         self.query_one(RunTable).show_runs(record.runs)
         self.query_one("#run-log", RichLog).clear()
         self.refresh_comparison()
+        if any(r.backend_ref and r.status in ("queued", "running") for r in record.runs):
+            self.app.reattach(directory)  # type: ignore[attr-defined]  # a cluster still runs them
 
     @work(thread=True, exclusive=True, group="comparison", exit_on_error=False)
     def refresh_comparison(self) -> None:
@@ -164,7 +166,7 @@ class ExperimentsScreen(Screen[None]):
         if message.directory != self.current:
             return
         table = self.query_one(RunTable)
-        if isinstance(event, ev.RunStarted | ev.RunFinished | ev.RunFailed):
+        if isinstance(event, ev.RunQueued | ev.RunStarted | ev.RunFinished | ev.RunFailed):
             table.upsert(event.run)
             if isinstance(event, ev.RunFailed) and event.run.error:
                 self._append(event.run_id, [f"[tuiprof] {event.run.status}: {event.run.error}"])

@@ -1,4 +1,5 @@
-"""The live table of an experiment's runs: one row per run, updated in place as events arrive."""
+"""The live table of an experiment's runs: one row per run, updated in place as events arrive.
+On a cluster, `Node` says where each run runs and `queued` that it waits there for resources."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from tui_prof.model import (
     RUN_FINISHED,
     RUN_INTERRUPTED,
     RUN_PENDING,
+    RUN_QUEUED,
     RUN_RUNNING,
     RUN_STOPPED,
     RUN_TIMEOUT,
@@ -21,6 +23,7 @@ from tui_prof.model import (
 
 STATUS_STYLE = {
     RUN_PENDING: "dim",
+    RUN_QUEUED: "cyan",
     RUN_RUNNING: "bold yellow",
     RUN_FINISHED: "green",
     RUN_FAILED: "bold red",
@@ -28,7 +31,7 @@ STATUS_STYLE = {
     RUN_INTERRUPTED: "red",
     RUN_STOPPED: "magenta",
 }
-COLUMNS = ("variant", "repeat", "status", "elapsed", "progress", "metrics")
+COLUMNS = ("variant", "repeat", "status", "node", "elapsed", "progress", "metrics")
 
 
 def _elapsed(run: RunRecord, now: float) -> str:
@@ -66,6 +69,7 @@ class RunTable(DataTable[object]):
             Text(r.variant),
             repeat,
             Text(r.status, style=STATUS_STYLE.get(r.status, "")),
+            Text(r.node),
             _elapsed(r, now),
             Text(r.progress or ""),
             _metrics(r),
