@@ -175,7 +175,7 @@ def parse_backend(table: Any, path: Path | str, base: Path | None = None) -> Bac
         raise _fail(
             path, sorted(unknown)[0], f"unknown field (expected one of {', '.join(sorted(_KEYS))})"
         )
-    kind = table.get("kind", "local")
+    kind = table.get("kind", "ray" if set(table) & _RAY_KEYS else "local")  # the keys say
     if kind not in KINDS:
         raise _fail(path, "kind", f'expected "local" or "ray", got {kind!r}')
     if kind == "local":

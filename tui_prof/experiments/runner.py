@@ -75,6 +75,11 @@ def plan_runs(spec: ExperimentSpec) -> list[PlannedRun]:
     return plan
 
 
+def block_of(run_id: str) -> str:
+    """A run's block: its repeat (`r3`) or warm-up (`w0`), the part of its id after the variant."""
+    return run_id.rsplit("-", 1)[-1]
+
+
 def check_parallel(parallel: int | None) -> int | None:
     """Runs at once: 1 to MAX_PARALLEL (0 would run nothing; see spec.MAX_PARALLEL for why);
     None: as many as the backend fits (one at a time on this machine)."""
@@ -125,6 +130,12 @@ class Runner:
         self._retried: dict[str, int] = {}  # run id -> retries after a lost node
         self._host: dict[str, Any] = {}  # filled in the background: nvidia-smi can take seconds
         self._experiment_id = store.experiment_id if self.backend.remote else ""
+        # On a cluster with blocked placement a worker keeps to one block (a repeat's variants,
+        # one node) until it is done, so the workers spread over the nodes instead of queueing
+        # a block's runs behind each other on one node while another idles.
+        self._affinity = self.backend.remote and self.spec.backend.placement == "blocked"
+        self._blocks: dict[str, str] = {}  # block -> the worker thread that has it
+        self._last_block: dict[str, str] = {}  # worker thread -> the block of its last run
 
     # -- construction --------------------------------------------------------------------
     @classmethod
@@ -251,23 +262,40 @@ class Runner:
             print("tuiprof: an experiment event handler failed:", file=sys.stderr)
             traceback.print_exc()
 
-    def _next(self) -> str | None:
+    def _next(self, worker: str) -> str | None:
         with self._lock:
+            for block, owner in list(self._blocks.items()):
+                if owner == worker:
+                    del self._blocks[block]
             if not self._todo:
                 return None
+            todo = self._todo
             if self.cancel.is_set():  # what a cluster runs already is still followed
-                ids = [r for r in self._todo if r in self._refs]
-                if not ids:
-                    return None
-                self._todo.remove(ids[0])
-                self._active[ids[0]] = None
-                return ids[0]
-            run_id = self._todo.pop(0)
+                todo = [r for r in todo if r in self._refs]
+            run_id = self._pick(todo, worker)
+            if run_id is None:
+                return None
+            self._todo.remove(run_id)
             self._active[run_id] = None
+            if self._affinity:
+                self._blocks[block_of(run_id)] = worker
             return run_id
 
+    def _pick(self, todo: list[str], worker: str) -> str | None:
+        """The next run: in order, or on a cluster this worker's block first and never a block
+        another worker has (None: what is left is theirs)."""
+        if not todo or not self._affinity:
+            return todo[0] if todo else None
+        mine = self._last_block.get(worker)
+        for run_id in todo:
+            if block_of(run_id) == mine:
+                return run_id
+        return next((r for r in todo if block_of(r) not in self._blocks), None)
+
     def _worker(self) -> None:
-        while (run_id := self._next()) is not None:
+        worker = threading.current_thread().name
+        while (run_id := self._next(worker)) is not None:
+            self._last_block[worker] = block_of(run_id)
             try:
                 self._execute(run_id)
             except Exception as exc:  # a bug or a full disk: record it, go on with the others
@@ -344,7 +372,7 @@ class Runner:
             metrics_path=Path(rec.metrics_path),
             run_dir=Path(rec.run_dir),
             attempt=rec.attempt,
-            block=f"{'w' if rec.is_warmup else 'r'}{rec.repeat}",
+            block=block_of(rec.run_id),
             timeout_s=self.spec.timeout_s,
             kill_grace_s=self.spec.kill_grace_s,
             profiler_port=self.profiler_ports,
