@@ -279,7 +279,11 @@ def _scenarios(work: Path, out: dict[str, Any]) -> None:
         (victim,) = _wait_db(
             exp, "SELECT run_id FROM runs WHERE status = 'running' AND node LIKE 'w2/%'"
         )[0]
-        time.sleep(1.0)  # its first lines are out
+        log = exp / "runs" / victim / "output.log"
+        deadline = time.monotonic() + 60  # its first lines are out (they come through Ray's log)
+        while f"start {victim} " not in (log.read_text() if log.exists() else ""):
+            assert time.monotonic() < deadline, f"{victim} printed nothing in 60 s"
+            time.sleep(0.2)
         cluster.kill_node("w2")
         stdout, stderr = p.communicate(timeout=300)
         attempts = [json.loads(row[0]) for row in _db(exp, "SELECT record FROM run_attempts")]
