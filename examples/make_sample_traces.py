@@ -5,8 +5,11 @@
     python examples/make_sample_traces.py --only torch_float32 torch_autocast   # PyTorch only
     python examples/make_sample_traces.py --gpu --only torch_cuda_float32 torch_cuda_autocast
     python examples/make_sample_traces.py --only jax_step_markers jax_program_runs     # JAX only
+    python examples/make_sample_traces.py --only jax_cuda_float32 jax_cuda_bf16 jax_cuda_step_markers --gpu
     python examples/make_sample_traces.py --experiment  # only experiment_mixed_precision (`tuiprof
                                                         # run examples/mixed_precision.toml`, ~3 min)
+    python examples/make_sample_traces.py --gpu-experiment  # only experiment_torch_autocast_h100
+                                                        # (examples/torch_autocast_gpu.toml, a GPU)
 
 TensorFlow profiles come from examples/train_cnn.py, PyTorch ones (Kineto traces) from
 examples/train_torch.py on the CPU, JAX ones from examples/train_jax.py on the CPU; the PyTorch
@@ -33,6 +36,8 @@ TRAIN_TORCH = ROOT / "examples" / "train_torch.py"
 TRAIN_JAX = ROOT / "examples" / "train_jax.py"
 EXPERIMENT = OUT / "experiment_mixed_precision"
 EXPERIMENT_SPEC = ROOT / "examples" / "mixed_precision.toml"
+GPU_EXPERIMENT = OUT / "experiment_torch_autocast_h100"
+GPU_EXPERIMENT_SPEC = ROOT / "examples" / "torch_autocast_gpu.toml"
 
 # name -> train_cnn.py arguments; every profile covers global steps 5..9.
 PROFILES: dict[str, list[str]] = {
@@ -60,6 +65,13 @@ JAX_PROFILES: dict[str, list[str]] = {
     "jax_program_runs": [],
 }
 JAX_COMMON = ["--epochs", "1", "--seed", "0", "--profile-steps", "5,14", "--small-profile"]
+# The same on a CUDA GPU with --gpu: float32 and bfloat16 matmuls without step markers (steps
+# are the jitted step's runs), and bfloat16 with JAX's step markers (the converter's steps).
+JAX_GPU_PROFILES: dict[str, list[str]] = {
+    "jax_cuda_float32": ["--precision", "float32"],
+    "jax_cuda_bf16": ["--precision", "bf16"],
+    "jax_cuda_step_markers": ["--precision", "bf16", "--step-markers"],
+}
 
 
 def generate(name: str, args: list[str], script: Path = TRAIN, gpu: bool = False) -> None:
@@ -78,25 +90,53 @@ def generate(name: str, args: list[str], script: Path = TRAIN, gpu: bool = False
     subprocess.run(cmd, check=True, env=env)
 
 
-def generate_experiment() -> None:
-    """Run examples/mixed_precision.toml with this checkout's tuiprof into a fresh
-    sample_traces/experiment_mixed_precision (its README.md is kept)."""
-    readme = EXPERIMENT / "README.md"
+def generate_experiment(spec: Path, out: Path, gpu: bool = False) -> None:
+    """Run an experiment spec with this checkout's tuiprof into a fresh sample_traces/<out> (its
+    README.md is kept), then make its stored paths relative to the repository, so the sample
+    names no directory of the machine that recorded it."""
+    readme = out / "README.md"
     text = readme.read_text(encoding="utf-8") if readme.is_file() else None
-    shutil.rmtree(EXPERIMENT, ignore_errors=True)
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "CUDA_VISIBLE_DEVICES": ""}
+    shutil.rmtree(out, ignore_errors=True)
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
+    if not gpu:
+        env["CUDA_VISIBLE_DEVICES"] = ""
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     for key in [k for k in env if k.startswith("TUIPROF_")]:
         env.pop(key)  # not a run of some outer experiment
-    cmd = [sys.executable, "-m", "tui_prof.cli", "run", str(EXPERIMENT_SPEC), "--headless"]
-    cmd += ["--no-profiler-port", "--output", str(EXPERIMENT)]
-    print(f"== {EXPERIMENT.name}: tuiprof run {EXPERIMENT_SPEC.relative_to(ROOT)}", flush=True)
+    cmd = [sys.executable, "-m", "tui_prof.cli", "run", str(spec), "--headless"]
+    cmd += ["--no-profiler-port", "--output", str(out)]
+    print(f"== {out.name}: tuiprof run {spec.relative_to(ROOT)}", flush=True)
     try:
         subprocess.run(cmd, check=True, env=env)
+        relative_paths(out)
     finally:
         if text is not None:
-            EXPERIMENT.mkdir(parents=True, exist_ok=True)
+            out.mkdir(parents=True, exist_ok=True)
             readme.write_text(text, encoding="utf-8")
+
+
+def relative_paths(experiment: Path) -> None:
+    """The recorded spec's workdir and output, relative: in spec.toml to the file (as a spec
+    file's paths are read), in the store to the repository root (where `--resume` runs)."""
+    import json
+    import sqlite3
+
+    examples, rel_out = ROOT / "examples", experiment.relative_to(ROOT)
+    toml = experiment / "spec.toml"
+    if toml.is_file():
+        lines = []
+        for line in toml.read_text(encoding="utf-8").splitlines():
+            if line.startswith("workdir = "):
+                line = f'workdir = "{os.path.relpath(examples, experiment)}"'
+            elif line.startswith("output = "):
+                line = 'output = ".."'
+            lines.append(line)
+        toml.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with sqlite3.connect(experiment / "experiment.sqlite") as conn:
+        (raw,) = conn.execute("SELECT value FROM meta WHERE key = 'spec'").fetchone()
+        spec = json.loads(raw)
+        spec["workdir"], spec["output"] = "examples", str(rel_out.parent)
+        conn.execute("UPDATE meta SET value = ? WHERE key = 'spec'", (json.dumps(spec),))
 
 
 def converter_verdict(path: Path) -> str:
@@ -135,20 +175,30 @@ def main() -> int:
     parser.add_argument(
         "--only",
         nargs="*",
-        choices=sorted(PROFILES | TORCH_PROFILES | TORCH_GPU_PROFILES | JAX_PROFILES),
+        choices=sorted(
+            PROFILES | TORCH_PROFILES | TORCH_GPU_PROFILES | JAX_PROFILES | JAX_GPU_PROFILES
+        ),
         help="regenerate only these",
     )
     parser.add_argument(
-        "--gpu", action="store_true", help="also the PyTorch CUDA profiles (needs a CUDA GPU)"
+        "--gpu", action="store_true", help="also the CUDA profiles (PyTorch, JAX; needs a GPU)"
     )
     parser.add_argument(
         "--experiment",
         action="store_true",
         help="regenerate only experiment_mixed_precision, by running examples/mixed_precision.toml",
     )
+    parser.add_argument(
+        "--gpu-experiment",
+        action="store_true",
+        help="regenerate only experiment_torch_autocast_h100 (examples/torch_autocast_gpu.toml)",
+    )
     args = parser.parse_args()
     if args.experiment:
-        generate_experiment()
+        generate_experiment(EXPERIMENT_SPEC, EXPERIMENT)
+        return 0
+    if args.gpu_experiment:
+        generate_experiment(GPU_EXPERIMENT_SPEC, GPU_EXPERIMENT, gpu=True)
         return 0
     try:
         import torch  # noqa: F401  (only to know whether the PyTorch samples can be made)
@@ -164,13 +214,16 @@ def main() -> int:
         *TORCH_PROFILES,
         *(TORCH_GPU_PROFILES if args.gpu else []),
         *JAX_PROFILES,
+        *(JAX_GPU_PROFILES if args.gpu else []),
     ]
     for name in args.only or default:
-        if name in JAX_PROFILES:
+        if name in JAX_PROFILES or name in JAX_GPU_PROFILES:
             if not has_jax:
                 print(f"== {name}: skipped, jax is not installed (pip install -e '.[jax]')")
                 continue
-            generate(name, JAX_PROFILES[name], TRAIN_JAX)
+            gpu = name in JAX_GPU_PROFILES
+            jax_args = (JAX_GPU_PROFILES if gpu else JAX_PROFILES)[name]
+            generate(name, jax_args, TRAIN_JAX, gpu=gpu)
         elif name in TORCH_PROFILES or name in TORCH_GPU_PROFILES:
             if not has_torch:
                 print(f"== {name}: skipped, torch is not installed (pip install -e '.[torch]')")
@@ -184,13 +237,16 @@ def main() -> int:
         "*.op_stats_v2.pb"
     ):  # written by TensorBoard if it opened these profiles
         leftover.unlink()
-    for name in JAX_PROFILES:  # JAX also writes a trace viewer copy; tuiprof reads the xplane
+    for name in [
+        *JAX_PROFILES,
+        *JAX_GPU_PROFILES,
+    ]:  # JAX also writes a trace viewer copy; tuiprof reads the xplane
         for trace in (OUT / name).rglob("*.trace.json.gz"):
             trace.unlink()
 
     total = 0
     print("\nsample_traces/:")
-    for name in [*PROFILES, *TORCH_PROFILES, *TORCH_GPU_PROFILES, *JAX_PROFILES]:
+    for name in [*PROFILES, *TORCH_PROFILES, *TORCH_GPU_PROFILES, *JAX_PROFILES, *JAX_GPU_PROFILES]:
         for f in sorted((OUT / name).rglob("*")):
             if f.is_file():
                 total += f.stat().st_size

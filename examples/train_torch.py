@@ -68,6 +68,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--epochs", type=int, default=3)
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument(
+        "--width",
+        type=int,
+        default=1,
+        help="channel multiplier of the conv layers (1: 32 and 64 channels)",
+    )
+    p.add_argument(
+        "--image-size",
+        type=int,
+        default=8,
+        help="upsample the 8x8 digits to this size (bilinear) for a heavier, GPU-sized job",
+    )
+    p.add_argument(
         "--profile-steps",
         type=parse_steps,
         default="5,9",
@@ -82,28 +94,38 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def load_data(seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, str]:
-    """The digits as train_cnn.py splits them, and the same fingerprint (same bytes: one channel)."""
+def load_data(
+    seed: int, image_size: int = 8
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, str]:
+    """The digits as train_cnn.py splits them, and the same fingerprint (same bytes: one channel),
+    upsampled to image_size x image_size where asked (the fingerprint is of the 8x8 data)."""
     digits = load_digits()
     x = (digits.images / 16.0).astype("float32")[:, None, :, :]  # (1797, 1, 8, 8)
     y = digits.target.astype("int32")
     fingerprint = hashlib.sha256(x.tobytes() + y.tobytes()).hexdigest()[:16]
+    if image_size != 8:
+        big = nn.functional.interpolate(
+            torch.from_numpy(x), size=(image_size, image_size), mode="bilinear"
+        )
+        x = big.numpy()
     order = np.random.default_rng(seed).permutation(len(x))
     x, y = x[order], y[order]
     n_train = int(0.8 * len(x))
     return x[:n_train], y[:n_train], x[n_train:], y[n_train:], fingerprint
 
 
-def build_model() -> nn.Module:
-    """Two small conv layers and a dense head, as in train_cnn.py (logits out)."""
+def build_model(width: int = 1, image_size: int = 8) -> nn.Module:
+    """Two conv layers and a dense head, as in train_cnn.py (logits out); `width` multiplies the
+    channels and `image_size` is the input's side, so a GPU has real work to do."""
+    c1, c2, side = 32 * width, 64 * width, image_size // 2
     return nn.Sequential(
-        nn.Conv2d(1, 32, 3, padding=1),
+        nn.Conv2d(1, c1, 3, padding=1),
         nn.ReLU(),
-        nn.Conv2d(32, 64, 3, padding=1),
+        nn.Conv2d(c1, c2, 3, padding=1),
         nn.ReLU(),
         nn.MaxPool2d(2),
         nn.Flatten(),
-        nn.Linear(64 * 4 * 4, 128),
+        nn.Linear(c2 * side * side, 128),
         nn.ReLU(),
         nn.Linear(128, 10),
     )
@@ -157,11 +179,13 @@ def main(argv: list[str] | None = None) -> int:
     torch.manual_seed(args.seed)
     device = pick_device(args.device)
     cuda = device.type == "cuda"
-    x_train, y_train, x_val, y_val, fingerprint = load_data(args.seed)
+    if args.width < 1 or not 8 <= args.image_size <= 256:
+        raise SystemExit("--width must be at least 1 and --image-size 8 to 256")
+    x_train, y_train, x_val, y_val, fingerprint = load_data(args.seed, args.image_size)
     train_data = loader(x_train, y_train, args.batch_size, args.seed, True, cuda)
     val_data = loader(x_val, y_val, args.batch_size, args.seed, False, cuda)
 
-    model = build_model().to(device)
+    model = build_model(args.width, args.image_size).to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
     loss_fn = nn.CrossEntropyLoss()
     autocast = args.precision == "autocast"
@@ -185,6 +209,8 @@ def main(argv: list[str] | None = None) -> int:
         profile=args.profile_steps is not None,
         epochs=args.epochs,
         batch_size=args.batch_size,
+        width=args.width,
+        image_size=args.image_size,
         dataset=DATASET,
         dataset_fingerprint=fingerprint,
         precision=args.precision,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 from pathlib import Path
 
@@ -26,6 +27,8 @@ def _private_cache(
     """Each test starts with an empty summary cache, so no test passes on another's leftovers."""
     d = tmp_path_factory.mktemp("cache")
     monkeypatch.setenv("TUIPROF_CACHE_DIR", str(d))
+    # The TUI's error log ($XDG_STATE_HOME/tuiprof/errors.log) stays out of the user's home too.
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state")))
     return d
 
 
@@ -58,11 +61,15 @@ def official_overview(paths: list[Path]) -> list[dict]:
 
 async def settle(pilot) -> None:
     """Wait until no worker has run for two rounds (workers here start workers: scan → compare),
-    instead of sleeping."""
+    instead of sleeping. The logdir follower runs as long as its screen, so it is not waited for."""
+    from tui_prof.tui.screens.browse import FOLLOW_GROUP
+
     quiet = 0
     for _ in range(50):
-        busy = any(w.is_running for w in pilot.app.workers)
-        await pilot.app.workers.wait_for_complete()
+        workers = [w for w in pilot.app.workers if w.group != FOLLOW_GROUP]
+        busy = any(w.is_running for w in workers)
+        # Failed and cancelled workers end too; the app's handler reports failures.
+        await asyncio.gather(*(w.wait() for w in workers), return_exceptions=True)
         await pilot.pause(0.05)
         quiet = 0 if busy else quiet + 1
         if quiet >= 2:

@@ -21,7 +21,9 @@ with open(metrics, "a") as f:
     for i in range(5):
         f.write(json.dumps({"latency_ms": 10.0 + i + repeat}) + "\n")
     bonus = 0.05 if variant == "b" else 0.0
-    f.write(json.dumps({"accuracy": 0.5 + 0.1 * repeat + bonus, "dataset_fingerprint": "d1"}) + "\n")
+    f.write(
+        json.dumps({"accuracy": 0.5 + 0.1 * repeat + bonus, "dataset_fingerprint": "d1"}) + "\n"
+    )
 session = os.path.join(run_dir, "plugins", "profile", "session")
 os.makedirs(session, exist_ok=True)
 with open(os.path.join(session, "host.xplane.pb"), "wb") as f:

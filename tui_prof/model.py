@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 # TensorBoard's overview-page step-time categories, in its order, under our JSON names.
@@ -42,21 +43,57 @@ STEP_SOURCE_PROGRAM_RUNS = "xla_program_runs"
 # Steps as an older TensorBoard computed them and saved them in its tool files (*.overview_page.pb).
 STEP_SOURCE_PRECOMPUTED = "precomputed"
 
+# The PyTorch profiler TensorBoard plugin's overview categories (torch-tb-profiler's ProfileRole),
+# in its order, under our JSON names: a Kineto session's second vocabulary (`native_breakdown_ms`).
+NATIVE_CATEGORIES: tuple[str, ...] = (
+    "kernel",
+    "memcpy",
+    "memset",
+    "communication",
+    "runtime",
+    "dataloader",
+    "cpu_exec",
+    "other",
+)
+
+NATIVE_LABELS: dict[str, str] = {
+    "kernel": "Kernel",
+    "memcpy": "Memcpy",
+    "memset": "Memset",
+    "communication": "Communication",
+    "runtime": "Runtime",
+    "dataloader": "DataLoader",
+    "cpu_exec": "CPU Exec",
+    "other": "Other",
+}
+
+
+def _native(d: dict[str, float] | None) -> dict[str, float] | None:
+    return None if d is None else {c: d.get(c, 0.0) for c in NATIVE_CATEGORIES}
+
 
 @dataclass(frozen=True)
 class StepBreakdown:
-    """One training step: its time and how TensorBoard's categories split it (milliseconds)."""
+    """One training step: its time and how TensorBoard's categories split it (milliseconds).
+
+    `native_breakdown_ms` is the same step in the profiler's own vocabulary where it has one
+    (PyTorch: NATIVE_CATEGORIES); None, and absent from the JSON, for TensorFlow/JAX sessions.
+    """
 
     step: int
     step_time_ms: float
     breakdown_ms: dict[str, float]
+    native_breakdown_ms: dict[str, float] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        d: dict[str, Any] = {
             "step": self.step,
             "step_time_ms": self.step_time_ms,
             "breakdown_ms": {c: self.breakdown_ms.get(c, 0.0) for c in CATEGORIES},
         }
+        if self.native_breakdown_ms is not None:
+            d["native_breakdown_ms"] = _native(self.native_breakdown_ms)
+        return d
 
 
 @dataclass(frozen=True)
@@ -69,9 +106,10 @@ class StepAverage:
     breakdown_std_ms: dict[str, float | None] = field(default_factory=dict)
     min_step_time_ms: float | None = None
     max_step_time_ms: float | None = None
+    native_breakdown_ms: dict[str, float] | None = None  # see StepBreakdown
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        d: dict[str, Any] = {
             "step_time_ms": self.step_time_ms,
             "step_time_std_ms": self.step_time_std_ms,
             "min_step_time_ms": self.min_step_time_ms,
@@ -79,6 +117,9 @@ class StepAverage:
             "breakdown_ms": {c: self.breakdown_ms.get(c, 0.0) for c in CATEGORIES},
             "breakdown_std_ms": {c: self.breakdown_std_ms.get(c) for c in CATEGORIES},
         }
+        if self.native_breakdown_ms is not None:
+            d["native_breakdown_ms"] = _native(self.native_breakdown_ms)
+        return d
 
 
 @dataclass(frozen=True)
@@ -87,7 +128,8 @@ class Precision:
 
     source says what it was measured on: "steps" (the steps' device compute, TensorBoard's
     way), "hlo_ops" (device HLO ops by their types, where there are no steps), "kernel_names"
-    (kernels whose names carry a 16-bit type) or "precomputed" (an older TensorBoard's file).
+    (kernels whose names carry a 16-bit type), "precomputed" (an older TensorBoard's file) or
+    "kernels_and_op_types" (PyTorch: every GPU kernel, 16-bit by its name or its op's input types).
     """
 
     compute_16bit_percent: float
@@ -135,6 +177,9 @@ class KernelStat:
     tensor_core_eligible: bool
     uses_tensor_core: bool
     occupancy_percent: float | None = None
+    # Launch shape, "x,y,z" ("" where unknown): one kernel launched in two shapes is two rows.
+    grid: str = ""
+    block: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -145,6 +190,8 @@ class KernelStat:
             "tensor_core_eligible": self.tensor_core_eligible,
             "uses_tensor_core": self.uses_tensor_core,
             "occupancy_percent": self.occupancy_percent,
+            "grid": self.grid,
+            "block": self.block,
         }
 
 
@@ -170,13 +217,44 @@ class Environment:
     device_count: int
     hosts: tuple[str, ...]
     device_names: tuple[str, ...] = ()
+    world_size: int | None = None  # distributed jobs that record it (PyTorch's distributedInfo)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        d: dict[str, Any] = {
             "device_type": self.device_type,
             "device_count": self.device_count,
             "hosts": list(self.hosts),
             "device_names": list(self.device_names),
+        }
+        if self.world_size is not None:
+            d["world_size"] = self.world_size
+        return d
+
+
+@dataclass(frozen=True)
+class RankSummary:
+    """One rank (one trace file) of a multi-rank session: its own steps' average.
+
+    `slowest` marks the rank with the longest average step time when there are two or more.
+    """
+
+    name: str
+    rank: int | None
+    steps: int
+    step_time_ms: float | None
+    step_time_std_ms: float | None
+    breakdown_ms: dict[str, float]
+    slowest: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "rank": self.rank,
+            "steps": self.steps,
+            "step_time_ms": self.step_time_ms,
+            "step_time_std_ms": self.step_time_std_ms,
+            "breakdown_ms": {c: self.breakdown_ms.get(c, 0.0) for c in CATEGORIES},
+            "slowest": self.slowest,
         }
 
 
@@ -243,8 +321,22 @@ class ProfileSummary:
     warnings: tuple[str, ...] = ()
     device_utilization: DeviceUtilization | None = None
     programs: tuple[ProgramStat, ...] = ()  # XLA programs run, most device time first
+    # Set by readers that know it ("pytorch" for Kineto traces); "" leaves the JSON as it was.
+    framework: str = ""
+    # Multi-rank sessions (PyTorch: one trace per rank): each rank's average, the slowest flagged.
+    ranks: tuple[RankSummary, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
+        d = self._core_dict()
+        if self.framework:
+            d["framework"] = self.framework
+        if self.ranks:
+            d["ranks"] = [r.to_dict() for r in self.ranks]
+            slowest = next((r.name for r in self.ranks if r.slowest), None)
+            d["slowest_rank"] = slowest
+        return d
+
+    def _core_dict(self) -> dict[str, Any]:
         return {
             "path": self.path,
             "hosts": list(self.hosts),
@@ -290,15 +382,28 @@ class Cancelled(Exception):
     """The caller's cancel event was set; every long analysis raises this one type."""
 
 
-# Run statuses, as the results store records them.
-RUN_PENDING = "pending"
-RUN_RUNNING = "running"
-RUN_FINISHED = "finished"
-RUN_FAILED = "failed"  # exited non-zero, could not start, or was killed
-RUN_TIMEOUT = "timeout"
-RUN_INTERRUPTED = "interrupted"  # tuiprof died or was stopped while it ran
-RUN_STOPPED = "stopped"  # the user stopped it
-RUN_QUEUED = "queued"  # submitted to a cluster, waiting for a node with the resources it asks for
+class RunStatus(StrEnum):
+    """A run's state; the values are the strings the results store records (and JSON shows)."""
+
+    PENDING = "pending"
+    RUNNING = "running"
+    FINISHED = "finished"
+    FAILED = "failed"  # exited non-zero, could not start, or was killed
+    TIMEOUT = "timeout"
+    INTERRUPTED = "interrupted"  # tuiprof died or was stopped while it ran
+    STOPPED = "stopped"  # the user stopped it
+    QUEUED = "queued"  # submitted to a cluster, waiting for a node with the resources it asks for
+
+
+# The names the runner, the store and the report use (the same members).
+RUN_PENDING = RunStatus.PENDING
+RUN_RUNNING = RunStatus.RUNNING
+RUN_FINISHED = RunStatus.FINISHED
+RUN_FAILED = RunStatus.FAILED
+RUN_TIMEOUT = RunStatus.TIMEOUT
+RUN_INTERRUPTED = RunStatus.INTERRUPTED
+RUN_STOPPED = RunStatus.STOPPED
+RUN_QUEUED = RunStatus.QUEUED
 
 
 @dataclass(frozen=True)
@@ -308,7 +413,7 @@ class RunRecord:
     run_id: str
     variant: str
     repeat: int  # 0-based; warm-up runs have is_warmup=True and do not count
-    status: str
+    status: RunStatus
     is_warmup: bool = False
     started_at: float | None = None  # Unix time
     ended_at: float | None = None

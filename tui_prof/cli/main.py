@@ -45,7 +45,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 def build_tui_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tuiprof",
-        description="Open the TUI on a logdir, run, session or .xplane.pb file.",
+        description="Open the TUI on a logdir, run, session, .xplane.pb file or PyTorch profiler "
+        "trace (.json[.gz]).",
         epilog="Headless subcommands: " + ", ".join(SUBCOMMANDS) + " (tuiprof COMMAND --help).",
     )
     parser.add_argument("path", nargs="?", default=".", help="what to browse (default: .)")

@@ -23,17 +23,6 @@ from typing import Any
 from tui_prof.experiments import events as ev
 from tui_prof.model import RUN_FINISHED, RUN_PENDING, RUN_QUEUED, RUN_RUNNING, RunRecord
 
-STATUS_STYLE = {
-    "pending": "dim",
-    "queued": "cyan",
-    "running": "bold cyan",
-    "finished": "green",
-    "failed": "bold red",
-    "timeout": "bold red",
-    "stopped": "yellow",
-    "interrupted": "yellow",
-}
-
 
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
@@ -263,6 +252,8 @@ class _Board:
         from rich.table import Table
         from rich.text import Text
 
+        from tui_prof.render.status import status_text
+
         with self.lock:
             runs = list(self.runs.values())
             now = time.monotonic()
@@ -300,7 +291,7 @@ class _Board:
                 cells = [_cell(vals, m) for m in metrics]
                 t.add_row(
                     Text(r.run_id),
-                    Text(r.status, style=STATUS_STYLE.get(r.status, "")),
+                    status_text(r.status),
                     *([Text(r.node)] if nodes else []),
                     elapsed,
                     Text(r.progress or self.progress.get(r.run_id, "")),

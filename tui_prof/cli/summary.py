@@ -10,9 +10,18 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from contextlib import nullcontext
 from typing import Any
 
-from tui_prof.model import CATEGORIES, CATEGORY_LABELS, ProfileError, ProfileSummary, Progress
+from tui_prof.model import (
+    CATEGORIES,
+    CATEGORY_LABELS,
+    NATIVE_CATEGORIES,
+    NATIVE_LABELS,
+    ProfileError,
+    ProfileSummary,
+    Progress,
+)
 
 
 def register(sub: Any) -> None:
@@ -22,9 +31,18 @@ def register(sub: Any) -> None:
         description="Summarise every profile session under PATH (a logdir, run, session or "
         ".xplane.pb; TensorFlow and JAX xplane profiles on GPU, TPU or CPU, and older "
         "TensorBoard tool files, *.overview_page.pb and friends). Without step markers, a JAX "
-        "job's steps are the runs of its jitted train-step XLA program.",
+        "job's steps are the runs of its jitted train-step XLA program. PyTorch profiler traces "
+        "are sessions too: *.pt.trace.json[.gz] from torch.profiler's tensorboard_trace_handler "
+        "(one file per rank, grouped as the PyTorch TensorBoard plugin groups them), other "
+        "*.json[.gz] whose head reads as a Kineto trace (export_chrome_trace), and any trace file "
+        "named as PATH. Their JSON adds the plugin's own categories (native_breakdown_ms: kernel, "
+        "memcpy, memset, communication, runtime, dataloader, cpu_exec, other) and, with several "
+        "ranks, ranks and slowest_rank.",
     )
-    p.add_argument("path", help="logdir, run dir, session dir or one profile file")
+    p.add_argument(
+        "path",
+        help="logdir, run dir, session dir, one profile file or one PyTorch trace (.json[.gz])",
+    )
     fmt = p.add_mutually_exclusive_group()
     fmt.add_argument(
         "--json", action="store_const", dest="format", const="json", help="one JSON object"
@@ -41,7 +59,8 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--fallback",
         action="store_true",
-        help="ignore official step markers and use tuiprof's own step finder (to cross-check it)",
+        help="ignore official step markers and use tuiprof's own step finder (to cross-check it); "
+        "PyTorch traces: ignore ProfilerStep#N (steps from optimizer steps, else the whole trace)",
     )
     p.add_argument(
         "--step-program",
@@ -124,10 +143,33 @@ def to_markdown(summaries: list[ProfileSummary]) -> str:
                 pct = 100 * v / avg.step_time_ms if avg.step_time_ms else 0.0
                 out.append(f"| {CATEGORY_LABELS[c]} | {v:.3f} | {pct:.1f}% |")
             out.append("")
+        out.extend(_markdown_pytorch(s))
         for r in s.recommendations:
             out.append(f"- {r}")
         out.append("")
     return "\n".join(out)
+
+
+def _markdown_pytorch(s: ProfileSummary) -> list[str]:
+    """PyTorch sessions: the plugin's categories and the ranks."""
+    out: list[str] = []
+    avg = s.average
+    if avg is not None and avg.native_breakdown_ms is not None:
+        out.append("| PyTorch plugin category | Avg ms | % of step |\n|---|---:|---:|")
+        for c in NATIVE_CATEGORIES:
+            v = avg.native_breakdown_ms.get(c, 0.0)
+            pct = 100 * v / avg.step_time_ms if avg.step_time_ms else 0.0
+            out.append(f"| {NATIVE_LABELS[c]} | {v:.3f} | {pct:.1f}% |")
+        out.append("")
+    if len(s.ranks) > 1:
+        out.append("| Rank | Trace | Steps | Step ms | |\n|---|---|---:|---:|---|")
+        for r in s.ranks:
+            ms = f"{r.step_time_ms:.2f}" if r.step_time_ms is not None else "–"
+            rank = "–" if r.rank is None else str(r.rank)
+            flag = "slowest" if r.slowest else ""
+            out.append(f"| {rank} | {r.name} | {r.steps} | {ms} | {flag} |")
+        out.append("")
+    return out
 
 
 def to_csv(summaries: list[ProfileSummary]) -> str:
@@ -136,7 +178,12 @@ def to_csv(summaries: list[ProfileSummary]) -> str:
 
     buf = io.StringIO()
     w = csv.writer(buf)
-    w.writerow(["session", "step_source", "step", "step_time_ms", *[f"{c}_ms" for c in CATEGORIES]])
+    # PyTorch sessions add the plugin's categories (empty for TensorFlow rows).
+    native = any(st.native_breakdown_ms is not None for s in summaries for st in s.steps)
+    extra = [f"native_{c}_ms" for c in NATIVE_CATEGORIES] if native else []
+    w.writerow(
+        ["session", "step_source", "step", "step_time_ms", *[f"{c}_ms" for c in CATEGORIES], *extra]
+    )
     for s in summaries:
         for st in s.steps:
             w.writerow(
@@ -146,6 +193,10 @@ def to_csv(summaries: list[ProfileSummary]) -> str:
                     st.step,
                     st.step_time_ms,
                     *[st.breakdown_ms.get(c, 0.0) for c in CATEGORIES],
+                    *[
+                        "" if st.native_breakdown_ms is None else st.native_breakdown_ms.get(c, 0.0)
+                        for c in (NATIVE_CATEGORIES if native else ())
+                    ],
                 ]
             )
     return buf.getvalue()
@@ -167,7 +218,10 @@ def run(args: argparse.Namespace) -> int:
             errors.append({"path": problem.path, "error": problem.reason})
     sessions = found.sessions
     if not sessions:
-        _err(f"{args.path}: no profile sessions (*.xplane.pb or *.overview_page.pb) found")
+        _err(
+            f"{args.path}: no profile sessions (*.xplane.pb, *.overview_page.pb or PyTorch traces) "
+            "found"
+        )
         return 2
     summaries: list[ProfileSummary] = []
     show_progress = args.format == "rich" and sys.stderr.isatty()
@@ -178,19 +232,7 @@ def run(args: argparse.Namespace) -> int:
     for i, sess in enumerate(sessions):
         label = f"[{i + 1}/{len(sessions)}] {sess.path}"
         try:
-            if show_progress:
-                with console.status(label) as status:
-                    summaries.append(
-                        load_summary(
-                            sess,
-                            use_cache=not args.no_cache,
-                            force_fallback=args.fallback,
-                            full=args.full,
-                            step_program=args.step_program,
-                            progress=_status_progress(status, label),
-                        )
-                    )
-            else:
+            with console.status(label) if show_progress else nullcontext() as status:
                 summaries.append(
                     load_summary(
                         sess,
@@ -198,6 +240,7 @@ def run(args: argparse.Namespace) -> int:
                         force_fallback=args.fallback,
                         full=args.full,
                         step_program=args.step_program,
+                        progress=None if status is None else _status_progress(status, label),
                     )
                 )
         except ProfileError as exc:

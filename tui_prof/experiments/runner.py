@@ -57,6 +57,7 @@ from tui_prof.model import (
     RUN_TIMEOUT,
     ExperimentRecord,
     RunRecord,
+    RunStatus,
 )
 
 EventCallback = Callable[[Any], None]
@@ -480,7 +481,12 @@ class Runner:
                 ).start()
 
     def _finish(
-        self, run_id: str, handle: RunHandle, outcome: str, wall: float, request: LaunchRequest
+        self,
+        run_id: str,
+        handle: RunHandle,
+        outcome: RunStatus,
+        wall: float,
+        request: LaunchRequest,
     ) -> None:
         out: RunOutcome = handle.outcome()
         state = self._readers.pop(run_id).state

@@ -48,6 +48,7 @@ from tui_prof.model import (
     RUN_RUNNING,
     ExperimentRecord,
     RunRecord,
+    RunStatus,
 )
 
 DB_NAME = "experiment.sqlite"
@@ -202,7 +203,7 @@ def _json(text: str) -> Any:
 def _row_to_record(row: sqlite3.Row, directory: Path) -> RunRecord:
     # Strings, not Path joins: an experiment of 10,000 runs is read whole when it starts.
     run_dir = f"{directory}{os.sep}{RUNS_DIR}{os.sep}{row['run_id']}"
-    status = row["status"]
+    status = RunStatus(row["status"])  # an unknown string is a damaged store (StoreError)
     error = row["error"]
     keys = row.keys()
     ref = row["backend_ref"] if "backend_ref" in keys else None
@@ -300,11 +301,12 @@ def load_experiment(experiment_dir: str | Path) -> ExperimentRecord:
             rows = conn.execute("SELECT * FROM runs ORDER BY seq").fetchall()
         finally:
             conn.close()
+        runs = [_row_to_record(r, directory) for r in rows]
     except (sqlite3.Error, ValueError, KeyError) as exc:
         raise StoreError(f"{db}: cannot read: {exc}") from None
     if "spec" not in meta:
         raise StoreError(f"{db}: not a tuiprof experiment (no spec)")
-    return _record(directory, meta, [_row_to_record(r, directory) for r in rows])
+    return _record(directory, meta, runs)
 
 
 def find_experiments(root: Path, max_depth: int = FIND_MAX_DEPTH) -> list[Path]:

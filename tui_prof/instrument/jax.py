@@ -22,7 +22,6 @@ imported only when one of these things is asked for.
 from __future__ import annotations
 
 import os
-import statistics
 import sys
 import time
 from collections.abc import Iterator
@@ -30,7 +29,7 @@ from contextlib import contextmanager
 from types import ModuleType
 from typing import Any
 
-from tui_prof.instrument.report import enabled, framework_versions, report_line
+from tui_prof.instrument.report import Reporter, enabled
 
 _server: Any = None  # the process's profiler server (one per process)
 
@@ -51,7 +50,7 @@ def start_profiler_server() -> int | None:
     return int(port)
 
 
-class JaxSteps:
+class JaxSteps(Reporter):
     """A JAX training loop's handle: `step(n)` marks (and maybe traces) a step, `report()`
     reports results; see the module's contract."""
 
@@ -65,17 +64,13 @@ class JaxSteps:
     ) -> None:
         if profile_steps is not None and not (0 < profile_steps[0] <= profile_steps[1]):
             raise ValueError("profile_steps must be (first, last) with 0 < first <= last")
-        self.reporting = enabled()
+        super().__init__(info)
         self.logdir = os.fspath(logdir) if logdir else os.environ.get("TUIPROF_RUN_DIR") or None
         self.active = self.reporting or logdir is not None
         self.profile_steps = profile_steps if self.logdir else None
         self.markers = markers and self.active
-        self.info = info
-        self.step_times_s: list[float] = []
         self.tracing = False
         self._jax: ModuleType | None = None
-        self._t0 = time.perf_counter()
-        self._epoch_t0: float | None = None
 
     def _import(self) -> ModuleType:
         if self._jax is None:
@@ -119,40 +114,15 @@ class JaxSteps:
             self.tracing = False
             self._import().profiler.stop_trace()
 
-    def epoch_begin(self) -> None:
-        self._epoch_t0 = time.perf_counter()
-
-    def epoch_end(self, epoch: int, **metrics: Any) -> None:
-        """Report an epoch's metrics (epoch counted from 0) with its time."""
-        line: dict[str, Any] = {"epoch": epoch, **metrics}
-        if self._epoch_t0 is not None:
-            line["epoch_time_s"] = time.perf_counter() - self._epoch_t0
-            self._epoch_t0 = None
-        if self.reporting:
-            report_line(line)
-
-    def report(self, **metrics: Any) -> None:
-        if self.reporting:
-            report_line(metrics)
-
-    def summary(self, skip: int = 1) -> dict[str, float | int]:
-        """Median step time, leaving out the first `skip` steps (compilation, warm-up)."""
-        times = self.step_times_s[skip:] or self.step_times_s
-        if not times:
-            return {}
-        return {"step_time_ms": statistics.median(times) * 1000.0, "steps": len(self.step_times_s)}
-
     def __enter__(self) -> JaxSteps:
         if self.reporting:
             start_profiler_server()
-            report_line({"info": {**self.info, "framework_versions": framework_versions()}})
-        self._t0 = time.perf_counter()
+        self.open_report()
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
-        if self.reporting:
-            report_line({"train_time_s": time.perf_counter() - self._t0, **self.summary()})
+        self.close_report()
 
 
 def trace_steps(

@@ -1,9 +1,11 @@
 """Reporting to tuiprof from a job, and step markers for custom training loops.
 
 Contract: `report()` appends one JSON line to $TUIPROF_METRICS_FILE (the protocol of
-tui_prof.experiments.protocol) and is a no-op outside `tuiprof run`. `StepProfiler` holds the
-TensorFlow side (markers, step-range profiling, profiler server) and imports TensorFlow only
-when it is first needed, under tuiprof.
+tui_prof.experiments.protocol) and is a no-op outside `tuiprof run`. `Reporter` is what the
+loop helpers report (run information, epochs, results, training and step time), so the
+custom-loop, PyTorch and JAX helpers report alike. `StepProfiler` holds the TensorFlow side
+(markers, step-range profiling, profiler server) and imports TensorFlow only when it is first
+needed, under tuiprof.
 """
 
 from __future__ import annotations
@@ -175,21 +177,75 @@ class StepProfiler:
 
     def summary(self, skip: int = 1) -> dict[str, float | int]:
         """Median step time, leaving out the first `skip` steps (tracing and warm-up)."""
-        times = self.step_times_s[skip:] or self.step_times_s
-        if not times:
-            return {}
-        return {"step_time_ms": statistics.median(times) * 1000.0, "steps": len(self.step_times_s)}
+        return median_step_ms(self.step_times_s, skip)
 
 
-class TuiprofRun:
+def median_step_ms(step_times_s: list[float], skip: int = 1) -> dict[str, float | int]:
+    """The median step time, leaving out the first `skip` steps (tracing, compilation, lazy
+    initialisation), and how many steps ran."""
+    times = step_times_s[skip:] or step_times_s
+    if not times:
+        return {}
+    return {"step_time_ms": statistics.median(times) * 1000.0, "steps": len(step_times_s)}
+
+
+class Reporter:
+    """What every framework's helper reports, and how: the run information on entry, each
+    epoch with its time, results, and on exit the training time and the median step time.
+    A no-op outside `tuiprof run` (`reporting` is False)."""
+
+    def __init__(self, info: dict[str, Any]) -> None:
+        self.reporting = enabled()
+        self.info = {k: v for k, v in info.items() if v is not None}
+        self.step_times_s: list[float] = []
+        self._t0 = self._epoch_t0 = time.perf_counter()
+
+    def _epochs(self) -> dict[str, int]:
+        """The planned epoch count, where the job gave one: the runner shows "epoch 2/5"."""
+        epochs = self.info.get("epochs")
+        return {"epochs": epochs} if isinstance(epochs, int) else {}
+
+    def open_report(self) -> None:
+        """Report the run information and start the training clock."""
+        if self.reporting:
+            info = {**self.info, "framework_versions": framework_versions()}
+            report_line({"info": info, **self._epochs()})
+        self._t0 = self._epoch_t0 = time.perf_counter()
+
+    def close_report(self) -> None:
+        """Report the training time and the median step time."""
+        if self.reporting:
+            report_line({"train_time_s": time.perf_counter() - self._t0, **self.summary()})
+
+    def epoch_begin(self) -> None:
+        """Start an epoch's clock (optional: each epoch's clock also starts when the last ends)."""
+        self._epoch_t0 = time.perf_counter()
+
+    def epoch_end(self, epoch: int, **metrics: Any) -> None:
+        """Report an epoch's metrics (epoch counted from 0) with its time."""
+        now = time.perf_counter()
+        line: dict[str, Any] = {"epoch": epoch, "epoch_time_s": now - self._epoch_t0}
+        line.update(self._epochs())
+        line.update(metrics)
+        self._epoch_t0 = now
+        if self.reporting:
+            report_line(line)
+
+    def report(self, **metrics: Any) -> None:
+        """Report results (e.g. the final validation accuracy)."""
+        if self.reporting:
+            report_line(metrics)
+
+    def summary(self, skip: int = 1) -> dict[str, float | int]:
+        return median_step_ms(self.step_times_s, skip)
+
+
+class TuiprofRun(Reporter):
     """A custom training loop's handle: `step(n)` marks a step, `report()` reports results."""
 
     def __init__(self, profile_steps: tuple[int, int] | None = None, **info: Any) -> None:
-        self.active = enabled()
+        super().__init__(info)
         self.profiler = StepProfiler(profile_steps)
-        self.info = info
-        self._t0 = time.perf_counter()
-        self._epoch_t0: float | None = None
 
     @contextmanager
     def step(self, step: int) -> Iterator[None]:
@@ -200,32 +256,20 @@ class TuiprofRun:
         finally:
             self.profiler.end(step)
 
-    def epoch_begin(self) -> None:
-        self._epoch_t0 = time.perf_counter()
-
-    def epoch_end(self, epoch: int, **metrics: Any) -> None:
-        """Report an epoch's metrics (epoch counted from 0) with its time."""
-        line: dict[str, Any] = {"epoch": epoch, **metrics}
-        if self._epoch_t0 is not None:
-            line["epoch_time_s"] = time.perf_counter() - self._epoch_t0
-            self._epoch_t0 = None
-        report_line(line)
-
-    def report(self, **metrics: Any) -> None:
-        report_line(metrics)
+    def summary(self, skip: int = 1) -> dict[str, float | int]:
+        return median_step_ms(self.profiler.step_times_s, skip)
 
     def __enter__(self) -> TuiprofRun:
-        if self.active:
+        if self.reporting:
             start_profiler_server()
-            report_line({"info": {**self.info, "framework_versions": framework_versions()}})
-        self._t0 = time.perf_counter()
+        self.open_report()
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        if not self.active:
+        if not self.reporting:
             return
         self.profiler.stop()
-        report_line({"train_time_s": time.perf_counter() - self._t0, **self.profiler.summary()})
+        self.close_report()
 
 
 def tuiprof_run(profile_steps: tuple[int, int] | None = None, **info: Any) -> TuiprofRun:

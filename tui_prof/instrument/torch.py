@@ -23,15 +23,14 @@ script runs the same with and without tuiprof. CUDA activity is recorded where t
 from __future__ import annotations
 
 import os
-import statistics
 import time
 from types import TracebackType
 from typing import Any
 
-from tui_prof.instrument.report import enabled, framework_versions, report_line
+from tui_prof.instrument.report import Reporter
 
 
-class TorchProfiler:
+class TorchProfiler(Reporter):
     """Profiles a window of training steps and reports epochs; see `torch_profiler`."""
 
     def __init__(
@@ -52,7 +51,7 @@ class TorchProfiler:
     ) -> None:
         if min(wait, warmup, skip_first) < 0 or active < 1:
             raise ValueError("need wait, warmup, skip_first >= 0 and active >= 1")
-        self.reporting = enabled()
+        super().__init__(info)
         run_dir = os.environ.get("TUIPROF_RUN_DIR") if self.reporting else None
         self.logdir = (os.fspath(logdir) if logdir is not None else run_dir) if profile else None
         self.window = (skip_first, wait, warmup, active)
@@ -61,11 +60,9 @@ class TorchProfiler:
         self.with_stack = with_stack
         self.cuda = cuda
         self.use_gzip = use_gzip
-        self.info = {k: v for k, v in info.items() if v is not None}
         self.steps = 0
-        self.step_times_s: list[float] = []
         self._prof: Any = None
-        self._t0 = self._t_step = self._t_epoch = 0.0
+        self._t_step = 0.0
 
     @property
     def last_profiled_step(self) -> int:
@@ -100,15 +97,10 @@ class TorchProfiler:
             prof.__exit__(None, None, None)
 
     def __enter__(self) -> TorchProfiler:
-        if self.reporting:
-            info = {**self.info, "framework_versions": framework_versions()}
-            line: dict[str, Any] = {"info": info}
-            if isinstance(self.info.get("epochs"), int):
-                line["epochs"] = self.info["epochs"]
-            report_line(line)
+        self.open_report()
         if self.logdir is not None:
             self._start_profiler()
-        self._t0 = self._t_step = self._t_epoch = time.perf_counter()
+        self._t0 = self._t_step = self._epoch_t0 = time.perf_counter()
         return self
 
     def step(self) -> None:
@@ -123,29 +115,13 @@ class TorchProfiler:
                 self._stop_profiler()  # the trace is written; the rest trains unprofiled
 
     def epoch_begin(self) -> None:
-        self._t_epoch = self._t_step = time.perf_counter()
+        super().epoch_begin()
+        self._t_step = self._epoch_t0
 
     def epoch_end(self, epoch: int, **metrics: Any) -> None:
         """Report an epoch (counted from 0) with its time; the next epoch's clock starts now."""
-        now = time.perf_counter()
-        line: dict[str, Any] = {"epoch": epoch, "epoch_time_s": now - self._t_epoch}
-        if isinstance(self.info.get("epochs"), int):
-            line["epochs"] = self.info["epochs"]
-        line.update(metrics)
-        if self.reporting:
-            report_line(line)
-        self._t_epoch = self._t_step = now  # evaluation after the last step is not a step
-
-    def report(self, **metrics: Any) -> None:
-        if self.reporting:
-            report_line(metrics)
-
-    def summary(self) -> dict[str, float | int]:
-        """Median step time, leaving out the first step (lazy initialisation, caches)."""
-        times = self.step_times_s[1:] or self.step_times_s
-        if not times:
-            return {}
-        return {"step_time_ms": statistics.median(times) * 1000.0, "steps": self.steps}
+        super().epoch_end(epoch, **metrics)
+        self._t_step = self._epoch_t0  # evaluation after the last step is not a step
 
     def __exit__(
         self,
@@ -154,8 +130,8 @@ class TorchProfiler:
         tb: TracebackType | None,
     ) -> None:
         self._stop_profiler()
-        if self.reporting and exc_type is None:
-            report_line({"train_time_s": time.perf_counter() - self._t0, **self.summary()})
+        if exc_type is None:
+            self.close_report()
 
 
 def torch_profiler(

@@ -3,6 +3,8 @@
 Contract: one place for the thresholds. They follow TensorBoard's overview page where it has a
 rule (input-bound above 20% of step time; kernel-launch and "all others" statements at 10%/20%)
 and add the ones a GPU user needs and TensorBoard leaves implicit (mixed precision, TensorCores).
+The same thresholds judge every framework; only the advice's words differ (TIPS_BY_FRAMEWORK:
+tf.data and Keras for TensorFlow, DataLoader, autocast and torch.compile for PyTorch).
 """
 
 from __future__ import annotations
@@ -42,6 +44,52 @@ TIPS: dict[str, str] = {
     "host_compute_cpu": "CPU job: compute dominates — a larger batch, XLA (`jit_compile=True`), "
     "and bfloat16 mixed precision on CPUs that support it.",
 }
+
+TIPS_PYTORCH: dict[str, str] = {
+    "input": "Input: the step waits for data — `DataLoader(num_workers=N, pin_memory=True, "
+    "persistent_workers=True)` (raise `prefetch_factor` if workers keep up only in bursts); move "
+    "per-sample CPU work (decoding, augmentation) into the workers; copy batches with "
+    "`.to(device, non_blocking=True)`.",
+    "kernel_launch": "Kernel launch: the CPU spends the step launching many small kernels — CUDA "
+    'graphs (`torch.compile(model, mode="reduce-overhead")` or `torch.cuda.CUDAGraph`), '
+    "`torch.compile` to fuse elementwise ops, a larger batch; avoid host syncs (`.item()`, "
+    "`.cpu()`, printing tensors) inside the step.",
+    "host_compute": "Host compute: PyTorch ops run on the CPU inside the step — check the top host "
+    "ops; keep tensors on the GPU; `torch.compile` cuts Python and dispatcher overhead.",
+    "compilation": "Compilation: `torch.compile` recompiles during steps — keep shapes stable (pad "
+    "to fixed sizes, `dynamic=False`) and profile after warm-up (`torch.profiler.schedule`).",
+    "device_collectives": "Collectives: communication dominates — let DDP overlap it with the "
+    "backward pass (`bucket_cap_mb`, `gradient_as_bucket_view=True`), accumulate gradients under "
+    "`model.no_sync()`, or use a larger per-GPU batch.",
+    "device_to_device": "Memory copies: memcpy/memset take the step — `pin_memory=True` with "
+    "`.to(device, non_blocking=True)`; avoid `.cpu()`/`.item()` round trips and copies between "
+    "devices inside the step.",
+    "other": "All others: time no kernel, copy or op covers — the host waiting for the GPU "
+    "(`.item()`, `.cpu()`, `torch.cuda.synchronize()`, blocking copies) or for other ranks, or "
+    "Python between ops; look at the host threads in a trace viewer (Perfetto), remove syncs "
+    "from the step; `torch.compile` and CUDA graphs cut Python overhead.",
+    "device_compute": "Device compute: the GPU is busy — speed up the math itself: "
+    '`torch.autocast("cuda", dtype=torch.bfloat16)`, `torch.compile`, `channels_last` for '
+    "convolutions (`model.to(memory_format=torch.channels_last)`), TF32 for float32 matmuls "
+    "(`torch.backends.cuda.matmul.allow_tf32 = True`), dimensions in multiples of 8.",
+    "host_compute_cpu": "CPU job: compute dominates — `torch.compile`, "
+    '`torch.autocast("cpu", dtype=torch.bfloat16)` on CPUs with bfloat16, '
+    "`torch.set_num_threads` to the physical cores, `channels_last` for convolutions.",
+}
+
+# Advice vocabulary by ProfileSummary.framework; anything else gets TensorFlow's.
+TIPS_BY_FRAMEWORK: dict[str, dict[str, str]] = {"tensorflow": TIPS, "pytorch": TIPS_PYTORCH}
+
+MIXED_PRECISION_TIP_PYTORCH = (
+    "Consider mixed precision: only {p16:.1f}% of GPU kernel time is 16-bit. "
+    '`with torch.autocast("cuda", dtype=torch.bfloat16):` around the forward pass (float16 '
+    "also needs `torch.amp.GradScaler`) runs matmuls and convolutions on Tensor Cores."
+)
+TENSOR_CORE_TIP_PYTORCH = (
+    "Tensor Cores: only {pct:.0f}% of the kernel time of Tensor-Core-eligible ops (matmul, conv, "
+    "linear) runs on Tensor Cores — `torch.autocast` to 16-bit, or TF32 for float32 "
+    "(`torch.backends.cuda.matmul.allow_tf32 = True`), and dimensions in multiples of 8."
+)
 
 # Where a profile has no steps: how to mark them (JAX, TensorFlow, tuiprof's helpers).
 STEP_MARKERS_TIP = (
@@ -115,24 +163,29 @@ def recommendations(
     device_type: str,
     precision: Precision | None,
     tensor_core: TensorCoreUse | None,
+    framework: str = "",
 ) -> list[str]:
+    table = TIPS_BY_FRAMEWORK.get(framework, TIPS)
+    pytorch = framework == "pytorch"
     tips: list[str] = []
     for cat in flagged:
         key = "host_compute_cpu" if cat == "host_compute" and device_type == "CPU" else cat
-        if key in TIPS and TIPS[key] not in tips:
-            tips.append(TIPS[key])
+        if key in table and table[key] not in tips:
+            tips.append(table[key])
     if (
         device_type == "GPU"
         and precision is not None
         and precision.compute_16bit_percent < LOW_16BIT_PERCENT
     ):
-        tips.insert(0, MIXED_PRECISION_TIP.format(p16=precision.compute_16bit_percent))
+        tip = MIXED_PRECISION_TIP_PYTORCH if pytorch else MIXED_PRECISION_TIP
+        tips.insert(0, tip.format(p16=precision.compute_16bit_percent))
     if (
         tensor_core is not None
         and tensor_core.percent_of_eligible_time is not None
         and tensor_core.percent_of_eligible_time < 50.0
     ):
-        tips.append(TENSOR_CORE_TIP.format(pct=tensor_core.percent_of_eligible_time))
+        tip = TENSOR_CORE_TIP_PYTORCH if pytorch else TENSOR_CORE_TIP
+        tips.append(tip.format(pct=tensor_core.percent_of_eligible_time))
     return tips
 
 

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 from tui_prof.model import (
     CATEGORIES,
+    NATIVE_CATEGORIES,
     DeviceUtilization,
     Environment,
     KernelStat,
@@ -18,6 +19,7 @@ from tui_prof.model import (
     Precision,
     ProfileSummary,
     ProgramStat,
+    RankSummary,
     StepAverage,
     StepBreakdown,
     TensorCoreUse,
@@ -43,6 +45,12 @@ def average(steps: Sequence[StepBreakdown]) -> StepAverage | None:
     sds: dict[str, float | None] = {}
     for c in CATEGORIES:
         means[c], sds[c] = mean_std([s.breakdown_ms.get(c, 0.0) for s in steps])
+    native: dict[str, float] | None = None
+    if all(s.native_breakdown_ms is not None for s in steps):
+        native = {
+            c: sum((s.native_breakdown_ms or {}).get(c, 0.0) for s in steps) / n
+            for c in NATIVE_CATEGORIES
+        }
     return StepAverage(
         step_time_ms=st,
         breakdown_ms=means,
@@ -50,6 +58,7 @@ def average(steps: Sequence[StepBreakdown]) -> StepAverage | None:
         breakdown_std_ms=sds,
         min_step_time_ms=min(s.step_time_ms for s in steps),
         max_step_time_ms=max(s.step_time_ms for s in steps),
+        native_breakdown_ms=native,
     )
 
 
@@ -81,13 +90,16 @@ def assemble(
     *,
     utilization: DeviceUtilization | None = None,
     programs: Sequence[ProgramStat] = (),
+    framework: str = "",
+    ranks: Sequence[RankSummary] = (),
 ) -> ProfileSummary:
     """The verdict and advice come from the same rules whichever reader found the numbers;
-    a profile without steps gets how to mark them (and the programs that could be steps)."""
+    a profile without steps gets how to mark them (and the programs that could be steps);
+    `framework` picks the advice's vocabulary (advice.TIPS_BY_FRAMEWORK)."""
     avg = average(steps)
     tc = tensor_core_use(kernels)
     verdict, flagged = advice.bottleneck(avg, env.device_type)
-    tips = advice.recommendations(flagged, env.device_type, prec, tc)
+    tips = advice.recommendations(flagged, env.device_type, prec, tc, framework=framework)
     if avg is None:
         repeated = [p for p in programs if p.runs >= 2]
         if repeated and "TPU" not in env.device_type:  # TPU events carry no launch ids
@@ -112,4 +124,6 @@ def assemble(
         warnings=tuple(warnings),
         device_utilization=utilization,
         programs=tuple(programs),
+        framework=framework,
+        ranks=tuple(ranks),
     )

@@ -27,6 +27,7 @@ from tui_prof.model import (
     Precision,
     ProfileSummary,
     ProgramStat,
+    RankSummary,
     StepAverage,
     StepBreakdown,
     TensorCoreUse,
@@ -35,7 +36,8 @@ from tui_prof.profiles.discover import Session, display_path
 
 # 2: top_ops holds every op (the diff needs them all), no longer the first 50.
 # 3: device utilisation, XLA programs, the precision's source.
-SCHEMA = 3
+# 4: kernels carry their launch shape (grid, block).
+SCHEMA = 4
 
 
 def cache_dir() -> Path:
@@ -65,7 +67,10 @@ def summary_from_dict(d: dict[str, Any]) -> ProfileSummary:
         step_source=d["step_source"],
         step_source_detail=d.get("step_source_detail", ""),
         steps=tuple(
-            StepBreakdown(s["step"], s["step_time_ms"], s["breakdown_ms"]) for s in d["steps"]
+            StepBreakdown(
+                s["step"], s["step_time_ms"], s["breakdown_ms"], s.get("native_breakdown_ms")
+            )
+            for s in d["steps"]
         ),
         average=StepAverage(
             step_time_ms=avg["step_time_ms"],
@@ -74,6 +79,7 @@ def summary_from_dict(d: dict[str, Any]) -> ProfileSummary:
             breakdown_std_ms=avg.get("breakdown_std_ms", {}),
             min_step_time_ms=avg.get("min_step_time_ms"),
             max_step_time_ms=avg.get("max_step_time_ms"),
+            native_breakdown_ms=avg.get("native_breakdown_ms"),
         )
         if avg
         else None,
@@ -96,12 +102,15 @@ def summary_from_dict(d: dict[str, Any]) -> ProfileSummary:
             device_count=env["device_count"],
             hosts=tuple(env["hosts"]),
             device_names=tuple(env.get("device_names", ())),
+            world_size=env.get("world_size"),
         ),
         bottleneck=d["bottleneck"],
         recommendations=tuple(d["recommendations"]),
         warnings=tuple(d.get("warnings", ())),
         device_utilization=_utilization(d.get("device_utilization")),
         programs=tuple(ProgramStat(**p) for p in d.get("xla_programs") or ()),
+        framework=d.get("framework", ""),
+        ranks=tuple(RankSummary(**r) for r in d.get("ranks", ())),
     )
 
 

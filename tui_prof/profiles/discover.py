@@ -3,8 +3,12 @@
 Contract: `discover(path)` accepts a TensorBoard logdir (runs nested at any depth), a run dir, a
 session dir or one `*.xplane.pb` file, and returns runs → sessions → host files from directory
 listings and `stat` alone. A session directory with no xplane but an older TensorBoard's tool
-files (`<host>.overview_page.pb` and friends, see LEGACY_SUFFIXES) is a "legacy" session. Unreadable directories and symlink loops become `problems`, never
-exceptions; only a path that does not exist (or holds no profile at all) is an error for callers.
+files (`<host>.overview_page.pb` and friends, see LEGACY_SUFFIXES) is a "legacy" session.
+PyTorch profiler traces (format "kineto") are found in the same walk: `*.pt.trace.json[.gz]` by
+name, other `*.json[.gz]` by their first 16 KB, and one trace file of any name when it is the
+path given (profiles/kineto/detect.py: naming and grouping). Unreadable directories and symlink
+loops become `problems`, never exceptions; only a path that does not exist (or holds no profile
+at all) is an error for callers.
 """
 
 from __future__ import annotations
@@ -13,7 +17,10 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from tui_prof.profiles.kineto import detect
+
 XPLANE_SUFFIX = ".xplane.pb"
+KINETO = "kineto"
 # Tool files TensorFlow 2.2-2.3's profiler wrote itself, per host, in the order a host's primary
 # file is chosen (the overview carries the steps); the trace alone does not make a session.
 LEGACY_SUFFIXES = (
@@ -179,6 +186,74 @@ def _legacy_file(name: str) -> bool:
     return name.endswith(LEGACY_SUFFIXES)
 
 
+def _kineto_sessions(
+    entries: list[os.DirEntry[str]], d: Path, root: Path, problems: list[Problem], dir_taken: bool
+) -> list[Session]:
+    """The PyTorch trace sessions among one directory's entries."""
+    candidates = [e for e in entries if e.name.endswith(detect.JSON_SUFFIXES)]
+    if not candidates:  # the common case: nothing more to do for this directory
+        return []
+    files: list[detect.TraceFile] = []
+    for e in candidates:
+        try:
+            if not e.is_file():
+                continue
+            # A TensorBoard session directory's JSON files are its trace viewer's, never
+            # PyTorch's: only *.pt.trace.json names count there, nothing is opened.
+            tf = detect.trace_file(e, sniff_plain=not dir_taken)
+        except OSError as exc:
+            problems.append(Problem(Path(e.path), f"cannot read ({_os_reason(exc)})"))
+            continue
+        if tf is not None:
+            files.append(tf)
+    if not files:
+        return []
+    groups = detect.group(files)
+    run = _run_name(d, root)
+    sessions = []
+    for g in groups:
+        hosts = tuple(HostFile(display_name(f.worker), f.path, f.size, f.mtime) for f in g.files)
+        # One file is its own path; several (ranks) are the directory when nothing else there is
+        # a session, else their first file (paths identify sessions in the TUI).
+        alone = len(g.files) > 1 and len(groups) == 1 and not dir_taken
+        path = d if alone else g.files[0].path
+        sessions.append(Session(display_name(g.name), path, run, hosts, format=KINETO))
+    return sessions
+
+
+def _single_file(root: Path) -> Discovery:
+    """`discover(FILE)`: one .xplane.pb, or one PyTorch trace whatever its name."""
+    st = root.stat()
+    session_dir = root.parent
+    if root.name.endswith(XPLANE_SUFFIX):
+        session = Session(
+            display_name(session_dir.name),
+            session_dir,
+            display_name(_run_dir_of(session_dir).name),
+            (HostFile(host_name(root.name), root, st.st_size, st.st_mtime),),
+        )
+        run_dir = _run_dir_of(session_dir)
+        return Discovery(root, (Run(display_name(run_dir.name), run_dir, (session,)),), ())
+    m = detect.PT_TRACE.match(root.name)
+    if m is None and not detect.sniff(root)[0]:
+        raise FileNotFoundError(
+            f"{display_path(root)}: not a profile (expected *{XPLANE_SUFFIX} or a PyTorch "
+            "profiler trace, *.json[.gz])"
+        )
+    span = int(m.group(2)[1:]) if m and m.group(2) else None
+    worker = m.group(1) if m else detect.strip_json(root.name)
+    tf = detect.TraceFile(root, worker, span, None, st.st_size, st.st_mtime)
+    name = detect.group([tf])[0].name
+    session = Session(
+        display_name(name),
+        root,
+        display_name(session_dir.name),
+        (HostFile(display_name(worker), root, st.st_size, st.st_mtime),),
+        format=KINETO,
+    )
+    return Discovery(root, (Run(display_name(session_dir.name), session_dir, (session,)),), ())
+
+
 def discover(path: str | os.PathLike[str]) -> Discovery:
     """List every session under `path`; raises FileNotFoundError if `path` does not exist."""
     root = Path(path)
@@ -193,20 +268,7 @@ def discover(path: str | os.PathLike[str]) -> Discovery:
         run_dir = _run_dir_of(root.parent)
         return Discovery(root, (Run(display_name(run_dir.name), run_dir, (session,)),), ())
     if root.is_file():
-        if not root.name.endswith(XPLANE_SUFFIX):
-            raise FileNotFoundError(
-                f"{display_path(root)}: not a profile (expected *{XPLANE_SUFFIX})"
-            )
-        st = root.stat()
-        session_dir = root.parent
-        session = Session(
-            display_name(session_dir.name),
-            session_dir,
-            display_name(_run_dir_of(session_dir).name),
-            (HostFile(host_name(root.name), root, st.st_size, st.st_mtime),),
-        )
-        run_dir = _run_dir_of(session_dir)
-        return Discovery(root, (Run(display_name(run_dir.name), run_dir, (session,)),), ())
+        return _single_file(root)
 
     by_run: dict[Path, list[Session]] = {}
     seen: set[tuple[int, int]] = set()
@@ -240,6 +302,9 @@ def discover(path: str | os.PathLike[str]) -> Discovery:
             by_run.setdefault(run_dir, []).append(
                 Session(display_name(d.name), d, _run_name(run_dir, root), tuple(hosts), fmt)
             )
+        torch_sessions = _kineto_sessions(entries, d, root, problems, bool(hosts))
+        if torch_sessions:
+            by_run.setdefault(d, []).extend(torch_sessions)
         for e in entries:
             try:
                 if e.is_dir():

@@ -24,6 +24,7 @@ from tui_prof.profiles.discover import Session, discover
 READERS: dict[str, str] = {
     "xplane": "tui_prof.profiles.xplane.reader",
     "legacy": "tui_prof.profiles.legacy.reader",
+    "kineto": "tui_prof.profiles.kineto.reader",
 }
 
 

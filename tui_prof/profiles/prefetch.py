@@ -1,12 +1,22 @@
-"""The first listing and the first session's summary, computed in a thread while the TUI loads.
+"""The first listing and the first session's summary, computed while the TUI loads.
 
 Importing Textual and drawing the first frame take about as long as analysing a session, so the
 launcher starts this before importing Textual and the browse screen picks the results up instead
-of starting the same work after its first frame. UI-free: plain threads and events.
+of starting the same work after its first frame. The analysis itself (importing the converter
+and running it, ~0.4 s of mostly GIL-holding work) runs in a child process, `python -m
+tui_prof.profiles.prefetch PATH`, which leaves its result in the summary cache: in a thread it
+took the GIL from Textual's import and first frame and made both slower. The thread here lists
+the path, waits for the child (or stops it when the cache already holds the summary), then reads
+the cache (or analyses itself when the child could not, so errors are reported as always). UI-free: a process, a thread and events.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -16,7 +26,7 @@ from tui_prof.profiles.discover import Discovery, Session, discover
 
 
 class Prefetch:
-    """Discovery of the path and the summary of its first session, computed in a thread."""
+    """Discovery of the path and the summary of its first session, computed meanwhile."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -29,10 +39,25 @@ class Prefetch:
         self.error: str | None = None
         self.listing_used = False  # the browse screen took the discovery
         self.used = False  # the browse screen took (or waited for) the summary
+        self._child: subprocess.Popen[bytes] | None = None
 
-    def start(self) -> Prefetch:
+    def start(self, *, child: bool = True) -> Prefetch:
+        """Start; with `child`, an analysis the cache does not hold runs in a process of its own
+        (see the module)."""
+        # At once, before the listing: the converter's import alone takes ~0.2 s. A summary the
+        # cache already holds makes the child unneeded, and it is stopped.
+        self._child = _spawn(self.path) if child else None
         threading.Thread(target=self._run, name="tuiprof-prefetch", daemon=True).start()
         return self
+
+    def close(self) -> None:
+        """Stop the child if it is still at work (not needed, or the app is closing)."""
+        child = self._child
+        if child is not None and child.poll() is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(child.pid, signal.SIGKILL)  # it only ever writes the cache atomically
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                child.wait(timeout=2)
 
     def _run(self) -> None:
         try:
@@ -45,6 +70,10 @@ class Prefetch:
                 from tui_prof.profiles.load import load_summary
 
                 self.session = self.discovery.sessions[0]
+                if cached(self.session):
+                    self.close()
+                elif self._child is not None:
+                    self._child.wait()  # its summary is in the cache now (or it failed)
                 try:
                     self.summary = load_summary(self.session)
                 except ProfileError as exc:
@@ -53,3 +82,44 @@ class Prefetch:
                     self.error = f"unexpected error: {type(exc).__name__}: {exc}"
         finally:
             self.analysed.set()
+
+
+def cached(session: Session) -> bool:
+    """Whether the cache holds this session's summary (then reading it is the quick way)."""
+    from tui_prof.profiles import cache
+
+    try:
+        return (cache.cache_dir() / f"{cache.cache_key(session)}.json").is_file()
+    except OSError:
+        return False
+
+
+def _spawn(path: Path) -> subprocess.Popen[bytes] | None:
+    try:
+        return subprocess.Popen(
+            [sys.executable, "-m", "tui_prof.profiles.prefetch", str(path)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,  # the screen is Textual's; errors come from the parent
+            start_new_session=True,  # its own process group: close() ends it and its children
+        )
+    except OSError:
+        return None
+
+
+def _child_main(path: str) -> int:
+    """Analyse the first session under `path` into the summary cache; say nothing."""
+    found = discover(Path(path)).sessions
+    if not found:
+        return 0
+    from tui_prof.profiles.load import load_summary
+
+    try:
+        load_summary(found[0])
+    except ProfileError:
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(_child_main(sys.argv[1]))

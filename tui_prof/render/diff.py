@@ -1,9 +1,9 @@
 """Rich renderables for a ProfileDiff, shared by `tuiprof diff` and the TUI's Diff view.
 
 Contract: names come from trace files and are data: they go into `Text` objects only, never into
-markup. Long names keep their tail (TensorFlow scopes and C++ kernel names differ at the end),
-kernel names without their argument list; names that would still read alike get the shortest
-tail that tells them apart, or a number. The sign of a change carries its meaning, colour only
+markup. Names are shortened by `render.names` (the rules the summary uses): op scopes keep their
+tail, kernels read as their function and the template arguments that tell them apart; names
+that would still read alike get a number. The sign of a change carries its meaning, colour only
 repeats it (B faster: green, slower: red), so NO_COLOR terminals lose nothing.
 """
 
@@ -24,6 +24,7 @@ from tui_prof.profiles.diff import (
     ProfileDiff,
     Total,
 )
+from tui_prof.render.names import fit_kernels, fit_paths, kernel_names
 from tui_prof.render.summary import fmt_ms
 
 ELLIPSIS = "…"
@@ -56,15 +57,10 @@ def tail(text: str, width: int) -> str:
 
 
 def short_names(names: Sequence[str], width: int, *, kernels: bool = False) -> list[str]:
-    """Each name in at most `width` characters, its end kept, distinct wherever the names are."""
-    base = [strip_signature(n) if kernels else n for n in names]
-    full_of: dict[str, set[str]] = {}
-    for b, n in zip(base, names, strict=True):
-        full_of.setdefault(b, set()).add(n)
-    # Kernels that differ only in their arguments keep them.
-    base = [n if len(full_of[b]) > 1 else b for b, n in zip(base, names, strict=True)]
-    out = _distinct(base, width)
-    # Groups shortened apart may still meet another group's names: number what remains alike.
+    """Each name in at most `width` characters, distinct wherever the names are: the rules of
+    `render.names` (kernels by what tells them apart, op scopes by their tail and the scopes that
+    differ), then a number for whatever still reads alike at this width."""
+    out = fit_kernels(kernel_names(names), width) if kernels else fit_paths(names, width)
     seen: dict[str, set[str]] = {}
     for s, n in zip(out, names, strict=True):
         seen.setdefault(s, set()).add(n)
@@ -74,43 +70,10 @@ def short_names(names: Sequence[str], width: int, *, kernels: bool = False) -> l
     counters: dict[str, int] = {}
     for i, s in enumerate(out):
         if len(seen[s]) > 1:
-            key = tail(base[i], width - 1 - digits)
+            key = tail(s, width - 1 - digits)
             counters[key] = counters.get(key, 0) + 1
             out[i] = f"{key}#{counters[key]}"
     return out
-
-
-def _distinct(texts: Sequence[str], width: int) -> list[str]:
-    out = [tail(t, width) for t in texts]
-    groups: dict[str, list[int]] = {}
-    for i, s in enumerate(out):
-        groups.setdefault(s, []).append(i)
-    for idx in groups.values():
-        different = len({texts[i] for i in idx})
-        if different < 2:
-            continue
-        # Same tail, different names: where they differ, an ellipsis, then the end they share.
-        common = _common_suffix([texts[i] for i in idx])
-        first = texts[idx[0]]
-        end = first[len(first) - min(common, max(1, width // 2)) :]
-        room = width - len(end) - 1
-        if room >= 4:
-            middles = _distinct([texts[i][: len(texts[i]) - common] for i in idx], room)
-            if len(set(middles)) == different:
-                for i, m in zip(idx, middles, strict=True):
-                    out[i] = m + ELLIPSIS + end
-                continue
-        # Left alike here; short_names numbers them once every group is done.
-    return out
-
-
-def _common_suffix(texts: Sequence[str]) -> int:
-    """Length of the longest end all of `texts` share (shorter than the shortest of them)."""
-    shortest = min(len(t) for t in texts)
-    n = 0
-    while n < shortest - 1 and len({t[-1 - n] for t in texts}) == 1:
-        n += 1
-    return n
 
 
 def fmt_delta(ms: float) -> str:

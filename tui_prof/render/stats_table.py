@@ -11,7 +11,8 @@ import math
 from collections.abc import Iterable
 
 from rich import box
-from rich.console import Group, RenderableType
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.measure import Measurement
 from rich.panel import Panel
 from rich.rule import Rule
 from rich.table import Table
@@ -49,21 +50,65 @@ def _metric_title(m: MetricReport) -> Text:
     return title
 
 
-def stats_table(m: MetricReport, baseline: str | None = None) -> Table:
-    """n, mean, std, median, p90, min, max and quartiles per variant (shared decimals)."""
+# What gives way, in turn, when the width is short (the box plot below still draws quartiles
+# and extremes); n, mean and std always show.
+STAT_GIVE_WAY = (("q1", "q3"), ("p90",), ("min", "max"), ("median",))
+
+
+def _stats_grid(m: MetricReport, baseline: str | None, columns: tuple[str, ...]) -> Table:
     descs = list(m.variants.values())
     dec = decimals_for([d.mean for d in descs], [d.std for d in descs])
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 0), show_edge=False)
     table.add_column("variant", no_wrap=True)
-    for col in STAT_COLUMNS:
+    for col in columns:
         table.add_column(col, justify="right", no_wrap=True)
     for name, d in m.variants.items():
         label = Text(name, style="bold")
         if name == baseline:
             label.append(" (base)", style="dim")
-        cells = [fmt(getattr(d, c), dec) for c in STAT_COLUMNS[1:]]
-        table.add_row(label, str(d.n), *cells, style="dim" if d.n == 0 else "")
+        cells = [str(d.n) if c == "n" else fmt(getattr(d, c), dec) for c in columns]
+        table.add_row(label, *cells, style="dim" if d.n == 0 else "")
     return table
+
+
+class StatsTable:
+    """n, mean, std, median, p90, min, max and quartiles per variant (shared decimals). Where the
+    width is short, whole columns give way (STAT_GIVE_WAY) and a line names them: numbers are
+    never cut."""
+
+    def __init__(self, m: MetricReport, baseline: str | None = None) -> None:
+        self.m, self.baseline = m, baseline
+
+    def _width(self, console: Console, columns: tuple[str, ...]) -> int:
+        """The width the table needs to show every cell whole."""
+        unbounded = console.options.update_width(10_000)
+        grid = _stats_grid(self.m, self.baseline, columns)
+        return Measurement.get(console, unbounded, grid).maximum
+
+    def columns_for(self, console: Console, width: int) -> tuple[str, ...]:
+        shown: tuple[str, ...] = STAT_COLUMNS
+        for group in STAT_GIVE_WAY:
+            if self._width(console, shown) <= width:
+                break
+            shown = tuple(c for c in shown if c not in group)
+        return shown
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        least = self._width(console, STAT_COLUMNS[:3])
+        most = self._width(console, STAT_COLUMNS)
+        return Measurement(min(least, options.max_width), min(most, options.max_width))
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        shown = self.columns_for(console, options.max_width)
+        yield _stats_grid(self.m, self.baseline, shown)
+        left_out = [c for c in STAT_COLUMNS if c not in shown]
+        if left_out:
+            yield Text(f"({', '.join(left_out)}: wider window)", style="dim")
+
+
+def stats_table(m: MetricReport, baseline: str | None = None) -> StatsTable:
+    """The per-variant statistics of one metric, fitted to the width it is drawn at."""
+    return StatsTable(m, baseline)
 
 
 def _p_text(p: float | None) -> str:

@@ -17,10 +17,13 @@ from rich.text import Text
 from tui_prof.model import (
     CATEGORIES,
     CATEGORY_LABELS,
+    NATIVE_CATEGORIES,
+    NATIVE_LABELS,
     DeviceUtilization,
     ProfileSummary,
     StepBreakdown,
 )
+from tui_prof.render.names import TailCut, kernel_names
 
 # Colour and a monochrome glyph per category; the glyph is also drawn in colour terminals' legend.
 CATEGORY_STYLE: dict[str, tuple[str, str]] = {
@@ -51,7 +54,8 @@ def used_categories(steps: Sequence[StepBreakdown]) -> list[str]:
     return [c for c in CATEGORIES if any(s.breakdown_ms.get(c, 0.0) > 0 for s in steps)]
 
 
-def headline(summary: ProfileSummary) -> Text:
+def headline(summary: ProfileSummary, *, source: bool = True) -> Text:
+    """Step time, devices, verdict, warnings; with `source`, where the steps came from too."""
     t = Text()
     avg = summary.average
     if avg is None:
@@ -69,16 +73,83 @@ def headline(summary: ProfileSummary) -> Text:
     t.append(f"   {env.device_type}")
     if env.device_count:
         t.append(f" ×{env.device_count}")
-    t.append(f", {len(summary.hosts)} host{'s' if len(summary.hosts) != 1 else ''}")
+    if summary.framework == "pytorch":
+        _torch_where(t, summary)
+    else:
+        t.append(f", {len(summary.hosts)} host{'s' if len(summary.hosts) != 1 else ''}")
     t.append("\n")
     t.append("Verdict: ", style="bold")
     t.append(summary.bottleneck)
-    t.append("\nSteps: ", style="dim")
-    t.append(summary.step_source_detail, style="dim")
+    if source:
+        t.append("\n")
+        t.append_text(step_source_text(summary))
     for w in summary.warnings:
         if w == f"No steps found: {summary.step_source_detail}":
             continue  # the Steps line above says it already
         t.append("\n⚠ " + w, style="yellow")
+    return t
+
+
+def _torch_where(t: Text, summary: ProfileSummary) -> None:
+    """PyTorch sessions: the GPU model and ranks (one trace file per rank)."""
+    env = summary.environment
+    if env.device_names:
+        t.append(f" ({', '.join(env.device_names)})")
+    n = len(summary.hosts)
+    t.append(f", {n} rank{'s' if n != 1 else ''}")
+    if env.world_size is not None and env.world_size != n:
+        t.append(f" of {env.world_size}")
+
+
+def native_table(summary: ProfileSummary) -> Table | None:
+    """The average step in the profiler's own categories (PyTorch: torch-tb-profiler's), if any."""
+    avg = summary.average
+    if avg is None or avg.native_breakdown_ms is None:
+        return None
+    t = Table(
+        title="PyTorch profiler plugin's categories (average)", title_justify="left", expand=False
+    )
+    t.add_column("Category")
+    t.add_column("ms", justify="right")
+    t.add_column("% of step", justify="right")
+    for c in NATIVE_CATEGORIES:
+        v = avg.native_breakdown_ms.get(c, 0.0)
+        pct = 100.0 * v / avg.step_time_ms if avg.step_time_ms else 0.0
+        t.add_row(NATIVE_LABELS[c], fmt_ms(v), f"{pct:.1f}%", style="dim" if v == 0 else None)
+    return t
+
+
+def ranks_table(summary: ProfileSummary) -> Table | None:
+    """Each rank's average step, the slowest marked (multi-rank sessions only)."""
+    if len(summary.ranks) < 2:
+        return None
+    t = Table(title="Ranks", title_justify="left", expand=False)
+    t.add_column("Rank")
+    t.add_column("Trace", overflow="ellipsis", no_wrap=True, max_width=32)
+    t.add_column("Steps", justify="right")
+    t.add_column("Step ms", justify="right")
+    t.add_column("± std", justify="right")
+    t.add_column("Largest category")
+    t.add_column("")
+    for r in summary.ranks:
+        top = max(r.breakdown_ms, key=lambda c: r.breakdown_ms[c]) if r.breakdown_ms else ""
+        t.add_row(
+            "–" if r.rank is None else str(r.rank),
+            Text(r.name),
+            str(r.steps),
+            fmt_ms(r.step_time_ms),
+            fmt_ms(r.step_time_std_ms),
+            CATEGORY_LABELS.get(top, ""),
+            Text("◀ slowest", style="bold red") if r.slowest else "",
+            style="bold" if r.slowest else None,
+        )
+    return t
+
+
+def step_source_text(summary: ProfileSummary) -> Text:
+    """Where the steps came from: the converter's markers, or tuiprof's own step finder."""
+    t = Text("Steps: ", style="dim")
+    t.append(summary.step_source_detail, style="dim")
     return t
 
 
@@ -172,6 +243,7 @@ PRECISION_SOURCES: dict[str, str] = {
     "hlo_ops": "device HLO ops by their types",
     "kernel_names": "kernel names",
     "precomputed": "TensorBoard's saved overview",
+    "kernels_and_op_types": "all GPU kernels: names and their ops' input types",
 }
 
 
@@ -252,7 +324,7 @@ def top_ops_table(summary: ProfileSummary, limit: int = 15) -> Table:
     t.add_column("%", justify="right")
     for o in summary.top_ops[:limit]:
         t.add_row(
-            Text(o.name),
+            TailCut(o.name),  # a scope loses its head, never the op at its tail
             Text(o.op_type),
             o.where,
             fmt_ms(o.total_self_time_us / 1000),
@@ -269,14 +341,20 @@ def kernels_table(summary: ProfileSummary, limit: int = 15) -> Table:
     t.add_column("Total ms", justify="right")
     t.add_column("TC elig.", justify="center")
     t.add_column("TC used", justify="center")
-    for k in summary.kernels[:limit]:
+    kernels = summary.kernels[:limit]
+    names = kernel_names([k.name for k in kernels])  # what tells them apart, not `void Eigen::…`
+    shapes = len(set(names)) < len(names)  # one kernel in several launch shapes: say which
+    if shapes:
+        t.add_column("Grid", justify="right")
+    for k, name in zip(kernels, names, strict=True):
         t.add_row(
-            Text(k.name),
+            Text(name),
             Text(k.op_name),
             str(k.occurrences),
             fmt_ms(k.total_duration_us / 1000),
             "yes" if k.tensor_core_eligible else "no",
             "yes" if k.uses_tensor_core else "no",
+            *([k.grid or "–"] if shapes else []),
         )
     return t
 
@@ -314,8 +392,10 @@ def summary_renderable(summary: ProfileSummary) -> RenderableType:
         Text(""),
         breakdown,
         *([detail] if detail is not None else []),
-        prec,
     ]
+    # PyTorch sessions: the plugin's categories and the ranks, before precision as on screen
+    parts += [x for x in (native_table(summary), ranks_table(summary)) if x is not None]
+    parts.append(prec)
     if summary.recommendations:
         parts += [Text("What to try", style="bold"), recommendations_text(summary)]
     if summary.top_ops:

@@ -3,36 +3,75 @@
 from __future__ import annotations
 
 import gc
-import threading
-from collections.abc import Callable
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from textual import work
 from textual.app import App
 from textual.binding import Binding
 from textual.screen import ModalScreen, Screen
+from textual.worker import Worker, WorkerState
 
-from tui_prof.tui.commands import TuiprofCommands
-from tui_prof.tui.messages import Captured, DiffRequested, ProfilesChanged, RunnerEventArrived
+from tui_prof.tui.messages import (
+    Captured,
+    DiffRequested,
+    ExperimentCreated,
+    ExperimentNotCreated,
+    ProfilesChanged,
+    Reattached,
+    RunnerEventArrived,
+)
 from tui_prof.tui.screens.browse import BrowseScreen
 
 if TYPE_CHECKING:
+    from textual.command import Provider
+
     from tui_prof.experiments.events import RunEvent
     from tui_prof.experiments.runner import Runner
     from tui_prof.profiles.prefetch import Prefetch
     from tui_prof.tui.screens.capture_dialog import CaptureRequest
+    from tui_prof.tui.screens.captures import CapturesScreen
+    from tui_prof.tui.screens.diff import DiffScreen
+    from tui_prof.tui.screens.experiments import ExperimentsScreen
     from tui_prof.tui.screens.start_dialog import Prefill, StartRequest
+
+
+def _commands() -> type[Provider]:
+    """The palette's provider, imported when the palette first opens (not before the first frame)."""
+    from tui_prof.tui.commands import TuiprofCommands
+
+    return TuiprofCommands
+
+
+def _freeze_start_up_objects() -> None:
+    """Start-up objects (modules, CSS, widgets) live as long as the app: keeping them out of the
+    collector's full passes removes ~100 ms pauses while runs stream output. (launch() turned
+    collection off while they were made.)"""
+    gc.freeze()
+    gc.enable()
+
+
+STOP_WAIT_S = 15.0  # how long quitting waits for stopped runs to end before it leaves anyway
 
 
 class TuiprofApp(App[int]):
     TITLE = "tuiprof"
     CSS_PATH = "tuiprof.tcss"
-    COMMANDS = App.COMMANDS | {TuiprofCommands}
+    COMMANDS = App.COMMANDS | {_commands}
     BINDINGS = [
-        Binding("q", "quit", "Quit", id="quit"),
-        Binding("question_mark", "help", "Help", id="help", key_display="?"),
-        Binding("b", "show('browse')", "Browse", id="browse"),
-        Binding("e", "show('experiments')", "Experiments", id="experiments"),
+        Binding("q", "quit", "Quit", id="quit", tooltip="Quit (asks first while runs are active)"),
+        Binding(
+            "question_mark", "help", "Help", id="help", key_display="?", tooltip="Keys and numbers"
+        ),
+        Binding("b", "show('browse')", "Browse", id="browse", tooltip="Profiles of the open path"),
+        Binding(
+            "e",
+            "show('experiments')",
+            "Experiments",
+            id="experiments",
+            tooltip="Runs of repeated experiments, live, and their comparison",
+        ),
         Binding(
             "r",
             "start_experiment",
@@ -47,7 +86,14 @@ class TuiprofApp(App[int]):
             id="capture",
             tooltip="Capture a profile from a running job's profiler server",
         ),
-        Binding("c", "show('captures')", "Captures", id="captures", show=False),
+        Binding(
+            "c",
+            "show('captures')",
+            "Captures",
+            id="captures",
+            show=False,
+            tooltip="Profiles captured in this session, one breakdown bar each",
+        ),
     ]
 
     def __init__(self, path: Path, prefetch: Prefetch | None = None) -> None:
@@ -57,45 +103,107 @@ class TuiprofApp(App[int]):
         self.sub_title = str(path)
         self.runners: dict[str, Runner] = {}
         self._reattaching: set[str] = set()
+        self.stopping = False  # quitting: the stopped runs are being waited for
+
+    def get_default_screen(self) -> Screen[None]:
+        """Browse is the first screen itself, not pushed over a blank one: that push styles every
+        widget a second time (~0.1 s of the first frame)."""
+        browse = BrowseScreen(self.path, self.prefetch)
+        self.install_screen(browse, "browse")
+        # What push_screen records for a pushed screen; switch_screen pops it. (Textual pinned.)
+        browse._push_result_callback(self, None)
+        return browse
 
     def on_mount(self) -> None:
-        self.install_screen(BrowseScreen(self.path, self.prefetch), "browse")
-        self.push_screen("browse")
-        # Start-up objects (modules, CSS, widgets) live as long as the app: keeping them out of
-        # the collector's full passes removes ~100 ms pauses while runs stream output.
-        self.call_after_refresh(gc.freeze)
+        self.call_after_refresh(_freeze_start_up_objects)
+
+    # -- views: made on first use, so the first frame waits only for the one it shows -----
+    @property
+    def browse(self) -> BrowseScreen:
+        screen = self.get_screen("browse")
+        assert isinstance(screen, BrowseScreen)
+        return screen
+
+    @property
+    def experiments(self) -> ExperimentsScreen:
+        from tui_prof.tui.screens.experiments import ExperimentsScreen
+
+        if not self.is_screen_installed("experiments"):
+            self.install_screen(ExperimentsScreen(self.path), "experiments")
+        screen = self.get_screen("experiments")
+        assert isinstance(screen, ExperimentsScreen)
+        return screen
+
+    @property
+    def captures(self) -> CapturesScreen:
+        from tui_prof.tui.screens.captures import CapturesScreen
+
+        if not self.is_screen_installed("captures"):
+            self.install_screen(CapturesScreen(), "captures")
+        screen = self.get_screen("captures")
+        assert isinstance(screen, CapturesScreen)
+        return screen
+
+    @property
+    def diff(self) -> DiffScreen:
+        from tui_prof.tui.screens.diff import DiffScreen
+
+        if not self.is_screen_installed("diff"):
+            self.install_screen(DiffScreen(), "diff")
+        screen = self.get_screen("diff")
+        assert isinstance(screen, DiffScreen)
+        return screen
 
     def view(self, name: str) -> Screen[None]:
-        """A named view, made on first use: the first frame should not wait for views not shown."""
-        if not self.is_screen_installed(name):
-            if name == "experiments":
-                from tui_prof.tui.screens.experiments import ExperimentsScreen
+        """A view by its name: browse, experiments, captures or diff."""
+        if name == "experiments":
+            return self.experiments
+        if name == "captures":
+            return self.captures
+        if name == "diff":
+            return self.diff
+        return self.browse
 
-                self.install_screen(ExperimentsScreen(self.path), name)
-            elif name == "captures":
-                from tui_prof.tui.screens.captures import CapturesScreen
-
-                self.install_screen(CapturesScreen(), name)
-            elif name == "diff":
-                from tui_prof.tui.screens.diff import DiffScreen
-
-                self.install_screen(DiffScreen(), name)
-        return self.get_screen(name)
-
-    def on_resize(self) -> None:
-        self.screen.set_class(self.size.width < 100, "narrow")
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """The key of the view already shown is left out of the footer (it would do nothing)."""
+        if action == "show" and parameters:
+            name = str(parameters[0])
+            return not (self.is_screen_installed(name) and self.screen is self.get_screen(name))
+        return True
 
     def action_show(self, name: str) -> None:
         target = self.view(name)
         if self.screen is not target and not isinstance(self.screen, ModalScreen):
             self.switch_screen(name)
-            self.screen.set_class(self.size.width < 100, "narrow")
 
     def action_help(self) -> None:
-        from tui_prof.tui.screens.help import HelpScreen  # Markdown costs ~150 ms to import
+        from tui_prof.tui.screens.help import HelpScreen
 
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen())
+
+    # -- failures: one place turns any worker's error into a line on screen ---------------
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        self.worker_changed(event.worker)
+
+    def worker_changed(self, worker: Worker[object]) -> None:
+        """Screens forward their workers' state here (Textual does not bubble it)."""
+        if worker.state == WorkerState.ERROR and worker.error is not None:
+            self.report_failure(worker.name or "a background task", worker.error)
+
+    def report_failure(self, what: str, error: BaseException) -> None:
+        """The error in one line on screen; its traceback in the log file the line names."""
+        from tui_prof.tui.errors import log_failure, one_line
+
+        where = log_failure(what, error)
+        detail = f"Traceback in {where}" if where else "(the error log could not be written)"
+        self.notify(
+            f"{one_line(error)}\n{detail}",
+            title=f"Failed: {what}",
+            severity="error",
+            timeout=30,
+            markup=False,
+        )
 
     # -- experiments ---------------------------------------------------------------------
     @property
@@ -114,113 +222,107 @@ class TuiprofApp(App[int]):
         from tui_prof.profiles.advice import suggested_changes
         from tui_prof.tui.screens.start_dialog import prefill_from
 
-        browse = self.get_screen("browse")
-        session = getattr(browse, "current_session", None)
+        session = self.browse.current_session
         ctx = run_context(session.path) if session is not None else None
-        summary = getattr(browse, "current_summary", None)
+        summary = self.browse.current_summary
         changes = suggested_changes(summary.recommendations) if summary is not None else ()
         proposals = propose(ctx, changes) if ctx is not None else []
         return prefill_from(ctx, proposals, advised=bool(changes))
 
     def _start(self, request: StartRequest | None) -> None:
-        if request is None:
-            return
-        if request.spec.backend.remote:  # connecting imports Ray and asks the cluster: seconds
-            self.notify(f"Connecting to the Ray cluster for {request.spec.name}…", markup=False)
-            self.run_worker(lambda: self._create(request), thread=True, group="start")
-        else:
-            self._create(request)
+        if request is not None:
+            if request.spec.backend.remote:  # connecting imports Ray and asks the cluster: seconds
+                self.notify(f"Connecting to the Ray cluster for {request.spec.name}…", markup=False)
+            self._create_experiment(request, self.experiments)
 
-    def _on_event(self, holder: dict[str, str]) -> Callable[[RunEvent], None]:
-        screen = self.view("experiments")
-
-        def on_event(event: RunEvent) -> None:
-            screen.post_message(RunnerEventArrived(holder["dir"], event))
-
-        return on_event
-
-    def _create(self, request: StartRequest) -> None:
-        """Make the experiment and its runner (on a worker thread for a cluster)."""
+    @work(thread=True, name="creating the experiment", exit_on_error=False)
+    def _create_experiment(self, request: StartRequest, screen: ExperimentsScreen) -> None:
+        """The experiment's directory and store are written here, off the UI thread (and a
+        cluster is asked whether it can run it)."""
         from tui_prof.experiments.backends import BackendError
+        from tui_prof.experiments.commands import SPEC_FILE, save_spec
         from tui_prof.experiments.runner import Runner
+        from tui_prof.experiments.spec import SpecError
         from tui_prof.experiments.store import StoreError
 
         holder: dict[str, str] = {}
+
+        def on_event(event: RunEvent) -> None:  # on the runner's threads
+            screen.post_message(RunnerEventArrived(holder["dir"], event))
+
         try:
-            runner = Runner.create(
-                request.spec, on_event=self._on_event(holder), parallel=request.parallel
-            )
-        except (StoreError, BackendError, OSError) as exc:
-            self._call(self.notify, str(exc), severity="error", markup=False)
+            runner = Runner.create(request.spec, on_event=on_event, parallel=request.parallel)
+        except (OSError, StoreError, BackendError, ValueError) as exc:
+            self.post_message(ExperimentNotCreated(request.spec.name, str(exc)))
             return
-        holder["dir"] = str(runner.experiment_dir)
-        self._call(self._started, runner, request)
-
-    def _call(self, fn: Callable[..., object], *args: object, **kwargs: object) -> None:
-        """fn on the UI thread, from it or from a worker thread."""
-        if threading.get_ident() == self._thread_id:
-            fn(*args, **kwargs)
-        else:
-            self.call_from_thread(fn, *args, **kwargs)
-
-    def _started(self, runner: Runner, request: StartRequest) -> None:
-        from tui_prof.experiments.commands import SPEC_FILE, save_spec
-        from tui_prof.experiments.spec import SpecError
-
+        warning = None
         try:
             save_spec(request.spec, runner.experiment_dir / SPEC_FILE)
         except SpecError as exc:  # the store keeps the spec too: say so and run
-            self.notify(str(exc), severity="warning", markup=False)
-        directory = str(runner.experiment_dir)
-        self.runners[directory] = runner
-        screen = self.view("experiments")
+            warning = str(exc)
+        holder["dir"] = str(runner.experiment_dir)
+        self.post_message(ExperimentCreated(holder["dir"], runner, warning))
+
+    def on_experiment_created(self, message: ExperimentCreated) -> None:
+        runner = message.runner
+        self.runners[message.directory] = runner
         self.action_show("experiments")
-        screen.show_experiment(directory)  # type: ignore[attr-defined]
+        self.experiments.show_experiment(message.directory)
         runner.start()
-        self.notify(f"Started {request.spec.name}: {directory}", markup=False)
+        self.notify(f"Started {runner.spec.name}: {message.directory}", markup=False)
+        if message.warning:
+            self.notify(message.warning, severity="warning", markup=False)
+
+    def on_experiment_not_created(self, message: ExperimentNotCreated) -> None:
+        self.notify(
+            message.error, title=f"Could not start {message.name}", severity="error", markup=False
+        )
 
     def reattach(self, directory: str) -> None:
         """Follow again the runs a cluster still runs for an experiment no tuiprof holds."""
         if directory in self.runners or directory in self._reattaching:
             return
         self._reattaching.add(directory)
-        self.run_worker(lambda: self._reattach(directory), thread=True, group="reattach")
+        self._reattach(directory, self.experiments)
 
-    def _reattach(self, directory: str) -> None:
+    @work(thread=True, name="reattaching to the cluster", exit_on_error=False)
+    def _reattach(self, directory: str, screen: ExperimentsScreen) -> None:
         from tui_prof.experiments.backends import BackendError
         from tui_prof.experiments.runner import Runner
         from tui_prof.experiments.store import StoreError
 
-        holder = {"dir": directory}
+        def on_event(event: RunEvent) -> None:  # on the runner's threads
+            screen.post_message(RunnerEventArrived(directory, event))
+
         try:
-            runner = Runner.resume(directory, on_event=self._on_event(holder), attach_only=True)
+            runner = Runner.resume(directory, on_event=on_event, attach_only=True)
         except StoreError:  # another tuiprof follows it: this view stays read-only
-            return
+            self.post_message(Reattached(directory, None))
         except BackendError as exc:
-            self._call(self.notify, f"Cannot reattach: {exc}", severity="warning", markup=False)
+            self.post_message(Reattached(directory, None, f"Cannot reattach: {exc}"))
+        else:
+            self.post_message(Reattached(directory, runner))
+
+    def on_reattached(self, message: Reattached) -> None:
+        self._reattaching.discard(message.directory)
+        if message.error:
+            self.notify(message.error, severity="warning", markup=False)
+        runner = message.runner
+        if runner is None:
             return
-        finally:
-            self._reattaching.discard(directory)
-
-        def adopt() -> None:
-            self.runners[directory] = runner
-            runner.start()
-            n = len(runner.pending)
-            self.notify(f"Reattached to {n} run(s) on the cluster: {directory}", markup=False)
-
-        self._call(adopt)
+        self.runners[message.directory] = runner
+        runner.start()
+        n = len(runner.pending)
+        self.notify(f"Reattached to {n} run(s) on the cluster: {message.directory}", markup=False)
 
     # -- capture -------------------------------------------------------------------------
     def _capture_defaults(self) -> tuple[str, str]:
         """A running run selected in Experiments: its own profiler port and logdir."""
-        from tui_prof.model import RUN_RUNNING
-        from tui_prof.tui.widgets.run_table import RunTable
+        from tui_prof.model import RunStatus
 
-        if self.is_screen_installed("experiments") and self.screen is self.get_screen(
-            "experiments"
-        ):
-            run = self.screen.query_one(RunTable).selected_run
-            if run is not None and run.status == RUN_RUNNING and run.profiler_port:
+        if self.is_screen_installed("experiments") and self.screen is self.experiments:
+            run = self.experiments.selected_run
+            if run is not None and run.status == RunStatus.RUNNING and run.profiler_port:
                 return f"localhost:{run.profiler_port}", run.run_dir
         base = self.path if self.path.is_dir() else self.path.parent
         return "localhost:6009", str(base)
@@ -234,42 +336,54 @@ class TuiprofApp(App[int]):
     def _capture(self, request: CaptureRequest | None) -> None:
         if request is None:
             return
-        screen = self.view("captures")
+        screen = self.captures
         self.action_show("captures")
-        screen.start(request)  # type: ignore[attr-defined]
+        screen.start(request)
 
     def on_diff_requested(self, message: DiffRequested) -> None:
-        from tui_prof.tui.screens.diff import DiffScreen
-
-        screen = self.view("diff")
+        screen = self.diff
         self.action_show("diff")
-        if isinstance(screen, DiffScreen):
-            screen.compare(message.a, message.b)
+        screen.compare(message.a, message.b)
 
     def on_captured(self, message: Captured) -> None:
-        self.get_screen("browse").scan()  # type: ignore[attr-defined]
+        if self.is_screen_installed("browse"):  # not while the app is closing
+            self.browse.scan()
 
     def on_profiles_changed(self, message: ProfilesChanged) -> None:
         """An experiment finished: its runs' profiles belong in the browse tree."""
-        browse = self.get_screen("browse")
+        if not self.is_screen_installed("browse"):  # posted as the app was closing
+            return
+        browse = self.browse
         for directory in self.runners:
-            browse.add_root(Path(directory))  # type: ignore[attr-defined]
-        browse.scan()  # type: ignore[attr-defined]
+            browse.add_root(Path(directory))
+        browse.scan()
 
+    # -- quitting ------------------------------------------------------------------------
     async def action_quit(self) -> None:
-        if self.active_runs == 0:
+        if self.active_runs == 0 or self.stopping:  # q while stopping: leave without waiting
             self.exit(0)
             return
         from tui_prof.tui.screens.quit_dialog import LEAVE, STOP, QuitDialog
 
         def decided(choice: str | None) -> None:
             if choice == STOP:
-                for r in self.runners.values():
-                    r.stop_all()
-                for r in self.runners.values():
-                    r.wait(timeout=15)
-                self.exit(0)
+                self.stopping = True
+                self.notify(
+                    f"Stopping {self.active_runs} run(s) … (q: quit without waiting)",
+                    markup=False,
+                )
+                self._stop_runs_and_exit(list(self.runners.values()))
             elif choice == LEAVE:
                 self.exit(0)
 
         self.push_screen(QuitDialog(self.active_runs), decided)
+
+    @work(thread=True, name="stopping the runs", exit_on_error=False)
+    def _stop_runs_and_exit(self, runners: list[Runner]) -> None:
+        """Stop every run and wait for them here, not on the UI thread, which keeps drawing."""
+        for r in runners:
+            r.stop_all()
+        deadline = time.monotonic() + STOP_WAIT_S
+        for r in runners:
+            r.wait(timeout=max(0.0, deadline - time.monotonic()))
+        self.call_from_thread(self.exit, 0)

@@ -1,11 +1,13 @@
 """Start the TUI from the CLI: check the path, start the first analysis, then load Textual.
 
 Importing Textual and drawing the first frame take about as long as analysing a session, so the
-analysis of the first session starts in a thread (profiles.prefetch) before Textual is imported.
+listing and the analysis of the first session start (profiles.prefetch: a thread and a child
+process) before Textual is imported.
 """
 
 from __future__ import annotations
 
+import gc
 import sys
 from pathlib import Path
 
@@ -18,7 +20,13 @@ def launch(path: str) -> int:
         print(f"tuiprof: {path}: no such file or directory", file=sys.stderr)
         return 2
     prefetch = Prefetch(p).start()
-    from tui_prof.tui.app import TuiprofApp
+    # Start-up makes ~80,000 objects that live as long as the app: collecting while they are
+    # made is wasted work. The app freezes them and turns collection back on after its first frame.
+    gc.disable()
+    try:
+        from tui_prof.tui.app import TuiprofApp
 
-    TuiprofApp(p, prefetch=prefetch).run()
+        TuiprofApp(p, prefetch=prefetch).run()
+    finally:
+        prefetch.close()
     return 0

@@ -7,13 +7,14 @@ from typing import TYPE_CHECKING
 
 from textual.message import Message
 
-from tui_prof.model import ProfileSummary
+from tui_prof.model import ExperimentRecord, ProfileSummary
 from tui_prof.profiles.discover import Discovery, Session
 
 if TYPE_CHECKING:  # these load only when their feature is first used (watchfiles, numpy, gRPC)
     from tui_prof.comparison.profile_diff import TargetRef
     from tui_prof.comparison.report import ComparisonReport
     from tui_prof.experiments.events import RunEvent
+    from tui_prof.experiments.runner import Runner
     from tui_prof.live.capture import CaptureResult
     from tui_prof.live.follow import FollowEvent
     from tui_prof.profiles.diff import ProfileDiff
@@ -56,6 +57,48 @@ class ExperimentsFound(Message, bubble=False):
     """Experiment directories found under the open path."""
 
     directories: tuple[str, ...]
+
+
+@dataclass
+class ExperimentCreated(Message):
+    """The experiment's directory and store exist; its runner is ready to start."""
+
+    directory: str
+    runner: Runner
+    warning: str | None = None  # the experiment runs; something about it is worth a word
+
+
+@dataclass
+class ExperimentNotCreated(Message):
+    name: str
+    error: str
+
+
+@dataclass
+class Reattached(Message):
+    """Runs a cluster still ran are followed again (runner), or cannot be (error), or another
+    tuiprof follows them (neither)."""
+
+    directory: str
+    runner: Runner | None
+    error: str | None = None
+
+
+@dataclass
+class ExperimentLoaded(Message, bubble=False):
+    """An experiment's store was read (in a worker): its record, or the one-line error."""
+
+    directory: str
+    record: ExperimentRecord | None
+    error: str | None
+
+
+@dataclass
+class LogTailRead(Message, bubble=False):
+    """The last lines of a run's log file, read in a worker."""
+
+    run_id: str
+    lines: list[str]
 
 
 class ProfilesChanged(Message):

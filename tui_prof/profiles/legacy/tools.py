@@ -139,6 +139,8 @@ def kernels(path: Path) -> list[KernelStat]:
             tensor_core_eligible=r.is_op_tensor_core_eligible,
             uses_tensor_core=r.is_kernel_using_tensor_core,
             occupancy_percent=r.occupancy_pct or None,  # 0: not recorded
+            grid=",".join(str(d) for d in r.grid_dim),
+            block=",".join(str(d) for d in r.block_dim),
         )
         for r in db.reports
     ]

@@ -32,6 +32,7 @@ class ProgramFindings:
 
     programs: list[ProgramStat] = field(default_factory=list)
     run_interval_ms: float | None = None  # median start-to-start time of the kept steps
+    run_ms: float | None = None  # median time of a kept run itself (its device or host span)
 
 
 def _detail(chosen: Program, programs: list[Program], wanted: str | None) -> str:
@@ -115,6 +116,36 @@ def host_program_choice(
         chosen.windows,
         roots=chosen.roots,
     )
+
+
+# A run's step lasts until the next run starts, as a marked step lasts until the next marker:
+# the host's dispatch, input and Python between runs belong to the step (as host time or "all
+# others"), so step times of jobs with and without markers compare. A gap longer than this many
+# median start-to-start times (an evaluation pass, a checkpoint) is not part of any step: the
+# step before it ends with its run.
+GAP_FACTOR = 3.0
+
+
+def until_next_run(begin_ps: np.ndarray, end_ps: np.ndarray, ok: np.ndarray) -> np.ndarray:
+    """Each kept run's step end: the next kept run's start where the runs follow each other."""
+    idx = np.flatnonzero(ok)
+    cur, nxt = idx[:-1], idx[1:]
+    follows = nxt - cur == 1
+    if not follows.any():
+        return end_ps
+    gaps = begin_ps[nxt] - begin_ps[cur]
+    typical = float(np.median(gaps[follows]))
+    extend = follows & (gaps <= GAP_FACTOR * typical) & (begin_ps[nxt] > end_ps[cur])
+    out = end_ps.copy()
+    out[cur[extend]] = begin_ps[nxt[extend]]
+    return out
+
+
+def run_ms(begin_ps: np.ndarray, end_ps: np.ndarray, ok: np.ndarray) -> float | None:
+    """Median time of a kept run itself."""
+    if not ok.any():
+        return None
+    return float(np.median(end_ps[ok] - begin_ps[ok])) / 1e9
 
 
 def run_interval_ms(begin_ps: np.ndarray, ok: np.ndarray) -> float | None:

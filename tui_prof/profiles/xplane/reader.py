@@ -113,9 +113,8 @@ def _pace_warning(own: _Own) -> list[str]:
     found = own.found
     if own.source != STEP_SOURCE_PROGRAM_RUNS or found is None or not own.steps:
         return []
-    interval = found.run_interval_ms
-    run_ms = sum(s.step_time_ms for s in own.steps) / len(own.steps)
-    if not interval or run_ms >= (1 - IDLE_BETWEEN_RUNS) * interval:
+    interval, run_ms = found.run_interval_ms, found.run_ms
+    if not interval or run_ms is None or run_ms >= (1 - IDLE_BETWEEN_RUNS) * interval:
         return []
     idle = 100.0 * (1 - run_ms / interval)
     return [

@@ -47,6 +47,8 @@ from tui_prof.profiles.xplane.program_steps import (
     device_program_steps,
     host_program_choice,
     run_interval_ms,
+    run_ms,
+    until_next_run,
 )
 from tui_prof.profiles.xplane.step_events import (
     CATEGORY_OF,
@@ -121,6 +123,7 @@ class FoundSteps:
     )
     programs: tuple[ProgramStat, ...] = ()  # XLA programs run, most time first
     run_interval_ms: float | None = None  # program runs: median start-to-start time of steps
+    run_ms: float | None = None  # program runs: median time of a run itself
 
 
 @dataclass
@@ -163,6 +166,17 @@ def _step_dicts(
         cats["other"] = max(0.0, total - sum(v for c, v in cats.items() if c != "other"))
         out[num] = (total, cats)
     return out
+
+
+def _program_spans(
+    begin: np.ndarray, end: np.ndarray, ok: np.ndarray, findings: ProgramFindings
+) -> np.ndarray:
+    """Program runs' steps run until the next run starts (program_steps.until_next_run); the
+    runs' own pace is kept for the summary's warning."""
+    kept = _complete(ok, STEP_SOURCE_PROGRAM_RUNS)
+    findings.run_interval_ms = run_interval_ms(begin, kept)
+    findings.run_ms = run_ms(begin, end, kept)
+    return until_next_run(begin, end, ok)
 
 
 def _device_steps(
@@ -233,9 +247,9 @@ def _device_steps(
     ok[step[ev["type"] >= DEVICE_COMPUTE_32]] = True
     ok &= end > begin
     begin, end = np.where(ok, begin, 0), np.where(ok, end, 1)
-    owned = coverage(step, ev["start"], ev["end"], ev["type"], begin, end)
     if choice.source == STEP_SOURCE_PROGRAM_RUNS:
-        findings.run_interval_ms = run_interval_ms(begin, _complete(ok, choice.source))
+        end = _program_spans(begin, end, ok, findings)
+    owned = coverage(step, ev["start"], ev["end"], ev["type"], begin, end)
     return choice, numbers, end - begin, owned, ok
 
 
@@ -280,7 +294,8 @@ def _host_steps(
     ok = np.zeros(len(windows), dtype=bool)
     ok[ev["step"][ev["type"] == HOST_COMPUTE]] = True
     if choice.source == STEP_SOURCE_PROGRAM_RUNS:
-        findings.run_interval_ms = run_interval_ms(begin, _complete(ok, choice.source))
+        end = _program_spans(begin, end, ok, findings)
+        owned = coverage(ev["step"], ev["start"], ev["end"], ev["type"], begin, end)
     return choice, [w.step for w in windows], end - begin, owned, ok
 
 
@@ -429,6 +444,7 @@ def find_steps(
         device_compute_16bit_percent=100.0 * c16 / (c16 + c32) if c16 + c32 > 0 else None,
         programs=programs,
         run_interval_ms=first.findings.run_interval_ms,
+        run_ms=first.findings.run_ms,
     )
 
 

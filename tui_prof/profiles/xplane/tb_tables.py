@@ -132,6 +132,8 @@ def kernels(kernel_stats: Any) -> list[KernelStat]:
             occupancy_percent=(
                 float(r["occupancy_pct"]) if r.get("occupancy_pct") is not None else None
             ),
+            grid=str(r.get("grid_dim") or ""),
+            block=str(r.get("block_dim") or ""),
         )
         for r in rows(table)
     ]

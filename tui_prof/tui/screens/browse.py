@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -13,8 +12,9 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
-from textual.screen import Screen
-from textual.widgets import Footer, Header, Tree
+from textual.lazy import Lazy
+from textual.widgets import Header, TabbedContent, Tree
+from textual.worker import get_current_worker
 
 from tui_prof.model import ProfileError, ProfileSummary
 from tui_prof.profiles.discover import Discovery, HostFile, Session, discover
@@ -26,21 +26,57 @@ from tui_prof.tui.messages import (
     ProfileFailed,
     ProfileLoaded,
 )
+from tui_prof.tui.screens.base import KeysFooter, TuiprofScreen
 from tui_prof.tui.widgets.profile_tree import NodeData, ProfileTree
 from tui_prof.tui.widgets.session_view import SessionView
 
 if TYPE_CHECKING:
     from tui_prof.profiles.prefetch import Prefetch
 
+# The one worker that lives as long as the screen (tests do not wait for it); it starts a moment
+# after the first frame, and reports everything written since the listing began.
+FOLLOW_GROUP = "follow"
+FOLLOW_AFTER_S = 0.3
 
-class BrowseScreen(Screen[None]):
+
+class BrowseScreen(TuiprofScreen):
     BINDINGS = [
-        Binding("f5,ctrl+r", "rescan", "Rescan", id="rescan", tooltip="List the logdir again"),
-        Binding("tab", "focus_next", "Next pane", show=False),
-        Binding("1", "tab('tab-overview')", "Overview", id="tab_overview", show=False),
-        Binding("2", "tab('tab-steps')", "Steps", id="tab_steps", show=False),
-        Binding("3", "tab('tab-ops')", "Ops", id="tab_ops", show=False),
-        Binding("4", "tab('tab-kernels')", "Kernels", id="tab_kernels", show=False),
+        Binding(
+            "f5,ctrl+r",
+            "rescan",
+            "Rescan",
+            id="rescan",
+            show=False,  # the tree follows the logdir by itself; the key stays for network mounts
+            tooltip="List the logdir again",
+        ),
+        Binding("tab", "focus_next", "Next pane", show=False, tooltip="Tree, tabs, tables in turn"),
+        Binding(
+            "1",
+            "tab('tab-overview')",
+            "Overview tab",
+            id="tab_overview",
+            show=False,
+            tooltip="Headline, breakdown bars, averages, precision, advice",
+        ),
+        Binding(
+            "2", "tab('tab-steps')", "Steps tab", id="tab_steps", show=False, tooltip="Per step"
+        ),
+        Binding(
+            "3",
+            "tab('tab-ops')",
+            "Top ops tab",
+            id="tab_ops",
+            show=False,
+            tooltip="Framework ops by self time",
+        ),
+        Binding(
+            "4",
+            "tab('tab-kernels')",
+            "Kernels tab",
+            id="tab_kernels",
+            show=False,
+            tooltip="GPU kernels, TensorCore use, launch shape",
+        ),
         Binding(
             "F",
             "toggle_fallback",
@@ -82,11 +118,9 @@ class BrowseScreen(Screen[None]):
         self.full = False  # run the converter even on large profiles
         self.step_program: str | None = None  # steps are this XLA program's runs (`P`)
         self._summary: ProfileSummary | None = None  # the shown session's
-        self._cancel: threading.Event | None = None
         self._current: Session | None = None
         self.current_summary: ProfileSummary | None = None  # of the selected session, once read
         self.marked: Session | None = None  # A of the next diff
-        self._follower: object | None = None
         self._created = time.time()
 
     def compose(self) -> ComposeResult:
@@ -94,7 +128,7 @@ class BrowseScreen(Screen[None]):
         with Horizontal(id="browse"):
             yield ProfileTree(id="tree")
             yield SessionView(id="session")
-        yield Footer()
+        yield Lazy(KeysFooter())  # the keys come a frame after the numbers
 
     def on_mount(self) -> None:
         pre = self.prefetch
@@ -105,23 +139,25 @@ class BrowseScreen(Screen[None]):
         else:
             self.query_one(SessionView).show_message(f"Listing {self.root} …")
             self.scan()
-        self._follow()
+        # Watching starts once the first frame is out (it reports all since the listing began).
+        self.set_timer(FOLLOW_AFTER_S, self._follow)
 
     def _follow(self) -> None:
         """Watch the open directory, so a running job's new sessions appear without a restart."""
-        if not self.root.is_dir():
-            return
+        if self.root.is_dir():
+            self._follow_worker()
+
+    @work(thread=True, group=FOLLOW_GROUP, name="following the logdir", exit_on_error=False)
+    def _follow_worker(self) -> None:
+        """Runs until the screen goes: Textual cancels its workers, which sets this event."""
         from tui_prof.live.follow import LogdirFollower
 
         # Anything written after the listing started is reported, so nothing falls between the two.
         since = self.prefetch.started_at if self.prefetch is not None else self._created
-        self._follower = LogdirFollower(
+        follower = LogdirFollower(
             self.root, lambda events: self.post_message(LogdirChanged(events)), since=since
-        ).start()
-
-    def on_unmount(self) -> None:
-        if self._follower is not None:
-            self._follower.stop(timeout=1.0)  # type: ignore[attr-defined]
+        )
+        follower.run(get_current_worker().cancelled_event)
 
     def on_logdir_changed(self, message: LogdirChanged) -> None:
         from tui_prof.live.follow import PROFILE, SESSION
@@ -139,7 +175,7 @@ class BrowseScreen(Screen[None]):
             self._current = None
             self.load(current)
 
-    @work(thread=True, exclusive=True, group="scan")
+    @work(thread=True, exclusive=True, group="scan", name="listing profiles", exit_on_error=False)
     def scan(self) -> None:
         pre = self.prefetch
         if pre is not None and not pre.listing_used:
@@ -210,9 +246,6 @@ class BrowseScreen(Screen[None]):
             self.load(data)
 
     def load(self, session: Session) -> None:
-        if self._cancel is not None:
-            self._cancel.set()
-        self._cancel = threading.Event()
         self._current = session
         self.current_summary = None
         pre = self.prefetch
@@ -233,25 +266,31 @@ class BrowseScreen(Screen[None]):
                 self.on_profile_failed(ProfileFailed(session, pre.error))
                 return
         self.query_one(SessionView).show_loading(session.name)
-        self._analyse(session, self._cancel, self.force_fallback, self.full, self.step_program)
+        self._analyse(session, self.force_fallback, self.full, self.step_program)
 
-    @work(thread=True, exclusive=True, group="analyse", exit_on_error=False)
+    @work(
+        thread=True,
+        exclusive=True,
+        group="analyse",
+        name="analysing the session",
+        exit_on_error=False,
+    )
     def _analyse(
-        self,
-        session: Session,
-        cancel: threading.Event,
-        fallback: bool,
-        full: bool,
-        program: str | None = None,
+        self, session: Session, fallback: bool, full: bool, program: str | None = None
     ) -> None:
+        """Stops when the worker is cancelled: another session was selected (exclusive), or the
+        screen went away."""
         from tui_prof.model import Cancelled
         from tui_prof.profiles.load import load_summary
 
+        cancel = get_current_worker().cancelled_event
         start = time.perf_counter()
         pre = self.prefetch
         if pre is not None and not pre.used and pre.listed.is_set() and pre.session == session:
             pre.used = True  # started before Textual loaded: wait for it rather than redo it
-            pre.analysed.wait()
+            while not pre.analysed.wait(0.01):  # the first numbers wait on this
+                if cancel.is_set():
+                    return
             plain = not fallback and not full and not program
             if pre.summary is not None and plain:
                 self.post_message(ProfileLoaded(session, pre.summary, time.perf_counter() - start))
@@ -274,9 +313,11 @@ class BrowseScreen(Screen[None]):
             self.post_message(ProfileFailed(session, str(exc)))
             return
         except Exception as exc:  # a bug must not kill the browser; show it like a bad file
-            self.post_message(
-                ProfileFailed(session, f"unexpected error: {type(exc).__name__}: {exc}")
-            )
+            from tui_prof.tui.errors import log_failure, one_line
+
+            where = log_failure(f"analysing {session.path}", exc)
+            detail = f" (traceback in {where})" if where else ""
+            self.post_message(ProfileFailed(session, f"unexpected error: {one_line(exc)}{detail}"))
             return
         if not cancel.is_set():
             self.post_message(ProfileLoaded(session, summary, time.perf_counter() - start))
@@ -300,7 +341,7 @@ class BrowseScreen(Screen[None]):
         self._summary = None
         view = self.query_one(SessionView)
         view.clear_summary()
-        view.query_one("#progress").display = False
+        view.hide_progress()
         view.show_message(Text(f"{message.session.path}: {message.error}"), error=True)
 
     def action_rescan(self) -> None:
@@ -312,7 +353,8 @@ class BrowseScreen(Screen[None]):
         return self._current
 
     def action_tab(self, tab: str) -> None:
-        self.query_one("#tabs").active = tab  # type: ignore[attr-defined]
+        for tabs in self.query("#tabs").results(TabbedContent):  # mounted after the first frame
+            tabs.active = tab
 
     def action_toggle_full(self) -> None:
         self.full = not self.full

@@ -6,7 +6,6 @@ through a learning-rate warm-up or after a data-loader change.
 
 from __future__ import annotations
 
-import threading
 import time
 
 from rich.text import Text
@@ -14,23 +13,32 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Header, Static
+from textual.widgets import DataTable, Header, Static
+from textual.worker import Worker, get_current_worker
 
 from tui_prof.live.capture import CaptureError, capture_series
 from tui_prof.model import ProfileError, StepBreakdown
 from tui_prof.render.summary import BreakdownBars, fmt_ms
 from tui_prof.tui.messages import Captured, CaptureEnded, CaptureProgressed
+from tui_prof.tui.screens.base import KeysFooter, TuiprofScreen
 from tui_prof.tui.screens.capture_dialog import CaptureRequest
 
 
-class CapturesScreen(Screen[None]):
-    BINDINGS = [Binding("s", "stop_capture", "Stop capturing", id="stop_capture")]
+class CapturesScreen(TuiprofScreen):
+    BINDINGS = [
+        Binding(
+            "s",
+            "stop_capture",
+            "Stop capturing",
+            id="stop_capture",
+            tooltip="Stop the capture series (the capture under way finishes)",
+        )
+    ]
 
     def __init__(self) -> None:
         super().__init__()
         self.points: list[StepBreakdown] = []
-        self._cancel: threading.Event | None = None
+        self._worker: Worker[None] | None = None
 
     def compose(self) -> ComposeResult:
         yield Header(show_clock=False)
@@ -44,7 +52,7 @@ class CapturesScreen(Screen[None]):
                 Text("Average step time per capture", style="bold"), id="capture-chart-title"
             )
             yield Static(id="capture-chart")
-        yield Footer()
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         self.query_one("#capture-table", DataTable).add_columns(
@@ -53,17 +61,22 @@ class CapturesScreen(Screen[None]):
 
     @property
     def running(self) -> bool:
-        return self._cancel is not None and not self._cancel.is_set()
+        return self._worker is not None and not self._worker.is_finished
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """s is offered only while a capture runs."""
+        return self.running if action == "stop_capture" else True
 
     def start(self, request: CaptureRequest) -> None:
         if self.running:
             self.notify("A capture is already running; press s to stop it.", severity="warning")
             return
-        self._cancel = threading.Event()
-        self._run(request, self._cancel)
+        self._worker = self._run(request)
+        self.refresh_bindings()
 
-    @work(thread=True, group="capture", exit_on_error=False)
-    def _run(self, request: CaptureRequest, cancel: threading.Event) -> None:
+    @work(thread=True, group="capture", name="capturing", exit_on_error=False)
+    def _run(self, request: CaptureRequest) -> None:
+        """Stops at the worker's cancellation: s, or the app closing."""
         from tui_prof.profiles.load import load_summary
 
         count = request.count if request.every_s is not None else 1
@@ -73,7 +86,7 @@ class CapturesScreen(Screen[None]):
             logdir=request.logdir,
             every_s=every,
             count=count,
-            cancel=cancel,
+            cancel=get_current_worker().cancelled_event,
             duration_ms=request.duration_ms,
             progress=lambda f, m: self.post_message(CaptureProgressed(f, m)),
         )
@@ -89,7 +102,6 @@ class CapturesScreen(Screen[None]):
                     continue
                 self.post_message(Captured(item, summary, None))
         finally:
-            cancel.set()
             self.post_message(CaptureEnded(None, False))
 
     def on_capture_progressed(self, message: CaptureProgressed) -> None:
@@ -130,6 +142,7 @@ class CapturesScreen(Screen[None]):
         # The message bubbles on to the app, which lists the browse tree again.
 
     def on_capture_ended(self, message: CaptureEnded) -> None:
+        self.refresh_bindings()
         if message.error:
             self.notify(
                 message.error,
@@ -141,6 +154,7 @@ class CapturesScreen(Screen[None]):
             self.query_one("#capture-status", Static).update(Text(message.error, style="bold red"))
 
     def action_stop_capture(self) -> None:
-        if self._cancel is not None:
-            self._cancel.set()
+        if self._worker is not None and not self._worker.is_finished:
+            self._worker.cancel()
             self.notify("Capturing stopped")
+        self.refresh_bindings()

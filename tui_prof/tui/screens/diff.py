@@ -7,14 +7,12 @@ name's distinguishing tail as Text, and the selected row's full name sits in the
 
 from __future__ import annotations
 
-import threading
-
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Header, ProgressBar, Static, TabbedContent, TabPane
+from textual.widgets import DataTable, Header, ProgressBar, Static, TabbedContent, TabPane
+from textual.worker import get_current_worker
 
 from tui_prof.comparison.profile_diff import TargetRef
 from tui_prof.profiles.diff import DiffRow, ProfileDiff
@@ -28,6 +26,7 @@ from tui_prof.render.diff import (
 )
 from tui_prof.render.summary import fmt_ms
 from tui_prof.tui.messages import DiffProgressed, DiffReady
+from tui_prof.tui.screens.base import KeysFooter, TuiprofScreen
 
 # What the number columns, padding and scrollbar take beside the name.
 NUMBERS_WIDTH = 42
@@ -37,8 +36,8 @@ EMPTY = "No diff yet. In Browse, press m on a session to mark it as A, then d on
 class DiffRowsTable(DataTable[object]):
     """One row per op or kernel, in the diff's order (largest change first)."""
 
-    def __init__(self, *, kernels: bool, **kwargs: object) -> None:
-        super().__init__(cursor_type="row", zebra_stripes=True, **kwargs)  # type: ignore[arg-type]
+    def __init__(self, *, kernels: bool, id: str | None = None) -> None:
+        super().__init__(cursor_type="row", zebra_stripes=True, id=id)
         self.kernels = kernels
         self.rows_shown: list[DiffRow] = []
 
@@ -65,7 +64,7 @@ class DiffRowsTable(DataTable[object]):
         return self.rows_shown[self.cursor_row]
 
 
-class DiffScreen(Screen[None]):
+class DiffScreen(TuiprofScreen):
     BINDINGS = [
         Binding("escape", "app.show('browse')", "Back", id="diff_back"),
         Binding("s", "swap", "Swap A/B", id="diff_swap", tooltip="Compare B with A instead"),
@@ -77,7 +76,6 @@ class DiffScreen(Screen[None]):
         super().__init__()
         self.refs: tuple[TargetRef, TargetRef] | None = None
         self.diff: ProfileDiff | None = None
-        self._cancel: threading.Event | None = None
         self._ready = False  # mounted: widgets exist
 
     def compose(self) -> ComposeResult:
@@ -91,7 +89,7 @@ class DiffScreen(Screen[None]):
             with TabPane("Kernels", id="diff-tab-kernels"):
                 yield DiffRowsTable(kernels=True, id="diff-kernels")
         yield Static(id="diff-detail")
-        yield Footer()
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         self.query_one("#diff-progress", ProgressBar).display = False
@@ -104,9 +102,6 @@ class DiffScreen(Screen[None]):
         self.refs = (a, b)
         if not self._ready:
             return  # on_mount starts it
-        if self._cancel is not None:
-            self._cancel.set()
-        self._cancel = threading.Event()
         self.diff = None
         status = self.query_one("#diff-status", Static)
         status.set_class(False, "error")
@@ -115,13 +110,21 @@ class DiffScreen(Screen[None]):
         bar = self.query_one("#diff-progress", ProgressBar)
         bar.update(total=100, progress=0)
         bar.display = True
-        self._compute(a, b, self._cancel)
+        self._compute(a, b)
 
-    @work(thread=True, exclusive=True, group="diff", exit_on_error=False)
-    def _compute(self, a: TargetRef, b: TargetRef, cancel: threading.Event) -> None:
+    @work(
+        thread=True,
+        exclusive=True,
+        group="diff",
+        name="comparing two profiles",
+        exit_on_error=False,
+    )
+    def _compute(self, a: TargetRef, b: TargetRef) -> None:
+        """Stops on its worker's cancellation: a newer comparison (exclusive), or the app closing."""
         from tui_prof.comparison.profile_diff import diff_targets, resolve
         from tui_prof.model import Cancelled, ProfileError
 
+        cancel = get_current_worker().cancelled_event
         try:
             diff = diff_targets(
                 resolve(a),
@@ -136,7 +139,11 @@ class DiffScreen(Screen[None]):
                 self.post_message(DiffReady(None, str(exc)))
             return
         except Exception as exc:  # a bug must not kill the app; show it like a bad file
-            self.post_message(DiffReady(None, f"unexpected error: {type(exc).__name__}: {exc}"))
+            from tui_prof.tui.errors import log_failure, one_line
+
+            where = log_failure("comparing two profiles", exc)
+            detail = f" (traceback in {where})" if where else ""
+            self.post_message(DiffReady(None, f"unexpected error: {one_line(exc)}{detail}"))
             return
         if not cancel.is_set():
             self.post_message(DiffReady(diff, None))

@@ -8,6 +8,7 @@ whenever a run ends, so the screen and the CLI always agree.
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 
 from rich.text import Text
@@ -15,18 +16,20 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Header, RichLog, Select, Static
+from textual.widgets import DataTable, Header, RichLog, Select, Static
 
 from tui_prof.experiments import events as ev
-from tui_prof.experiments.store import StoreError, find_experiments, load_experiment
-from tui_prof.model import RunRecord
+from tui_prof.experiments.store import IN_FLIGHT, StoreError, find_experiments, load_experiment
+from tui_prof.model import ExperimentRecord, RunRecord
 from tui_prof.tui.messages import (
     ComparisonReady,
+    ExperimentLoaded,
     ExperimentsFound,
+    LogTailRead,
     ProfilesChanged,
     RunnerEventArrived,
 )
+from tui_prof.tui.screens.base import KeysFooter, TuiprofScreen
 from tui_prof.tui.widgets.run_table import RunTable
 
 LOG_TAIL_LINES = 400
@@ -37,13 +40,20 @@ LIVE_FLUSH_S = 0.1
 LIVE_LINES_PER_FLUSH = 50
 
 
-class ExperimentsScreen(Screen[None]):
+class ExperimentsScreen(TuiprofScreen):
     BINDINGS = [
         Binding("x", "stop_selected", "Stop run", id="stop_run", tooltip="Stop the selected run"),
         Binding(
             "X", "stop_all", "Stop all", id="stop_all", tooltip="Stop every run of this experiment"
         ),
-        Binding("f5,ctrl+r", "rescan", "Rescan", id="rescan_experiments", show=False),
+        Binding(
+            "f5,ctrl+r",
+            "rescan",
+            "Rescan",
+            id="rescan_experiments",
+            show=False,
+            tooltip="Look for experiments under the open path again",
+        ),
         Binding(
             "d",
             "diff_variants",
@@ -58,6 +68,11 @@ class ExperimentsScreen(Screen[None]):
         self.root = root
         self.current: str | None = None
         self._log_lines: dict[str, list[str]] = {}
+        self._log_dropped: dict[str, int] = {}  # lines a run printed beyond its kept tail
+        self._composed = False
+        self._record: ExperimentRecord | None = None  # the shown experiment, as last read
+        self._log_run: str | None = None  # whose log the log pane shows
+        self._live_runs: dict[str, RunRecord] = {}  # the shown experiment's runs, from events
         self._pending: list[str] = []  # the selected run's lines not drawn yet
         self._pending_skipped = 0
 
@@ -73,9 +88,10 @@ class ExperimentsScreen(Screen[None]):
                 yield Static(
                     Text("No experiment yet: press r to start one.", style="dim"), id="comparison"
                 )
-        yield Footer()
+        yield KeysFooter()
 
     def on_mount(self) -> None:
+        self._composed = True  # (is_mounted turns True only after on_mount)
         self.set_interval(1.0, self._tick)
         self.set_interval(LIVE_FLUSH_S, self._flush_log)
         if self.current is not None:
@@ -85,16 +101,22 @@ class ExperimentsScreen(Screen[None]):
     def _tick(self) -> None:
         self.query_one(RunTable).tick()
 
-    @work(thread=True, exclusive=True, group="experiments-scan")
+    @work(
+        thread=True,
+        exclusive=True,
+        group="experiments-scan",
+        name="looking for experiments",
+        exit_on_error=False,
+    )
     def scan(self) -> None:
         self.post_message(ExperimentsFound(tuple(str(p) for p in find_experiments(self.root))))
 
     def on_experiments_found(self, message: ExperimentsFound) -> None:
-        known = list(dict.fromkeys([*message.directories, *self.app.runners]))  # type: ignore[attr-defined]
+        known = list(dict.fromkeys([*message.directories, *self.app.runners]))
         select = self.query_one("#experiment-select", Select)
         select.set_options([(self._label(d), d) for d in known])
         if self.current is None and known:
-            self.show_experiment(known[-1] if self.app.runners else known[0])  # type: ignore[attr-defined]
+            self.show_experiment(known[-1] if self.app.runners else known[0])
 
     def _label(self, directory: str) -> str:
         try:
@@ -109,8 +131,11 @@ class ExperimentsScreen(Screen[None]):
             self.show_experiment(event.value)
 
     def show_experiment(self, directory: str) -> None:
+        if directory != self.current:
+            self._live_runs = {}
+            self._log_run = None
         self.current = directory
-        if not self.is_mounted:  # installed but not shown yet: on_mount shows it
+        if not self._composed:  # installed but not shown yet: on_mount shows it
             return
         select = self.query_one("#experiment-select", Select)
         if select.value != directory:
@@ -118,18 +143,52 @@ class ExperimentsScreen(Screen[None]):
             if directory not in options:
                 select.set_options([(self._label(d), d) for d in [*options, directory]])
             select.value = directory
+        self.refresh_bindings()
+        self._load(directory)
+
+    @work(
+        thread=True,
+        exclusive=True,
+        group="load-experiment",
+        name="reading the experiment",
+        exit_on_error=False,
+    )
+    def _load(self, directory: str) -> None:
+        """The store is read here: a large experiment must not stop the screen drawing."""
         try:
             record = load_experiment(directory)
         except StoreError as exc:
-            self.query_one("#comparison", Static).update(Text(str(exc), style="bold red"))
+            self.post_message(ExperimentLoaded(directory, None, str(exc)))
             return
-        self.query_one(RunTable).show_runs(record.runs)
-        self.query_one("#run-log", RichLog).clear()
-        self.refresh_comparison()
-        if any(r.backend_ref and r.status in ("queued", "running") for r in record.runs):
-            self.app.reattach(directory)  # type: ignore[attr-defined]  # a cluster still runs them
+        self.post_message(ExperimentLoaded(directory, record, None))
 
-    @work(thread=True, exclusive=True, group="comparison", exit_on_error=False)
+    def on_experiment_loaded(self, message: ExperimentLoaded) -> None:
+        if message.directory != self.current:
+            return
+        if message.record is None:
+            self.query_one("#comparison", Static).update(
+                Text(message.error or "cannot read", style="bold red")
+            )
+            return
+        self._record = message.record
+        if self._log_run is None:
+            self.query_one("#run-log", RichLog).clear()
+        table = self.query_one(RunTable)
+        table.show_runs(message.record.runs)
+        for run in self._live_runs.values():  # events that came while the store was read
+            table.upsert(run)
+        self.refresh_comparison()
+        self.refresh_bindings()
+        if any(r.backend_ref and r.status in IN_FLIGHT for r in message.record.runs):
+            self.app.reattach(message.directory)  # a cluster still runs them
+
+    @work(
+        thread=True,
+        exclusive=True,
+        group="comparison",
+        name="comparing the experiment",
+        exit_on_error=False,
+    )
     def refresh_comparison(self) -> None:
         from tui_prof.comparison.report import build_report
 
@@ -167,33 +226,37 @@ class ExperimentsScreen(Screen[None]):
             return
         table = self.query_one(RunTable)
         if isinstance(event, ev.RunQueued | ev.RunStarted | ev.RunFinished | ev.RunFailed):
+            self._live_runs[event.run_id] = event.run
             table.upsert(event.run)
             if isinstance(event, ev.RunFailed) and event.run.error:
                 self._append(event.run_id, [f"[tuiprof] {event.run.status}: {event.run.error}"])
             if isinstance(event, ev.RunFinished | ev.RunFailed):
                 self.refresh_comparison()
+            self.refresh_bindings()
         elif isinstance(event, ev.RunProgress):
             run = table.runs.get(event.run_id)
             if run is not None:
-                from dataclasses import replace
-
-                table.upsert(
-                    replace(run, progress=event.progress, metrics={**run.metrics, **event.metrics})
+                run = replace(
+                    run, progress=event.progress, metrics={**run.metrics, **event.metrics}
                 )
+                self._live_runs[event.run_id] = run
+                table.upsert(run)
         elif isinstance(event, ev.RunOutput):
             self._append(event.run_id, list(event.lines))
         elif isinstance(event, ev.ExperimentFinished):
             counts = ", ".join(f"{n} {s}" for s, n in sorted(event.counts.items()))
             self.notify(f"Experiment finished: {counts}", title="tuiprof", markup=False)
             self.refresh_comparison()
+            self.refresh_bindings()
             self.app.post_message(ProfilesChanged())  # its runs' profiles belong in the tree
 
     def _append(self, run_id: str, lines: list[str]) -> None:
         buf = self._log_lines.setdefault(run_id, [])
         buf.extend(lines)
-        del buf[:-LOG_TAIL_LINES]
-        selected = self.query_one(RunTable).selected_run
-        if selected is not None and selected.run_id == run_id:
+        if len(buf) > LOG_TAIL_LINES:
+            self._log_dropped[run_id] = self._log_dropped.get(run_id, 0) + len(buf) - LOG_TAIL_LINES
+            del buf[:-LOG_TAIL_LINES]
+        if self._log_run == run_id:
             self._pending.extend(lines)
             if len(self._pending) > LIVE_LINES_PER_FLUSH:
                 self._pending_skipped += len(self._pending) - LIVE_LINES_PER_FLUSH
@@ -202,52 +265,92 @@ class ExperimentsScreen(Screen[None]):
     def _flush_log(self) -> None:
         lines, skipped = self._pending, self._pending_skipped
         self._pending, self._pending_skipped = [], 0
+        self._write_log(lines, skipped)
+
+    def _write_log(self, lines: list[str], skipped: int = 0) -> None:
+        """One write per batch (RichLog renders and scrolls per write), at most a tail's worth;
+        a first line says how many lines were left out."""
+        room = LOG_TAIL_LINES - 1 if skipped or len(lines) > LOG_TAIL_LINES else LOG_TAIL_LINES
+        skipped += max(0, len(lines) - room)
+        lines = lines[-room:]
         if skipped:
             lines = [
                 f"[tuiprof: {skipped} lines not shown here; the run's log file has them]",
                 *lines,
             ]
-        self._write_log(lines)
-
-    def _write_log(self, lines: list[str]) -> None:
-        """One write per batch (RichLog renders and scrolls per write), at most a tail's worth."""
         if lines:
-            self.query_one("#run-log", RichLog).write(Text("\n".join(lines[-LOG_TAIL_LINES:])))
+            self.query_one("#run-log", RichLog).write(Text("\n".join(lines)))
 
     @on(DataTable.RowHighlighted, "#runs")
     def _run_highlighted(self, event: DataTable.RowHighlighted) -> None:
         run = self.query_one(RunTable).runs.get(str(event.row_key.value))
-        if run is not None:
+        self.refresh_bindings()
+        if run is not None and run.run_id != self._log_run:
             self._show_log(run)
 
     def _show_log(self, run: RunRecord) -> None:
-        log = self.query_one("#run-log", RichLog)
-        log.clear()
+        """The selected run's log: what this session received of it, else its file's tail."""
+        self.query_one("#run-log", RichLog).clear()
+        self._log_run = run.run_id
         self._pending, self._pending_skipped = [], 0
         self.query_one("#log-title", Static).update(
             Text(f"Log: {run.variant} #{run.repeat + 1}  {self._label(run.log_path)}")
         )
-        lines = self._log_lines.get(run.run_id)
-        runner = self.app.runners.get(self.current or "")  # type: ignore[attr-defined]
-        if lines is None and runner is not None and run.run_id in {*runner.active, *runner.pending}:
-            lines = []  # its runner sends every line from the first: the file's would come twice
-        if lines is None:
-            lines = _read_tail(run.log_path)
-        self._write_log(lines)
+        if (self.current or "") in self.app.runners:
+            # This session's runner sends every line from the first: the file's would come twice.
+            lines = self._log_lines.get(run.run_id, [])
+            self._write_log(list(lines), self._log_dropped.get(run.run_id, 0))
+        else:
+            self._read_log_tail(run.run_id, run.log_path)
+
+    @work(
+        thread=True,
+        exclusive=True,
+        group="log-tail",
+        name="reading a run's log",
+        exit_on_error=False,
+    )
+    def _read_log_tail(self, run_id: str, path: str) -> None:
+        self.post_message(LogTailRead(run_id, _read_tail(path)))
+
+    def on_log_tail_read(self, message: LogTailRead) -> None:
+        if message.run_id == self._log_run:
+            self._write_log(message.lines)
 
     # -- actions -------------------------------------------------------------------------
+    @property
+    def selected_run(self) -> RunRecord | None:
+        return self.query_one(RunTable).selected_run
+
+    def _runner_runs(self) -> set[str]:
+        """Run ids of the shown experiment that this session's runner still runs or will."""
+        runner = self.app.runners.get(self.current or "")
+        return set() if runner is None or runner.done else {*runner.active, *runner.pending}
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """x and X are offered only where they stop something this session started, d where
+        there are variants to compare."""
+        if action == "stop_selected":
+            run = self.selected_run if self._composed else None
+            return run is not None and run.run_id in self._runner_runs()
+        if action == "stop_all":
+            return bool(self._runner_runs())
+        if action == "diff_variants":  # an experiment read, with a variant beside its baseline
+            return self._record is not None and len(self._record.variants) > 1
+        return True
+
     def action_stop_selected(self) -> None:
-        run = self.query_one(RunTable).selected_run
-        runner = self.app.runners.get(self.current or "")  # type: ignore[attr-defined]
-        if run is None or runner is None:
-            self.notify("No run of this session's experiments is selected.", severity="warning")
+        run = self.selected_run
+        runner = self.app.runners.get(self.current or "")
+        if run is None or runner is None or run.run_id not in self._runner_runs():
+            self.notify("The selected run is not running in this session.", severity="warning")
             return
         runner.stop(run.run_id)
         self.notify(f"Stopping {run.variant} #{run.repeat + 1}", markup=False)
 
     def action_stop_all(self) -> None:
-        runner = self.app.runners.get(self.current or "")  # type: ignore[attr-defined]
-        if runner is None:
+        runner = self.app.runners.get(self.current or "")
+        if runner is None or runner.done:
             self.notify("Nothing is running in this experiment.", severity="warning")
             return
         runner.stop_all()
@@ -261,13 +364,9 @@ class ExperimentsScreen(Screen[None]):
         from tui_prof.comparison.profile_diff import VariantRef
         from tui_prof.tui.messages import DiffRequested
 
-        if self.current is None:
-            self.notify("No experiment selected.", severity="warning")
-            return
-        try:
-            record = load_experiment(self.current)
-        except StoreError as exc:
-            self.notify(str(exc), severity="error", markup=False)
+        record = self._record
+        if self.current is None or record is None or Path(record.directory) != Path(self.current):
+            self.notify("No experiment read yet.", severity="warning")
             return
         run = self.query_one(RunTable).selected_run
         others = [v for v in record.variants if v != record.baseline]

@@ -1,49 +1,34 @@
-"""The `?` help: keys and what the screens show, kept next to the bindings it describes."""
+"""The `?` help: the key tables are built from the bindings themselves, so they cannot drift."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
+from textual.keys import format_key
 from textual.screen import ModalScreen
 from textual.widgets import Markdown
 
-HELP = """\
+INTRO = """\
 # tuiprof
 
-Browse TensorBoard and JAX profiles (`*.xplane.pb`; older `*.overview_page.pb` too) offline:
-runs → sessions → hosts on the left, the selected session on the right. The tree follows the logdir: sessions a running job writes
-appear within a second or two.
+Browse TensorBoard and JAX profiles (`*.xplane.pb`; older `*.overview_page.pb` too) and PyTorch
+profiler traces (`*.pt.trace.json[.gz]`, other Kineto JSON) offline: runs → sessions → hosts
+(ranks) on the left, the selected session on the right. The tree follows the logdir: sessions a
+running job writes appear within a second or two (`f5` lists new PyTorch traces).
 
 **Experiments** (`e`): runs of repeated experiments, live, with the selected run's log and the
 comparison: the speed/quality trade-off (medians, quartiles, worst run, Pareto front, scatter),
 statistics, confidence intervals (paired by repeat where every repeat has a run of each variant),
-how many repeats would resolve an open question, and box plots. **Captures** (`c`): profiles captured
-from running jobs with `a`, one breakdown bar per capture.
+how many repeats would resolve an open question, and box plots. **Captures** (`c`): profiles
+captured from running jobs with `a`, one breakdown bar per capture. **Diff**: `m` marks a session
+as A, `d` compares it with the selected one (B). The footer shows the keys that apply where you
+are; the tables below list every key of every view.
+"""
 
-## Keys
-| Key | Action |
-|---|---|
-| `↑`/`↓`, `j`/`k` | move in the tree (selecting a session analyses it) |
-| `→`/`←`, `l`/`h`, `enter` | expand / collapse |
-| `tab` | next pane (tree, tabs, tables) |
-| `1` `2` `3` `4` | Overview, Steps, Top ops, Kernels tab |
-| `F` | use tuiprof's own step finder instead of official markers (cross-check) |
-| `P` | steps from the runs of an XLA program (JAX): pick which, or automatic |
-| `m` | mark the selected session as A of a diff (`m` again: unmark) |
-| `d` | diff: A against the selected session (B), op by op and kernel by kernel |
-| `d` | Experiments: diff the baseline against the selected run's variant (all their runs) |
-| `s` / `esc` | Diff: swap A and B / back to Browse |
-| `f5`, `ctrl+r` | list the logdir again |
-| `b` / `e` / `c` | Browse, Experiments, Captures view |
-| `r` | new experiment: variants as `NAME=COMMAND` lines (or a spec file), repeats, save the spec |
-| `x` / `X` | Experiments: stop the selected run / all runs |
-| `a` | capture a profile from a running job's profiler server (once or every N seconds) |
-| `s` | Captures: stop capturing |
-| `ctrl+p` | command palette |
-| `?` | this help |
-| `q` | quit |
-
+NUMBERS = """\
 ## What the numbers mean
 - **Step time** and the **breakdown** use TensorBoard's categories: device compute, device to
   device, device collectives, host compute, kernel launch, input, output, compilation, all others.
@@ -57,6 +42,14 @@ from running jobs with `a`, one breakdown bar per capture.
 - **16-bit share**: the part of device compute time in FP16/BF16 ops (from the steps, else from
   the device ops' types or kernel names, as the line says). **TensorCore**: kernel time on
   TensorCores.
+- **PyTorch sessions** also show the PyTorch TensorBoard plugin's own categories (kernel, memcpy,
+  memset, communication, runtime, DataLoader, CPU exec, other) and, with several ranks, each
+  rank's step time with the slowest marked. The plugin reads today's runtime calls as CPU exec;
+  tuiprof counts them as runtime and says so.
+- **Names** are shortened to what tells them apart: kernels lose `void`, namespaces, parameters
+  and template plumbing (Eigen's kernels read as the expression they compute,
+  `half[1d] = half(float[1d])`); op scopes lose their head, never the op. The selected row's full
+  name is under the table.
 - **Diff** (`m`, then `d`): each op's and kernel's time per step in A and B and the change
   Δ = B − A (negative: B spends less), sorted by how much it moves the step; `new` and `gone`
   mark ops that appear or vanish. Op self times add up per side (host or device) to the op time
@@ -74,9 +67,86 @@ from running jobs with `a`, one breakdown bar per capture.
 - Profiles of 200 MB or more (`TUIPROF_LARGE_MB`) are read by tuiprof's streaming reader: steps,
   breakdown and 16-bit share in seconds and little memory, no op or kernel tables. The command
   palette's "Toggle full analysis of large profiles" runs TensorBoard's converter on them too.
+- Errors of background work are shown in one line; the traceback goes to
+  `$XDG_STATE_HOME/tuiprof/errors.log` (by default `~/.local/state/tuiprof/errors.log`).
 
 Press `escape` or `?` to close.
 """
+
+# The profile tree's keys worth knowing, of Textual's own and ours.
+TREE_ACTIONS = (
+    "cursor_down",
+    "cursor_up",
+    "expand_node",
+    "collapse_node",
+    "select_cursor",
+    "toggle_node",
+    "scroll_home",
+    "scroll_end",
+)
+
+
+def _key(binding: Binding) -> str:
+    return binding.key_display or format_key(binding.key)
+
+
+def key_rows(bindings: Iterable[BindingType], actions: Iterable[str] = ()) -> list[tuple[str, str]]:
+    """(keys, what they do) per action, in the bindings' order; keys of one action together.
+
+    `actions`, when given, picks those actions only, in that order."""
+    by_action: dict[str, list[Binding]] = {}
+    for b in Binding.make_bindings(bindings):
+        by_action.setdefault(b.action, []).append(b)
+    order = list(actions) or list(by_action)
+    rows = []
+    for action in order:
+        group = by_action.get(action)
+        if not group:
+            continue
+        described = [b for b in group if b.description]
+        first = (described or group)[-1]  # ours (listed after Textual's) names it best
+        what = first.description
+        tooltip = next((b.tooltip for b in group if b.tooltip), "")
+        if tooltip.lower().startswith(what.lower()):
+            what = tooltip
+        elif tooltip:
+            what = f"{what}: {tooltip}"
+        rows.append((" / ".join(dict.fromkeys(_key(b) for b in group)), what))
+    return rows
+
+
+def key_sections() -> list[tuple[str, list[tuple[str, str]]]]:
+    """Every view's keys, from the classes that bind them."""
+    from tui_prof.tui.app import TuiprofApp
+    from tui_prof.tui.screens.browse import BrowseScreen
+    from tui_prof.tui.screens.captures import CapturesScreen
+    from tui_prof.tui.screens.diff import DiffScreen
+    from tui_prof.tui.screens.experiments import ExperimentsScreen
+    from tui_prof.tui.widgets.profile_tree import ProfileTree
+
+    tree = [b for cls in reversed(ProfileTree.__mro__) for b in getattr(cls, "BINDINGS", [])]
+    return [
+        ("Everywhere", [*key_rows(TuiprofApp.BINDINGS), ("ctrl+p", "Command palette")]),
+        ("Browse", key_rows(BrowseScreen.BINDINGS)),
+        ("Profile tree", key_rows(tree, TREE_ACTIONS)),
+        ("Experiments", key_rows(ExperimentsScreen.BINDINGS)),
+        ("Captures", key_rows(CapturesScreen.BINDINGS)),
+        ("Diff", key_rows(DiffScreen.BINDINGS)),
+    ]
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("`", "'")
+
+
+def help_markdown() -> str:
+    parts = [INTRO]
+    for title, rows in key_sections():
+        parts.append(f"## Keys: {title}\n| Key | Action |\n|---|---|")
+        parts.extend(f"| `{_cell(k)}` | {_cell(what)} |" for k, what in rows)
+        parts.append("")
+    parts.append(NUMBERS)
+    return "\n".join(parts)
 
 
 class HelpScreen(ModalScreen[None]):
@@ -84,4 +154,4 @@ class HelpScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="help"):
-            yield Markdown(HELP)
+            yield Markdown(help_markdown())

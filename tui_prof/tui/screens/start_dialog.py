@@ -52,11 +52,19 @@ class Prefill:
 
 
 def default_spec_path(base: Path) -> str:
+    """The spec next to the open path, else in the working directory (relative where it can be)."""
     for root in (base if base.is_dir() else base.parent, Path.cwd()):
         for name in SPEC_CANDIDATES:
             if (root / name).is_file():
-                return str(root / name)
+                return _relative(root / name)
     return "tuiprof.toml"
+
+
+def _relative(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
 
 
 def _workdir(recorded: str) -> tuple[str, str]:

@@ -8,16 +8,25 @@ from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
 from tui_prof.profiles.discover import Discovery, HostFile, Run, Session
+from tui_prof.render.names import Branch, nest
 
 NodeData = Run | Session | HostFile | None
 
 
 def _size(n: int) -> str:
-    for unit in ("B", "KB", "MB", "GB"):
-        if n < 1024 or unit == "GB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024  # type: ignore[assignment]
-    return f"{n} B"
+    size = float(n)
+    for unit in ("B", "KB", "MB"):
+        if size < 1024:
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{size:.1f} GB"
+
+
+def _hosts_label(session: Session) -> str:
+    """How many host files: hosts for TensorFlow/JAX, ranks for PyTorch traces (one per rank)."""
+    n = len(session.hosts)
+    noun = "rank" if session.format == "kineto" else "host"
+    return f"  {n} {noun}{'s' if n != 1 else ''}"
 
 
 class ProfileTree(Tree[NodeData]):
@@ -32,8 +41,8 @@ class ProfileTree(Tree[NodeData]):
         Binding("G", "scroll_end", "Bottom", show=False),
     ]
 
-    def __init__(self, **kwargs: object) -> None:
-        super().__init__("profiles", **kwargs)  # type: ignore[arg-type]
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__("profiles", id=id)
         self.show_root = False
         self.guide_depth = 2
         self._session_nodes: dict[str, TreeNode[NodeData]] = {}
@@ -41,22 +50,37 @@ class ProfileTree(Tree[NodeData]):
         self._marked: str | None = None  # the session marked as A for a diff
 
     def populate(self, discovery: Discovery) -> None:
-        """Rebuild from a discovery, keeping the cursor on the same session where possible."""
+        """Rebuild from a discovery, keeping the cursor on the same session where possible.
+
+        Runs that share a head are nested under it (`experiment/runs/` › `float32-r0`, `mixed-r0`),
+        so each line shows what tells its run apart, not a head cut off at the tree's edge."""
         current = self.cursor_node.data if self.cursor_node else None
         self.clear()
         self._session_nodes.clear()
         self._problems.clear()  # a new listing: sessions are judged again when selected
-        for run in discovery.runs:
-            rnode = self.root.add(Text(run.name, style="bold"), data=run, expand=True)
+        runs = discovery.runs
+        for branch in nest([r.name for r in runs]):
+            self._add_branch(self.root, branch, runs)
+        if isinstance(current, Session) and str(current.path) in self._session_nodes:
+            self.move_cursor(self._session_nodes[str(current.path)])
+
+    def _add_branch(
+        self, parent: TreeNode[NodeData], branch: Branch, runs: tuple[Run, ...]
+    ) -> None:
+        if branch.index is None:  # a folder that only groups runs
+            node = parent.add(Text(branch.label, style="dim bold"), data=None, expand=True)
+        else:
+            run = runs[branch.index]
+            node = parent.add(Text(branch.label, style="bold"), data=run, expand=True)
             for sess in run.sessions:
-                snode = rnode.add(self._label(sess), data=sess, expand=False)
+                snode = node.add(self._label(sess), data=sess, expand=False)
                 self._session_nodes[str(sess.path)] = snode
                 for h in sess.hosts:
                     hl = Text(h.host)
                     hl.append(f"  {_size(h.size)}", style="dim")
                     snode.add_leaf(hl, data=h)
-        if isinstance(current, Session) and str(current.path) in self._session_nodes:
-            self.move_cursor(self._session_nodes[str(current.path)])
+        for child in branch.children:
+            self._add_branch(node, child, runs)
 
     def first_session_node(self) -> TreeNode[NodeData] | None:
         return next(iter(self._session_nodes.values()), None)
@@ -68,9 +92,7 @@ class ProfileTree(Tree[NodeData]):
         if key == self._marked:
             label.append("A▸ ", style="bold reverse")
         label.append(("⚠ " if problem else "") + session.name, style="red" if problem else "")
-        label.append(
-            f"  {len(session.hosts)} host{'s' if len(session.hosts) != 1 else ''}", style="dim"
-        )
+        label.append(_hosts_label(session), style="dim")
         return label
 
     def mark(self, session: Session, problem: str | None) -> None:

@@ -2,102 +2,343 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable, Iterable
 
+from rich.console import RenderableType
 from rich.text import Text
+from textual import on
 from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
+from textual.widget import Widget
 from textual.widgets import DataTable, ProgressBar, Static, TabbedContent, TabPane
 
 from tui_prof.model import CATEGORY_LABELS, ProfileSummary
+from tui_prof.render.names import TailCut, cut_middle, fit_kernels, fit_paths, kernel_names
 from tui_prof.render.summary import (
     fmt_ms,
     headline,
+    native_table,
     overview_sections,
+    ranks_table,
     recommendations_text,
+    step_source_text,
     used_categories,
 )
+from tui_prof.tui.widgets.columns import Column, fit_columns
 
-NAME_WIDTH = 36
+TABS_AT_LATEST_S = 0.5  # the tabs mount after the first numbers, or after this at the latest
 
 
-class StepBreakdownTable(DataTable[str]):
-    """Per-step times; the Pilot tests read its cells."""
+class FittedTable(DataTable[object]):
+    """A summary's table laid out for its own width: drawn when it first has one (a hidden tab
+    has none) and again when the width changes; the cursor stays on its row."""
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id, zebra_stripes=True, cursor_type="row")
+        self.summary: ProfileSummary | None = None
+        self._drawn_width = 0
+
+    def on_mount(self) -> None:
+        """Mounted after the first numbers: take the summary the view already shows."""
+        shown = self.query_ancestor(SessionView).summary
+        if shown is not None and self.summary is None:
+            self.show(shown)
 
     def show(self, summary: ProfileSummary) -> None:
+        self.summary = summary
+        self._drawn_width = 0
         self.clear(columns=True)
+        self._draw()
+
+    def on_resize(self) -> None:
+        if self.summary is not None and self.size.width != self._drawn_width:
+            self._draw()
+
+    def _draw(self) -> None:
+        width = self.size.width
+        if self.summary is None or width <= 0:
+            return
+        row = self.cursor_row
+        self._drawn_width = width
+        self.clear(columns=True)
+        self.fill(self.summary, width)
+        if 0 <= row < self.row_count:
+            self.move_cursor(row=row)
+
+    def fill(self, summary: ProfileSummary, width: int) -> None:
+        raise NotImplementedError
+
+    def add_fitted(self, columns: list[Column], rows: list[dict[str, object]], width: int) -> None:
+        shown = fit_columns(columns, width)
+        for col, w in shown:
+            self.add_column(col.label, key=col.key, width=w)
+        for r in rows:
+            self.add_row(*(r[col.key] for col, _ in shown))
+
+
+class StepBreakdownTable(FittedTable):
+    """Per-step times; the Pilot tests read its cells. Categories with less time go first."""
+
+    def fill(self, summary: ProfileSummary, width: int) -> None:
         cats = used_categories(summary.steps)
-        self.add_column("Step", key="step")
-        self.add_column("Step time ms", key="step_time")
-        for c in cats:
-            self.add_column(CATEGORY_LABELS[c], key=c)
-        for s in summary.steps:
-            self.add_row(
-                str(s.step),
-                fmt_ms(s.step_time_ms),
-                *(fmt_ms(s.breakdown_ms.get(c, 0.0)) for c in cats),
+        total = {c: sum(s.breakdown_ms.get(c, 0.0) for s in summary.steps) for c in cats}
+        rank = {c: i for i, c in enumerate(sorted(cats, key=lambda c: -total[c]))}
+        columns = [Column("step", "Step", 5, 0), Column("step_time", "Step time ms", 8, 0)]
+        columns += [Column(c, CATEGORY_LABELS[c], 8, 1 + rank[c]) for c in cats]
+        rows: list[dict[str, object]] = [
+            {
+                "step": str(s.step),
+                "step_time": fmt_ms(s.step_time_ms),
+                **{c: fmt_ms(s.breakdown_ms.get(c, 0.0)) for c in cats},
+            }
+            for s in summary.steps
+        ]
+        self.add_fitted(columns, rows, width)
+
+
+class TopOpsTable(FittedTable):
+    """Ops by self time; a long scope loses its head, never the op at its tail."""
+
+    def fill(self, summary: ProfileSummary, width: int) -> None:
+        ops = summary.top_ops
+        columns = [
+            Column("name", "Op", 16, 0, flexible=True, want=_wish(width, (o.name for o in ops))),
+            Column("self", "Self ms", 8, 0),
+            Column("percent", "%", 5, 1),
+            Column("type", "Type", 14, 2),
+            Column("calls", "Calls", 5, 3),
+            Column("where", "Where", 6, 4),
+        ]
+        shown = {c.key: w for c, w in fit_columns(columns, width)}
+        names = fit_paths([o.name for o in ops], shown["name"])
+        rows: list[dict[str, object]] = [
+            {
+                "name": Text(name),
+                "type": Text(cut_middle(o.op_type, shown.get("type", 14))),
+                "where": o.where,
+                "calls": str(o.occurrences),
+                "self": fmt_ms(o.total_self_time_us / 1000),
+                "percent": f"{o.self_time_percent:.1f}",
+            }
+            for o, name in zip(ops, names, strict=True)
+        ]
+        self.add_fitted(columns, rows, width)
+
+    def detail(self) -> Text:
+        """The selected op in full: scope, type and where it ran."""
+        if self.summary is None or not 0 <= self.cursor_row < len(self.summary.top_ops):
+            return Text("")
+        o = self.summary.top_ops[self.cursor_row]
+        t = Text(o.name, style="bold")
+        t.append(f"\n{o.op_type} · {o.where} · {o.occurrences} calls", style="dim")
+        return t
+
+
+def _wish(width: int, names: Iterable[str]) -> int:
+    """A name column's wish: its longest name, up to ~45% of the table (the rest for numbers)."""
+    return min(max((len(n) for n in names), default=0), max(16, width * 45 // 100))
+
+
+def _launch(grid: str) -> str:
+    """`160,1,1` → `160`; `8,4,1` → `8×4`: the grid as short as it stays exact."""
+    dims = [d.strip() for d in grid.split(",") if d.strip()]
+    while len(dims) > 1 and dims[-1] == "1":
+        dims.pop()
+    return "×".join(dims) or "–"
+
+
+class KernelTable(FittedTable):
+    """GPU kernels by time, named by what tells them apart; the full name in the detail line."""
+
+    def fill(self, summary: ProfileSummary, width: int) -> None:
+        kernels = summary.kernels
+        shorts = kernel_names([k.name for k in kernels])
+        repeated = len(set(shorts)) < len(shorts)  # one kernel in several launch shapes
+        columns = [
+            Column("name", "Kernel", 16, 0, flexible=True, want=_wish(width, shorts)),
+            Column("total", "Total ms", 8, 0),
+            Column("calls", "Calls", 6, 1),
+            Column("grid", "Grid", 7, 2 if repeated else 6),
+            Column("tc", "TensorCore", 10, 3),
+            Column("occupancy", "Occ. %", 6, 4),
+            Column("op", "Op", 14, 5),
+        ]
+        if not any(k.grid for k in kernels):
+            columns = [c for c in columns if c.key != "grid"]
+        if not any(k.op_name for k in kernels):
+            columns = [c for c in columns if c.key != "op"]
+        if all(k.occupancy_percent is None for k in kernels):
+            columns = [c for c in columns if c.key != "occupancy"]
+        shown = {c.key: w for c, w in fit_columns(columns, width)}
+        names = fit_kernels(shorts, shown["name"])
+        ops = fit_paths([k.op_name for k in kernels], shown.get("op", 14))
+        rows: list[dict[str, object]] = []
+        for k, name, op in zip(kernels, names, ops, strict=True):
+            tc = "used" if k.uses_tensor_core else "eligible" if k.tensor_core_eligible else "–"
+            occupancy = "–" if k.occupancy_percent is None else f"{k.occupancy_percent:.0f}"
+            rows.append(
+                {
+                    "name": Text(name),
+                    "total": fmt_ms(k.total_duration_us / 1000),
+                    "calls": str(k.occurrences),
+                    "grid": _launch(k.grid),
+                    "tc": tc,
+                    "occupancy": occupancy,
+                    "op": Text(op or "–"),
+                }
             )
+        self.add_fitted(columns, rows, width)
+
+    def detail(self) -> Text:
+        """The selected kernel: its short name, launch shape and op, then its full name."""
+        if self.summary is None or not 0 <= self.cursor_row < len(self.summary.kernels):
+            return Text("")
+        kernels = self.summary.kernels
+        k = kernels[self.cursor_row]
+        short = kernel_names([x.name for x in kernels])[self.cursor_row]
+        t = Text(short, style="bold")
+        facts = [f"grid {k.grid}" if k.grid else "", f"block {k.block}" if k.block else ""]
+        facts.append(f"op {k.op_name}" if k.op_name else "")
+        if any(facts):
+            t.append("\n" + " · ".join(f for f in facts if f))
+        t.append("\n" + k.name, style="dim")
+        return t
 
 
-class TopOpsTable(DataTable[object]):
-    def show(self, summary: ProfileSummary) -> None:
-        self.clear(columns=True)
-        # Names are long (scopes, templates): a fixed width keeps the numbers on an 80-column screen.
-        self.add_column("Op", width=NAME_WIDTH)
-        self.add_column("Type", width=16)
-        self.add_columns("Where", "Calls", "Self ms", "% of side")
-        for o in summary.top_ops:
-            self.add_row(
-                Text(o.name),
-                Text(o.op_type),
-                o.where,
-                str(o.occurrences),
-                fmt_ms(o.total_self_time_us / 1000),
-                f"{o.self_time_percent:.1f}",
-            )
+# The same sections `tuiprof summary` prints: bars and averages, or without steps what the devices
+# did and the XLA programs run (never an empty table; a part with nothing to show is hidden).
+PARTS: dict[str, Callable[[ProfileSummary], RenderableType | None]] = {
+    "headline": lambda s: headline(s, source=False),  # above the tabs: kept short for 80x24
+    "source": step_source_text,
+    "bars": lambda s: overview_sections(s)[0],
+    "averages": lambda s: overview_sections(s)[1],
+    "native": native_table,  # PyTorch: the plugin's own categories
+    "ranks": ranks_table,  # several ranks: each one's step, the slowest marked
+    "precision": lambda s: overview_sections(s)[2],
+    "advice": recommendations_text,
+}
 
 
-class KernelTable(DataTable[object]):
-    def show(self, summary: ProfileSummary) -> None:
-        self.clear(columns=True)
-        self.add_column("Kernel", width=NAME_WIDTH)
-        self.add_column("Op", width=20)
-        self.add_columns("Calls", "Total ms", "TC eligible", "TC used", "Occupancy %")
-        for k in summary.kernels:
-            occ = "–" if k.occupancy_percent is None else f"{k.occupancy_percent:.0f}"
-            self.add_row(
-                Text(k.name),
-                Text(k.op_name),
-                str(k.occurrences),
-                fmt_ms(k.total_duration_us / 1000),
-                "yes" if k.tensor_core_eligible else "no",
-                "yes" if k.uses_tensor_core else "no",
-                occ,
-            )
+class SummaryPart(Static):
+    """One part of the overview (its id names it in PARTS), drawn from the view's summary; a
+    part mounted after the first numbers draws itself when it mounts."""
+
+    def on_mount(self) -> None:
+        shown = self.query_ancestor(SessionView).summary
+        if shown is not None:
+            self.show(shown)
+
+    def show(self, summary: ProfileSummary | None) -> None:
+        part = None if summary is None else PARTS[str(self.id)](summary)
+        self.update("" if part is None else part)
+        self.display = summary is None or part is not None
+
+
+class DetailLine(Static):
+    """Under a table: the selected row in full, or why the table is empty."""
+
+    def __init__(self, empty: str, *, id: str) -> None:
+        super().__init__(id=id, classes="detail")
+        self.empty = empty
+
+    def on_mount(self) -> None:
+        shown = self.query_ancestor(SessionView).summary
+        if shown is not None:
+            self.show_empty(shown)
+
+    def show_empty(self, summary: ProfileSummary) -> None:
+        kind = summary.kernels if self.id == "kernel-detail" else summary.top_ops
+        self.update("" if kind else Text(self.empty, style="dim"))
+
+
+class NeedsPane(TabPane):
+    """A tab disabled while the shown session has none of what it lists (no steps: a profile
+    without step markers the finders could use; no kernels: a CPU job, a large profile's quick
+    read)."""
+
+    def __init__(self, title: str, *children: Widget, needs: str, id: str) -> None:
+        super().__init__(title, *children, id=id)
+        self.needs = needs
+
+    def on_mount(self) -> None:
+        self.fit(self.query_ancestor(SessionView).summary)
+
+    def fit(self, summary: ProfileSummary | None) -> None:
+        self.disabled = summary is not None and not getattr(summary, self.needs)
 
 
 class SessionView(Vertical):
-    """The right-hand side of the browse screen."""
+    """The right-hand side of the browse screen. The first frame holds the overview only: the
+    progress bar comes when an analysis does, the other tabs' tables after the first frame (they
+    take the shown summary when they mount)."""
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.summary: ProfileSummary | None = None
 
     def compose(self) -> ComposeResult:
         yield Static(id="status")
-        yield ProgressBar(id="progress", show_eta=False)
-        with TabbedContent(id="tabs"):
-            with TabPane("Overview", id="tab-overview"), VerticalScroll(id="overview"):
-                yield Static(id="headline")
-                yield Static(id="bars")
-                yield Static(id="averages")
-                yield Static(id="precision")
-                yield Static(id="advice")
-            with TabPane("Steps", id="tab-steps"):
-                yield StepBreakdownTable(id="steps", zebra_stripes=True, cursor_type="row")
-            with TabPane("Top ops", id="tab-ops"):
-                yield TopOpsTable(id="ops", zebra_stripes=True, cursor_type="row")
-            with TabPane("Kernels", id="tab-kernels"):
-                yield KernelTable(id="kernels", zebra_stripes=True, cursor_type="row")
+        yield SummaryPart(id="headline")  # on every tab, and in the first frame
 
     def on_mount(self) -> None:
-        self.query_one("#progress", ProgressBar).display = False
+        # The tabs come once the first numbers are drawn (or shortly, whatever happens): mounted
+        # earlier, they made a cold start's numbers wait for them.
+        self.set_timer(TABS_AT_LATEST_S, self.mount_tabs)
+
+    def mount_tabs(self) -> None:
+        """The four tabs; each part and table draws the shown summary as it mounts."""
+        if self.query("#tabs"):
+            return
+        tabs = TabbedContent(id="tabs")
+        panes = [
+            TabPane(
+                "Overview",
+                VerticalScroll(
+                    *(
+                        SummaryPart(id=part)
+                        for part in (
+                            "source",
+                            "bars",
+                            "averages",
+                            "native",
+                            "ranks",
+                            "precision",
+                            "advice",
+                        )
+                    ),
+                    id="overview",
+                ),
+                id="tab-overview",
+            ),
+            NeedsPane("Steps", StepBreakdownTable(id="steps"), needs="steps", id="tab-steps"),
+            TabPane(
+                "Top ops",
+                TopOpsTable(id="ops"),
+                DetailLine("No op statistics for this session.", id="op-detail"),
+                id="tab-ops",
+            ),
+            NeedsPane(
+                "Kernels",
+                KernelTable(id="kernels"),
+                DetailLine(
+                    "No GPU kernels in this session (a CPU job, or a large profile's quick read).",
+                    id="kernel-detail",
+                ),
+                needs="kernels",
+                id="tab-kernels",
+            ),
+        ]
+        for pane in panes:
+            tabs.compose_add_child(pane)
+        self.mount(tabs)
+
+    @on(DataTable.RowHighlighted, "#ops")
+    def _op_highlighted(self) -> None:
+        self.query_one("#op-detail", Static).update(self.query_one(TopOpsTable).detail())
+
+    @on(DataTable.RowHighlighted, "#kernels")
+    def _kernel_highlighted(self) -> None:
+        self.query_one("#kernel-detail", Static).update(self.query_one(KernelTable).detail())
 
     def show_message(self, text: str | Text, *, error: bool = False) -> None:
         status = self.query_one("#status", Static)
@@ -105,47 +346,53 @@ class SessionView(Vertical):
         status.update(text if isinstance(text, Text) else Text(text))
         status.display = True
 
+    def _progress(self) -> ProgressBar:
+        found = self.query("#progress").results(ProgressBar)
+        bar = next(iter(found), None)
+        if bar is None:
+            bar = ProgressBar(id="progress", show_eta=False)
+            self.mount(bar, after="#status")
+        return bar
+
+    def hide_progress(self) -> None:
+        for bar in self.query("#progress"):
+            bar.display = False
+
     def show_loading(self, name: str) -> None:
         self.show_message(Text(f"Analysing {name} …"))
-        bar = self.query_one("#progress", ProgressBar)
+        bar = self._progress()
         bar.update(total=100, progress=0)
         bar.display = True
 
     def show_progress(self, fraction: float, text: str) -> None:
-        self.query_one("#progress", ProgressBar).update(progress=100 * fraction)
+        self._progress().update(progress=100 * fraction)
         self.query_one("#status", Static).update(Text(text))
 
     def show_summary(self, summary: ProfileSummary, seconds: float) -> None:
-        self.query_one("#progress", ProgressBar).display = False
+        self.hide_progress()
+        self.summary = summary
         status = self.query_one("#status", Static)
         status.set_class(False, "error")
         # No timing here: the screen shows what is stable, so snapshots can compare it.
         self.log(f"analysed {summary.path} in {seconds * 1000:.0f} ms")
-        status.update(Text(f"{summary.path}", style="dim"))
-        # The same sections `tuiprof summary` prints: bars and averages, or without steps what
-        # the devices did and the XLA programs run (never an empty table).
-        breakdown, detail, prec = overview_sections(summary)
+        status.update(TailCut(summary.path, style="dim"))
         with self.app.batch_update():
-            self.query_one("#headline", Static).update(headline(summary))
-            self.query_one("#bars", Static).update(breakdown)
-            averages = self.query_one("#averages", Static)
-            averages.update(detail if detail is not None else "")
-            averages.display = detail is not None
-            self.query_one("#precision", Static).update(prec)
-            self.query_one("#advice", Static).update(recommendations_text(summary))
-            self.query_one(StepBreakdownTable).show(summary)
-            self.query_one(TopOpsTable).show(summary)
-            self.query_one(KernelTable).show(summary)
-            self.query_one("#tab-steps", TabPane).disabled = not summary.steps
-            self.query_one("#tab-kernels", TabPane).disabled = not summary.kernels
+            for part in self.query(SummaryPart).results(SummaryPart):
+                part.show(summary)
+            for table in self.query(FittedTable).results(FittedTable):
+                table.show(summary)
+            for pane in self.query(NeedsPane).results(NeedsPane):
+                pane.fit(summary)
+            for line in self.query(DetailLine).results(DetailLine):
+                line.show_empty(summary)
+        self.call_after_refresh(self.mount_tabs)  # once these numbers are on screen
 
     def clear_summary(self) -> None:
-        for sid in ("#headline", "#bars", "#averages", "#precision", "#advice"):
-            self.query_one(sid, Static).update("")
-        tables: tuple[type[DataTable[Any]], ...] = (
-            StepBreakdownTable,
-            TopOpsTable,
-            KernelTable,
-        )
-        for table in tables:
-            self.query_one(table).clear(columns=True)
+        self.summary = None
+        for part in self.query(SummaryPart).results(SummaryPart):
+            part.show(None)
+        for static in self.query(".detail").results(Static):
+            static.update("")
+        for table in self.query(FittedTable).results(FittedTable):
+            table.summary = None
+            table.clear(columns=True)

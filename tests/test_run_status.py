@@ -1,0 +1,44 @@
+"""One run-status type, one look: the CLI's live table and the TUI's run table draw it alike."""
+
+from __future__ import annotations
+
+from rich.console import Console
+
+from tui_prof.model import RunRecord, RunStatus
+from tui_prof.render.status import RUN_STATUS_LOOK, status_text
+
+
+def test_every_status_has_a_look_and_keeps_its_stored_string() -> None:
+    assert set(RUN_STATUS_LOOK) == set(RunStatus)
+    assert [s.value for s in RunStatus] == [
+        "pending",
+        "running",
+        "finished",
+        "failed",
+        "timeout",
+        "interrupted",
+        "stopped",
+    ]
+    assert RunStatus("running") is RunStatus.RUNNING and RunStatus.RUNNING == "running"
+
+
+def test_status_reads_without_colour() -> None:
+    console = Console(width=40, color_system=None, record=True)
+    console.print(status_text("failed"), status_text("finished"))
+    assert console.export_text().split() == ["✗", "failed", "✓", "finished"]
+
+
+def test_cli_and_tui_draw_running_the_same() -> None:
+    from textual.widgets import DataTable  # noqa: F401  (the TUI's table module imports it)
+
+    from tui_prof.cli.run import _Board
+    from tui_prof.tui.widgets.run_table import RunTable
+
+    run = RunRecord(run_id="a-r0", variant="a", repeat=0, status=RunStatus.RUNNING)
+    board = _Board()
+    board.runs[run.run_id] = run
+    table = board.table("x", (), 10)
+    cli_cell = next(iter(table.columns[1].cells))
+    tui_cell = RunTable()._cells(run, 0.0)[2]
+    assert cli_cell.style == tui_cell.style == "bold cyan"
+    assert cli_cell.plain == tui_cell.plain == "▶ running"

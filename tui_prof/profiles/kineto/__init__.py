@@ -1,0 +1,1 @@
+"""PyTorch profiler (Kineto) Chrome-trace JSON: discovery rules, streaming reader and analysis."""

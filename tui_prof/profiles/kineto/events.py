@@ -1,0 +1,101 @@
+"""The Kineto trace events tuiprof reads, as typed msgspec structs, and what each category means.
+
+Contract: `Event`/`Args` name only the fields the reader uses; msgspec skips every other field
+without building it, which is most of the speed and memory win over a dict per event (see
+stream.py). `kind_of(cat)` maps every category spelling in the wild to one Kind: the 2021 names
+(`Operator`, `Runtime`, `Kernel`, `Memcpy`, `Memset`, `DataLoader`), today's (`cpu_op`,
+`cuda_runtime`, `kernel`, `gpu_memcpy`, …) and other back ends' runtimes (`*_runtime`,
+`*_driver`: ROCm's `hip*` calls arrive as `cuda_runtime`).
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+import msgspec
+
+
+class Args(msgspec.Struct, gc=False):
+    """The `args` fields the reader uses (two spellings of the external id across versions)."""
+
+    external_id: int | None = msgspec.field(default=None, name="External id")
+    external_id_2021: int | None = msgspec.field(default=None, name="external id")
+    correlation: int | None = None
+    device: int | None = None
+    input_type: list[str] | None = msgspec.field(default=None, name="Input type")
+    occupancy: float | None = msgspec.field(default=None, name="est. achieved occupancy %")
+
+
+class Event(msgspec.Struct, gc=False):
+    """One Chrome-trace event; `ts`/`dur` in microseconds (floats: ROCm traces carry ns)."""
+
+    ph: str = ""
+    cat: str = ""
+    name: str = ""
+    ts: float | None = None
+    dur: float | None = None
+    pid: int | str = 0
+    tid: int | str = 0
+    args: Args | None = None
+
+
+class Trace(msgspec.Struct):
+    """The top-level object: events plus the metadata Kineto writes before or after them."""
+
+    traceEvents: list[Event] = []
+    schemaVersion: int | str | None = None
+    deviceProperties: list[dict[str, object]] | None = None
+    distributedInfo: dict[str, object] | None = None
+
+
+class Meta(msgspec.Struct):
+    """Trace metadata without the events (decoding a head or tail part alone)."""
+
+    schemaVersion: int | str | None = None
+    deviceProperties: list[dict[str, object]] | None = None
+    distributedInfo: dict[str, object] | None = None
+
+
+class Kind(IntEnum):
+    """What an event is to the reader."""
+
+    IGNORED = 0
+    OP = 1  # cpu_op / Operator / python (the plugin's CPU Exec)
+    ANNOTATION = 2  # user_annotation: ProfilerStep#N, nccl:*, DataLoader, Optimizer.step
+    RUNTIME = 3  # cuda_runtime, cuda_driver, hip*, *_runtime: kernel launches and other API calls
+    RUNTIME_2021 = 4  # `Runtime`: the only runtime category the plugin reads
+    KERNEL = 5
+    MEMCPY = 6
+    MEMSET = 7
+    DATALOADER = 8  # the 2021 `DataLoader` category
+
+
+_KINDS: dict[str, Kind] = {
+    "cpu_op": Kind.OP,
+    "operator": Kind.OP,
+    "python": Kind.OP,
+    "user_annotation": Kind.ANNOTATION,
+    "runtime": Kind.RUNTIME_2021,
+    "kernel": Kind.KERNEL,
+    "memcpy": Kind.MEMCPY,
+    "gpu_memcpy": Kind.MEMCPY,
+    "memset": Kind.MEMSET,
+    "gpu_memset": Kind.MEMSET,
+    "dataloader": Kind.DATALOADER,
+    # GPU-side copies of host annotations: the plugin counts their ProfilerStep#N as extra
+    # steps (a bug); they say nothing the host side does not.
+    "gpu_user_annotation": Kind.IGNORED,
+}
+_cache: dict[str, Kind] = {}
+
+
+def kind_of(cat: str) -> Kind:
+    """The Kind of a category, whatever its spelling (cached: a trace has a handful of them)."""
+    k = _cache.get(cat)
+    if k is None:
+        low = cat.lower()
+        k = _KINDS.get(low)
+        if k is None:
+            k = Kind.RUNTIME if low.endswith(("_runtime", "_driver")) else Kind.IGNORED
+        _cache[cat] = k
+    return k

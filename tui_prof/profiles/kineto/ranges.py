@@ -1,0 +1,55 @@
+"""Split each step's time among roles by priority: torch-tb-profiler's overall breakdown, vectorised.
+
+Contract: `partition(roles, steps)` returns, per step, the time covered by each role and by no
+earlier role, then the time covered by none ("other"); each row sums to the step's length. This
+is the plugin's OverallParser (overall_parser.py: each role's ranges merged, intersected with the
+step slots not yet taken, subtracted from them) computed over elementary segments with numpy
+instead of interval lists in Python: every start and end of every range cuts the timeline; each
+segment belongs to the first role that covers it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+Ranges = npt.NDArray[np.float64]  # shape (n, 2): start, end
+
+
+def as_ranges(spans: Sequence[Sequence[float]], base: float) -> Ranges:
+    """(start, end, …) tuples as an (n, 2) array of times relative to `base` (keeps precision)."""
+    if not spans:
+        return np.zeros((0, 2))
+    a = np.asarray([(s[0], s[1]) for s in spans], dtype=np.float64)
+    return a - base
+
+
+def partition(roles: Sequence[Ranges], steps: Ranges) -> npt.NDArray[np.float64]:
+    """(len(steps), len(roles) + 1) array of times: each role's share of each step, then other."""
+    k, r = len(steps), len(roles)
+    out = np.zeros((k, r + 1))
+    if k == 0:
+        return out
+    bounds = np.unique(np.concatenate([steps.ravel(), *(x.ravel() for x in roles)]))
+    m = len(bounds)
+    seg = np.diff(bounds)
+    owner = np.full(m - 1, r, dtype=np.int64)
+    free = np.ones(m - 1, dtype=bool)
+    for i, x in enumerate(roles):
+        if not len(x):
+            continue
+        lo = np.searchsorted(bounds, x[:, 0])
+        hi = np.searchsorted(bounds, x[:, 1])
+        depth = np.cumsum(np.bincount(lo, minlength=m) - np.bincount(hi, minlength=m))[:-1]
+        take = free & (depth > 0)
+        owner[take] = i
+        free &= depth <= 0
+    first = np.searchsorted(bounds, steps[:, 0])
+    last = np.searchsorted(bounds, steps[:, 1])
+    for j in range(k):
+        a, b = first[j], last[j]
+        if b > a:
+            out[j] = np.bincount(owner[a:b], weights=seg[a:b], minlength=r + 1)
+    return out

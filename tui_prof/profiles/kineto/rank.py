@@ -1,0 +1,199 @@
+"""One trace file (one rank): steps, both breakdowns per step, ops, kernels and its devices.
+
+Contract: `analyse_file(path)` streams the file once (stream.TraceStream → collect.Collector) and
+returns a RankResult; ProfileError for a file that cannot be read. Each step is split twice by
+the same priority rule (ranges.partition), once per vocabulary:
+  native (torch-tb-profiler):  kernel, memcpy, memset, communication, runtime, dataloader,
+                               cpu_exec, other
+  tuiprof:                     device_compute, device_to_device (memcpy + memset),
+                               device_collectives, kernel_launch (runtime calls but waits),
+                               input (DataLoader), other (runtime calls that wait for the
+                               device: …Synchronize, memcpy), host_compute (CPU ops), other
+Native `communication` is the plugin's (kernels launched by `nccl:all_reduce`-like ops, and those
+ops); `device_collectives` also takes every NCCL/RCCL kernel by name, which the plugin counts as
+Kernel when its op is not one of its five collectives.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from tui_prof.model import StepBreakdown
+from tui_prof.profiles.kineto import names
+from tui_prof.profiles.kineto.collect import Array, Collector, Device
+from tui_prof.profiles.kineto.ops import OpsResult, analyse_ops
+from tui_prof.profiles.kineto.ranges import Ranges, as_ranges, partition
+from tui_prof.profiles.kineto.steps import Steps, find_steps
+from tui_prof.profiles.kineto.stream import TraceStream
+
+NATIVE_ORDER = ("kernel", "memcpy", "memset", "communication", "runtime", "dataloader", "cpu_exec")
+# tuiprof's roles in priority order and the category each one's time goes to. Runtime calls that
+# wait for the device (…Synchronize, memcpy calls: a copy call blocks until its copy is done)
+# are not launch overhead: their time the device does not cover is "other" (waiting).
+OUR_ROLES = (
+    "device_compute",
+    "device_to_device",
+    "device_collectives",
+    "kernel_launch",
+    "input",
+    "other",
+    "host_compute",
+)
+WAIT_CALL = re.compile(r"Synchroni[sz]e|Memcpy", re.IGNORECASE)
+
+
+@dataclass
+class RankResult:
+    """What one trace file says."""
+
+    name: str
+    rank: int | None
+    world_size: int | None
+    steps: Steps | None
+    breakdowns: list[StepBreakdown]
+    ops: OpsResult
+    device_names: list[str]  # of the devices that ran kernels or copies
+    devices_used: int
+    on_device: bool  # device events, runtime calls or listed devices: a GPU job
+    runtime_ms_per_step: float  # runtime calls' share the plugin would show as 0 on today's traces
+    runtime_2021: bool
+    warnings: list[str] = field(default_factory=list)
+    gpu_step_marks: int = 0  # see Collector
+    dataloader_annotations: int = 0
+
+
+def _int(v: object) -> int | None:
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, int):
+        return v
+    if isinstance(v, str) and v.strip().isdigit():
+        return int(v)
+    return None
+
+
+def _ids_where(c: Collector, ids: Array, rule: Callable[[str], bool]) -> Array:
+    """The distinct name ids among `ids` whose name satisfies `rule`."""
+    return np.array([i for i in np.unique(ids) if rule(c.names[int(i)])], dtype=np.float64)
+
+
+def _roles(c: Collector, dev: Device, base: float) -> tuple[list[Ranges], list[Ranges]]:
+    """The role ranges of both vocabularies, in priority order."""
+    k = dev.kernels
+    by_ext = np.isin(k[:, 4], np.fromiter(c.comm_ext, dtype=np.float64, count=len(c.comm_ext)))
+    by_name = np.isin(k[:, 2], _ids_where(c, k[:, 2], names.is_collective))
+    collective = by_ext | by_name
+    rt = dev.runtimes
+    waits = np.isin(rt[:, 3], _ids_where(c, rt[:, 3], lambda n: WAIT_CALL.search(n) is not None))
+
+    def span(rows: Array) -> Ranges:
+        return rows[:, :2] - base
+
+    memcpy, memset = span(dev.memcpy), span(dev.memset)
+    host_comm = as_ranges(c.comm_host, base)
+    dataloader = as_ranges(c.dataloader, base)
+    cpu = span(dev.cpu_exec)
+    native = [
+        span(k[~by_ext]),
+        memcpy,
+        memset,
+        np.concatenate([span(k[by_ext]), host_comm]),
+        span(rt),
+        dataloader,
+        cpu,
+    ]
+    ours = [
+        span(k[~collective]),
+        np.concatenate([memcpy, memset]),
+        np.concatenate([span(k[collective]), host_comm]),
+        span(rt[~waits]),
+        dataloader,
+        span(rt[waits]),
+        cpu,
+    ]
+    return native, ours
+
+
+def _devices(dev: Device, props: list[dict[str, object]] | None) -> tuple[list[str], int]:
+    used = sorted(
+        int(d) for d in np.unique(np.concatenate([dev.kernels[:, 5], dev.copies[:, 3]])) if d >= 0
+    )
+    by_id: dict[int, str] = {}
+    for i, p in enumerate(props or []):
+        if isinstance(p, dict):
+            did = _int(p.get("id"))
+            by_id[did if did is not None else i] = str(p.get("name") or "")
+    if not used:  # no device events (a counter trace, a CPU job): what the trace lists, if any
+        return [n for n in by_id.values() if n], len(by_id)
+    return [by_id[d] for d in used if by_id.get(d)], len(used)
+
+
+def analyse_file(
+    path: Path,
+    name: str,
+    *,
+    ignore_markers: bool = False,
+    cancel: threading.Event | None = None,
+    progress: Callable[[float], object] | None = None,
+) -> RankResult:
+    stream = TraceStream(path, cancel=cancel, progress=progress)
+    c = Collector()
+    for batch in stream.batches():
+        c.add(batch)
+    meta = stream.meta
+    info = meta.distributedInfo or {}
+    warnings: list[str] = []
+    if stream.skipped or c.untimed:
+        warnings.append(
+            f"{name}: skipped {stream.skipped + c.untimed:,} events with missing or malformed "
+            "fields"
+        )
+    if c.negative:
+        warnings.append(f"{name}: {c.negative:,} events with negative durations counted as 0")
+    dev = c.device()
+    steps = find_steps(c, dev, ignore_markers=ignore_markers)
+    breakdowns: list[StepBreakdown] = []
+    runtime_per_step = 0.0
+    if steps is not None and steps.spans:
+        base = steps.spans[0][0]
+        native_roles, our_roles = _roles(c, dev, base)
+        spans = as_ranges(steps.spans, base)
+        native = partition(native_roles, spans) / 1000.0
+        ours = partition(our_roles, spans) / 1000.0
+        for i, n in enumerate(steps.numbers):
+            length = (steps.spans[i][1] - steps.spans[i][0]) / 1000.0
+            mine: dict[str, float] = {}
+            for k, v in zip((*OUR_ROLES, "other"), ours[i], strict=True):
+                mine[k] = mine.get(k, 0.0) + float(v)
+            breakdowns.append(
+                StepBreakdown(
+                    n,
+                    length,
+                    mine,
+                    {k: float(v) for k, v in zip((*NATIVE_ORDER, "other"), native[i], strict=True)},
+                )
+            )
+        runtime_per_step = float(native[:, NATIVE_ORDER.index("runtime")].mean())
+    device_names, used = _devices(dev, meta.deviceProperties)
+    return RankResult(
+        name=name,
+        rank=_int(info.get("rank")),
+        world_size=_int(info.get("world_size")),
+        steps=steps,
+        breakdowns=breakdowns,
+        ops=analyse_ops(c),
+        device_names=device_names,
+        devices_used=used,
+        on_device=bool(c.kernels or c.memcpy or c.memset or c.runtime_calls or used),
+        runtime_ms_per_step=runtime_per_step,
+        runtime_2021=c.runtime_2021 > 0,
+        warnings=warnings,
+        gpu_step_marks=c.gpu_step_marks,
+        dataloader_annotations=c.dataloader_annotations,
+    )

@@ -1,0 +1,312 @@
+"""Read a Kineto trace (`.json` or gzip) as batches of typed events, in bounded memory.
+
+Contract: `TraceStream(path).batches()` yields lists of `Event` and, once exhausted, leaves the
+trace's metadata in `.meta`; anything unreadable raises ProfileError with one line (truncated
+gzip, not JSON, JSON that is not a trace, no event boundary where one must be). Memory stays
+near two chunks (CHUNK_BYTES of unpacked JSON plus its decoded events) whatever the file's size:
+the `traceEvents` array is cut between two events, in place (the byte after a cut becomes `]`,
+the comma before the next part `[`), and each part decoded by msgspec into structs that keep
+only the fields tuiprof reads. A cut that is not between two events cannot decode (it would end
+inside a string or an object), so a wrong guess is detected and an earlier one tried.
+
+Why msgspec and not orjson (both fast, well kept C libraries): on the plugin's 35 MB sample,
+orjson builds a dict per event (0.54 s, 225 MB peak), msgspec's typed decode only the fields
+named in events.py (0.17 s, 96 MB peak); neither streams, which the chunking above adds.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import re
+import threading
+import zlib
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import BinaryIO
+
+import msgspec
+
+from tui_prof.model import Cancelled, ProfileError
+from tui_prof.profiles.kineto.events import Event, Meta, Trace
+
+CHUNK_BYTES = 16 * 2**20  # unpacked JSON decoded at a time
+READ_BYTES = 4 * 2**20
+HEAD_LIMIT = 64 * 2**20  # "traceEvents" must start within this many bytes
+CUT_ATTEMPTS = 8
+KEY = b'"traceEvents"'
+_WS = b" \t\r\n"
+_UNQUOTED_NA = re.compile(rb'(?<!")N/A(?!")')  # old Kineto wrote N/A bare (the plugin fixes it too)
+
+_events_decoder = msgspec.json.Decoder(list[Event])
+_trace_decoder = msgspec.json.Decoder(Trace)
+_meta_decoder = msgspec.json.Decoder(Meta)
+
+
+def _mb(n: int) -> str:
+    return f"{n / 2**20:,.1f} MB"
+
+
+class TraceStream:
+    """One trace file, read once; see the module's contract."""
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        cancel: threading.Event | None = None,
+        progress: Callable[[float], object] | None = None,
+        chunk_bytes: int | None = None,
+    ) -> None:
+        self.path = path
+        self.name = path.name
+        self.cancel = cancel
+        self.progress = progress
+        self.chunk_bytes = chunk_bytes or CHUNK_BYTES
+        self.read_bytes = min(READ_BYTES, self.chunk_bytes)
+        self.parts = 0  # how many parts the events were decoded in
+        self.meta = Meta()
+        self.skipped = 0  # events dropped: fields of the wrong type
+        self.unpacked = 0  # bytes of JSON read so far
+        self._buf = bytearray()
+        self._eof = False
+        self._offset = 0  # unpacked offset of _buf[0] in the file
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def _fill(self, f: BinaryIO, raw: BinaryIO, size: int, want: int) -> None:
+        while len(self._buf) < want and not self._eof:
+            try:
+                data = f.read(self.read_bytes)
+            except EOFError as exc:
+                raise ProfileError(
+                    f"{self.name}: truncated gzip: the file ends before its end marker "
+                    f"({_mb(self.unpacked)} unpacked) — was it still being written?"
+                ) from exc
+            except (gzip.BadGzipFile, zlib.error) as exc:
+                raise ProfileError(f"{self.name}: not a valid gzip file ({exc})") from exc
+            except OSError as exc:
+                raise ProfileError(f"{self.name}: cannot read ({exc.strerror or exc})") from exc
+            if not data:
+                self._eof = True
+                break
+            self._buf += data
+            self.unpacked += len(data)
+            if self.progress is not None and size:
+                self.progress(min(1.0, raw.tell() / size))
+
+    def batches(self) -> Iterator[list[Event]]:
+        try:
+            raw: BinaryIO = open(self.path, "rb")  # noqa: SIM115 (closed below, gzip wraps it)
+        except OSError as exc:
+            raise ProfileError(f"{self.name}: cannot read ({exc.strerror or exc})") from exc
+        with raw:
+            size = os.fstat(raw.fileno()).st_size
+            if size == 0:
+                raise ProfileError(
+                    f"{self.name}: empty file (0 bytes) — the profiler wrote nothing"
+                )
+            gz = raw.read(2) == b"\x1f\x8b"
+            raw.seek(0)
+            f: BinaryIO = gzip.GzipFile(fileobj=raw, mode="rb") if gz else raw  # type: ignore[assignment]
+            yield from self._read(f, raw, size)
+
+    def _read(self, f: BinaryIO, raw: BinaryIO, size: int) -> Iterator[list[Event]]:
+        buf = self._buf
+        want = 256 * 1024
+        while True:
+            self._fill(f, raw, size, want)
+            at = buf.find(KEY)
+            if at >= 0 or self._eof:
+                break
+            if len(buf) >= HEAD_LIMIT:
+                raise ProfileError(
+                    f"{self.name}: not a Kineto trace (no traceEvents in its first {_mb(HEAD_LIMIT)})"
+                )
+            want = len(buf) * 2
+        if at < 0:  # the whole file is in memory and has no "traceEvents": say what it is
+            yield self._whole(bytes(buf))
+            return
+        start = self._array_start(at)
+        self.meta = self._decode_meta(bytes(buf[:at]) + b'"traceEvents":[]}', self.meta)
+        del buf[:start]  # buf now starts with the array's "["
+        self._offset = start
+        while True:
+            self._check()
+            self._fill(f, raw, size, self.chunk_bytes)
+            if self._eof:
+                yield self._last()
+                return
+            part = self._next_part()
+            if part is None:
+                if len(buf) > 4 * self.chunk_bytes:
+                    raise ProfileError(
+                        f"{self.name}: not valid JSON: no boundary between two events in "
+                        f"{_mb(len(buf))} after byte {self._offset:,}"
+                    )
+                self._fill(f, raw, size, len(buf) + self.chunk_bytes)
+                continue
+            yield part
+
+    def _check(self) -> None:
+        if self.cancel is not None and self.cancel.is_set():
+            raise Cancelled()
+
+    # -- cutting and decoding --------------------------------------------------------------
+
+    def _array_start(self, at: int) -> int:
+        buf = self._buf
+        i = at + len(KEY)
+        while i < len(buf) and buf[i] in _WS:
+            i += 1
+        if i < len(buf) and buf[i] == ord(":"):
+            i += 1
+            while i < len(buf) and buf[i] in _WS:
+                i += 1
+        if i >= len(buf) or buf[i] != ord("["):
+            raise ProfileError(f"{self.name}: not a Kineto trace (traceEvents is not a list)")
+        return i
+
+    def _cuts(self) -> Iterator[tuple[int, int]]:
+        """(end of an event's `}`, its comma) from the end backwards: where a part may end."""
+        buf = self._buf
+        hi = len(buf)
+        while True:
+            close = buf.rfind(b"}", 0, hi)
+            if close <= 0:
+                return
+            hi = close
+            i = close + 1
+            while i < len(buf) and buf[i] in _WS:
+                i += 1
+            if i >= len(buf) or buf[i] != ord(","):
+                continue
+            comma = i
+            i += 1
+            while i < len(buf) and buf[i] in _WS:
+                i += 1
+            if i < len(buf) and buf[i] == ord("{"):
+                yield close, comma
+
+    def _next_part(self) -> list[Event] | None:
+        buf = self._buf
+        for attempt, (close, comma) in enumerate(self._cuts()):
+            if attempt >= CUT_ATTEMPTS:
+                break
+            saved = buf[close + 1]
+            buf[close + 1] = ord("]")
+            try:
+                with memoryview(buf) as view, view[: close + 2] as part:
+                    events = self._decode_events(part)
+            except msgspec.DecodeError:
+                buf[close + 1] = saved
+                continue
+            del buf[:comma]
+            buf[0] = ord("[")
+            self._offset += comma
+            self.parts += 1
+            return events
+        return None
+
+    def _decode_events(self, part: memoryview) -> list[Event]:
+        try:
+            return _events_decoder.decode(part)
+        except msgspec.ValidationError:
+            return self._salvage(msgspec.json.decode(part))
+
+    def _salvage(self, items: object) -> list[Event]:
+        """Events one by one, dropping those whose fields have the wrong type (counted)."""
+        out: list[Event] = []
+        for item in items if isinstance(items, list) else []:
+            ev = None
+            if isinstance(item, dict):
+                for candidate in (item, {k: v for k, v in item.items() if k != "args"}):
+                    try:
+                        ev = msgspec.convert(candidate, Event, strict=False)
+                        break
+                    except msgspec.ValidationError:
+                        continue
+            if ev is None:
+                self.skipped += 1
+            else:
+                out.append(ev)
+        return out
+
+    def _decode_meta(self, doc: bytes, fallback: Meta) -> Meta:
+        try:
+            return _meta_decoder.decode(doc)
+        except msgspec.ValidationError:
+            pass
+        except msgspec.DecodeError as exc:
+            raise ProfileError(f"{self.name}: not JSON ({exc})") from exc
+        head = msgspec.json.decode(doc)
+        info = head.get("distributedInfo") if isinstance(head, dict) else None
+        return Meta(distributedInfo=info if isinstance(info, dict) else fallback.distributedInfo)
+
+    def _last(self) -> list[Event]:
+        """The rest of the file: the last events and the metadata after them, one document
+        (made in place: the buffer gets the key in front, no copy of it)."""
+        self._buf[0:0] = b'{"traceEvents":'
+        self.parts += 1
+        try:
+            trace = self._decode_trace(self._buf)
+        except msgspec.DecodeError as exc:
+            raise ProfileError(f"{self.name}: {self._describe(exc)}") from exc
+        finally:
+            self._buf.clear()
+        self._merge(trace)
+        return trace.traceEvents
+
+    def _decode_trace(self, doc: bytes | bytearray) -> Trace:
+        try:
+            return _trace_decoder.decode(doc)
+        except msgspec.ValidationError:
+            pass
+        except msgspec.DecodeError:
+            if b"N/A" not in doc:
+                raise
+            doc = _UNQUOTED_NA.sub(b'"N/A"', doc)
+            try:
+                return _trace_decoder.decode(doc)
+            except msgspec.ValidationError:
+                pass
+        obj = msgspec.json.decode(doc)
+        if not isinstance(obj, dict):
+            obj = {"traceEvents": obj}
+        events = self._salvage(obj.get("traceEvents"))
+        props = obj.get("deviceProperties")
+        info = obj.get("distributedInfo")
+        return Trace(
+            traceEvents=events,
+            deviceProperties=props if isinstance(props, list) else None,
+            distributedInfo=info if isinstance(info, dict) else None,
+        )
+
+    def _whole(self, doc: bytes) -> list[Event]:
+        """A small file without a "traceEvents" key: a bare event array, or not a trace."""
+        try:
+            obj = msgspec.json.decode(doc)
+        except msgspec.DecodeError as exc:
+            raise ProfileError(f"{self.name}: {self._describe(exc)}") from exc
+        if isinstance(obj, list):  # Chrome's other trace format: a bare array of events
+            events = self._salvage(obj)
+            if events or not obj:
+                return events
+        raise ProfileError(f"{self.name}: JSON, but not a trace (no traceEvents)")
+
+    def _merge(self, trace: Trace) -> None:
+        m = self.meta
+        self.meta = Meta(
+            schemaVersion=m.schemaVersion if m.schemaVersion is not None else trace.schemaVersion,
+            deviceProperties=m.deviceProperties or trace.deviceProperties,
+            distributedInfo=m.distributedInfo or trace.distributedInfo,
+        )
+
+    def _describe(self, exc: msgspec.DecodeError) -> str:
+        text = str(exc)
+        if "truncated" in text:
+            return (
+                f"truncated: the JSON ends before the trace does ({_mb(self.unpacked)} read) — "
+                "was it still being written?"
+            )
+        return f"not valid JSON ({text}; the last part starts at byte {self._offset:,})"
