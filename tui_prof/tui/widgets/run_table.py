@@ -46,20 +46,21 @@ class RunTable(DataTable[object]):
         self.columns_shown: tuple[str, ...] = COLUMNS
 
     def on_mount(self) -> None:
-        self._add_columns(COLUMNS)
+        self._ensure_columns()
 
-    def _add_columns(self, columns: tuple[str, ...]) -> None:
-        self.columns_shown = columns
-        for c in columns:
-            self.add_column(c.capitalize(), key=c)
+    def _ensure_columns(self) -> None:
+        """The columns, once: runs may arrive before this table's mount event (a store read in a
+        worker can finish first), and columns added twice would lose their measured widths."""
+        if not self.columns:
+            for c in self.columns_shown:
+                self.add_column(c.capitalize(), key=c)
 
     def show_runs(self, runs: list[RunRecord] | tuple[RunRecord, ...]) -> None:
         self.runs = {r.run_id: r for r in runs}
-        on_cluster = any(r.node for r in runs)
-        wanted = CLUSTER_COLUMNS if on_cluster else COLUMNS
+        wanted = CLUSTER_COLUMNS if any(r.node for r in runs) else COLUMNS
         self.clear(columns=wanted is not self.columns_shown)
-        if not self.columns:
-            self._add_columns(wanted)
+        self.columns_shown = wanted
+        self._ensure_columns()
         self._unshown = list(self.runs)
         self._add_some()
 
@@ -90,6 +91,7 @@ class RunTable(DataTable[object]):
         )
 
     def upsert(self, run: RunRecord) -> None:
+        self._ensure_columns()
         known = run.run_id in self.runs
         self.runs[run.run_id] = run
         if run.node and self.columns_shown is not CLUSTER_COLUMNS:  # the first run on a node
