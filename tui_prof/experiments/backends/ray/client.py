@@ -356,6 +356,7 @@ class RayRunHandle:
         self.placed_on = node_id  # what placement counted this run against
         self._driver_known = False
         self.demux = Demux(token, request.log_path, request.metrics_path, request.run_dir)
+        self._start_seen: dict[str, Any] | None = None  # a broken stream's start record
         self._lock = threading.RLock()
         self._ended = threading.Event()
         self._outcome: RunOutcome | None = None
@@ -369,11 +370,18 @@ class RayRunHandle:
     def ended(self) -> bool:
         return self._ended.is_set()
 
+    @property
+    def start_record(self) -> dict[str, Any] | None:
+        """The wrapper's start record: the run began on its node. Kept when a broken log stream
+        is picked up again, whose fresh reader has not yet reached it (the run did not stop
+        having started: a node lost then is lost mid-run, not before it)."""
+        return self.demux.start if self.demux.start is not None else self._start_seen
+
     # -- the runner's side ---------------------------------------------------------------
     def state(self) -> str:
         if self._ended.is_set():
             return ENDED
-        return RUNNING if self.demux.start is not None else QUEUED
+        return RUNNING if self.start_record is not None else QUEUED
 
     def wait(self, timeout: float | None = None) -> int | None:
         if not self._ended.wait(timeout):
@@ -393,7 +401,7 @@ class RayRunHandle:
         return n.name if n is not None else (f"node/{self.node_id[:6]}" if self.node_id else None)
 
     def environment(self) -> dict[str, Any] | None:
-        start = self.demux.start
+        start = self.start_record
         if start is None:
             return None
         env = dict(start.get("environment") or {})
@@ -429,7 +437,7 @@ class RayRunHandle:
         """Once a second: node alive, placed in time, stream still flowing (see the contract)."""
         if self._ended.is_set():
             return
-        if self.demux.start is not None and not self._driver_known:
+        if self.start_record is not None and not self._driver_known:
             info = self.backend.client.get_job_info(self.sid)
             if info.driver_node_id:
                 self.node_id, self._driver_known = info.driver_node_id, True
@@ -438,7 +446,7 @@ class RayRunHandle:
             with contextlib.suppress(Exception):
                 self.backend.client.stop_job(self.sid)
             why = node.message or "it stopped answering"
-            ran = self.demux.start is not None
+            ran = self.start_record is not None
             when = "" if ran else " before the run started"
             self.note(f"node lost{when}: {node.name} ({why})")
             self._conclude(
@@ -447,7 +455,7 @@ class RayRunHandle:
             return
         waited = time.monotonic() - self._since
         if (
-            self.demux.start is None
+            self.start_record is None
             and not self._stream_done
             and waited > self.backend.spec.pending_timeout_s
         ):
@@ -482,6 +490,8 @@ class RayRunHandle:
     def _restart(self, whole_log: str | None) -> None:
         with self._lock:
             old = self.demux
+            if old.start is not None:
+                self._start_seen = old.start
             fresh = Demux(
                 self.token,
                 self.request.log_path,
@@ -512,7 +522,7 @@ class RayRunHandle:
         )
 
     def _from_info(self, info: Any) -> RunOutcome:
-        ran = self.demux.start is not None
+        ran = self.start_record is not None
         if self.demux.exit is not None:
             self.note("the run's files were cut off before they all arrived")
             return self._from_records()
