@@ -80,7 +80,9 @@ def test_a_constant_ratio_is_exact() -> None:
     assert same.verdict == "no difference: both variants gave the same value in every repeat"
 
 
-def _experiment(tmp_path: Path, runs: list[tuple[str, int, float, str]]) -> Path:
+def _experiment(
+    tmp_path: Path, runs: list[tuple[str, int, float, str]], nodes: bool = False
+) -> Path:
     spec = ExperimentSpec(
         name="p",
         command=("python", "t.py"),
@@ -94,7 +96,7 @@ def _experiment(tmp_path: Path, runs: list[tuple[str, int, float, str]]) -> Path
         store.finish(
             RunRecord(
                 f"{v}-r{r}", v, r, status, wall_time_s=wall, metrics={"wall_time_s": wall},
-                environment={"node": f"n{r % 2}"},
+                environment={"node": f"n{r % 2}"} if nodes else {},
             )
         )  # fmt: skip
     store.close()
@@ -115,10 +117,22 @@ def test_the_report_pairs_by_repeat_unless_a_repeat_lacks_a_run(tmp_path: Path) 
 def test_a_blocked_design_is_a_block_key(tmp_path: Path) -> None:
     """What a cluster backend adds: runs grouped by node and repeat, the design named for it."""
     runs = [(v, r, (BASE if v == "a" else FAST)[r], RUN_FINISHED) for r in range(5) for v in "ab"]
-    exp = load_experiment(_experiment(tmp_path, runs))
+    exp = load_experiment(_experiment(tmp_path, runs, nodes=True))
     blocked = Blocking("blocked", lambda run: (run.environment.get("node"), run.repeat))
     report = compare_experiment(exp, blocking=blocked)
     (c,) = report.metric("wall_time_s").comparisons
     assert c.design == "blocked" and c.method == "paired-log-ratio"
     assert report.to_dict()["metrics"]["wall_time_s"]["comparisons"][0]["design"] == "blocked"
     assert PAIRED_BY_REPEAT.design == "paired"
+    # Runs on several nodes are blocked by node without being told; the node and host they
+    # differ in are by design, not a reason to distrust the comparison.
+    auto = compare_experiment(exp)
+    assert (
+        auto.design == "blocked" and auto.metric("wall_time_s").comparisons[0].design == "blocked"
+    )
+    (diff,) = auto.comparability.differences
+    assert diff.field == "node" and diff.intentional and auto.comparability.ok
+    assert "by design" in diff.message
+    assert [(r["variant"], r["repeat"], r["node"]) for r in auto.to_dict()["runs"]][:3] == [
+        ("a", 0, "n0"), ("b", 0, "n0"), ("a", 1, "n1")
+    ]  # fmt: skip

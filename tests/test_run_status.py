@@ -18,6 +18,7 @@ def test_every_status_has_a_look_and_keeps_its_stored_string() -> None:
         "timeout",
         "interrupted",
         "stopped",
+        "queued",
     ]
     assert RunStatus("running") is RunStatus.RUNNING and RunStatus.RUNNING == "running"
 

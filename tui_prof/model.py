@@ -392,6 +392,7 @@ class RunStatus(StrEnum):
     TIMEOUT = "timeout"
     INTERRUPTED = "interrupted"  # tuiprof died or was stopped while it ran
     STOPPED = "stopped"  # the user stopped it
+    QUEUED = "queued"  # submitted to a cluster, waiting for a node with the resources it asks for
 
 
 # The names the runner, the store and the report use (the same members).
@@ -402,6 +403,7 @@ RUN_FAILED = RunStatus.FAILED
 RUN_TIMEOUT = RunStatus.TIMEOUT
 RUN_INTERRUPTED = RunStatus.INTERRUPTED
 RUN_STOPPED = RunStatus.STOPPED
+RUN_QUEUED = RunStatus.QUEUED
 
 
 @dataclass(frozen=True)
@@ -427,6 +429,8 @@ class RunRecord:
     attempt: int = 1  # 2+ when `tuiprof run --resume` ran it again after an interrupted attempt
     log_tail: str = ""  # last lines of the run's output, kept for failed runs
     metrics_path: str = ""  # the run's JSON-lines metrics file (the whole series)
+    node: str = ""  # the cluster node it ran on ("" for this machine)
+    backend_ref: str | None = None  # the cluster's id of the attempt (a Ray submission id)
 
     def to_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}

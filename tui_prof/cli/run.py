@@ -2,9 +2,13 @@
 `--resume` one) with a live table of its runs.
 
 Contract for scripts: progress goes to stderr, a summary to stdout, and the last line of stdout
-is the experiment directory, which holds the spec it ran as `spec.toml`. Exit status 0 when every run finished, 1 when any failed, timed
-out or was stopped (after running the rest), 2 for a bad spec or directory, 130 on Ctrl+C.
-Without a terminal on stderr (or with --headless) progress is one plain line per event.
+is the experiment directory, which holds the spec it ran as `spec.toml`. Exit status 0 when every
+run finished, 1 when any failed, timed out or was stopped (after running the rest), 2 for a bad
+spec or directory or a cluster that is not there (one line, before anything starts), 130 on
+Ctrl+C. Without a terminal on stderr (or with --headless) progress is one plain line per event.
+The same holds with `--backend ray --ray-address HOST:PORT`; there SIGTERM and SIGHUP (a lost
+SSH session) leave the submitted runs going on the cluster (`--resume` reattaches), Ctrl+C
+cancels them there.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ import time
 from typing import Any
 
 from tui_prof.experiments import events as ev
-from tui_prof.model import RUN_FINISHED, RUN_PENDING, RUN_RUNNING, RunRecord
+from tui_prof.model import RUN_FINISHED, RUN_PENDING, RUN_QUEUED, RUN_RUNNING, RunRecord
 
 
 def register(subparsers: Any) -> None:
@@ -66,10 +70,10 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "--parallel",
         type=int,
-        default=1,
+        default=None,
         metavar="N",
         help="runs at the same time, 1 to 64 (default 1: timings are only comparable one at a "
-        "time)",
+        "time; on a cluster, as many as its nodes fit)",
     )
     p.add_argument(
         "--no-profiler-port",
@@ -77,6 +81,35 @@ def register(subparsers: Any) -> None:
         help="do not give jobs a TUIPROF_PROFILER_PORT (no profiler server, no live capture)",
     )
     p.add_argument("--headless", action="store_true", help="plain progress lines, no live table")
+    ray = p.add_argument_group(
+        "cluster",
+        "Run on a Ray cluster instead of this machine (pip install 'tuiprof[ray]'): each run is "
+        "a Ray job that goes on if tuiprof exits; --resume reattaches. Also [backend] in a spec.",
+    )
+    ray.add_argument(
+        "--backend",
+        choices=("local", "ray"),
+        help="where runs execute (default: the spec's, else local)",
+    )
+    ray.add_argument(
+        "--ray-address",
+        metavar="HOST:PORT",
+        help="the Ray cluster's dashboard (Jobs API) address (default: the spec's, $RAY_ADDRESS, or 127.0.0.1:8265)",
+    )
+    ray.add_argument(
+        "--gpus-per-run",
+        type=float,
+        metavar="N",
+        help="GPUs each run gets (Ray sets CUDA_VISIBLE_DEVICES)",
+    )
+    ray.add_argument(
+        "--cpus-per-run", type=float, metavar="N", help="CPUs each run reserves (default 1)"
+    )
+    ray.add_argument(
+        "--accelerator-type",
+        metavar="MODEL",
+        help="run every run on this GPU model, e.g. H100 (Ray's accelerator_type)",
+    )
     p.set_defaults(func=run_command)
 
 
@@ -108,22 +141,47 @@ def _spec_from_args(args: argparse.Namespace) -> Any:
     return select(load_spec(args.spec), variants, args.repeats, args.warmup)
 
 
+def _backend_options(args: argparse.Namespace) -> dict[str, Any]:
+    return {
+        "kind": args.backend,
+        "address": args.ray_address,
+        "gpus_per_run": args.gpus_per_run,
+        "cpus_per_run": args.cpus_per_run,
+        "accelerator_type": args.accelerator_type,
+    }
+
+
 def _make_runner(args: argparse.Namespace, on_event: Any) -> Any:
+    from dataclasses import replace
+
+    from tui_prof.experiments.backend_spec import with_options
     from tui_prof.experiments.commands import SPEC_FILE, save_spec
     from tui_prof.experiments.runner import Runner
     from tui_prof.experiments.spec import SpecError
 
+    options = _backend_options(args)
     if args.resume:
         if args.spec or args.variants or args.warmup is not None or args.output or args.variant:
             raise ValueError("--resume takes no SPEC, --variant, --variants, --warmup or --output")
+        override = None
+        if any(v is not None for v in options.values()):
+            from tui_prof.experiments.store import StoreError, load_spec_from
+
+            try:
+                stored = load_spec_from(args.resume).backend
+            except Exception:  # the resume below says what is wrong with it
+                raise StoreError(f"{args.resume}: not a tuiprof experiment") from None
+            override = with_options(stored, **options)
         return Runner.resume(
             args.resume,
             repeats=args.repeats,
             on_event=on_event,
             parallel=args.parallel,
             profiler_ports=not args.no_profiler_port,
+            backend_spec=override,
         )
     spec = _spec_from_args(args)
+    spec = replace(spec, backend=with_options(spec.backend, **options))
     runner = Runner.create(
         spec,
         args.output,
@@ -158,10 +216,15 @@ class _Board:
             if isinstance(e, ev.ExperimentStarted):
                 self.runs = {r.run_id: r for r in e.runs if r.status != RUN_FINISHED}
                 self.lines.append(f"experiment {e.experiment_dir}: {len(self.runs)} runs to go")
+            elif isinstance(e, ev.RunQueued):
+                self.runs[e.run_id] = e.run
+                where = f" for {e.run.node}" if e.run.node else ""
+                self.lines.append(f"{self._pos(e.run_id)} {e.run_id} queued{where}")
             elif isinstance(e, ev.RunStarted):
                 self.runs[e.run_id] = e.run
                 self.started[e.run_id] = time.monotonic()
-                self.lines.append(f"{self._pos(e.run_id)} {e.run_id} started")
+                where = f" on {e.run.node}" if e.run.node else ""
+                self.lines.append(f"{self._pos(e.run_id)} {e.run_id} started{where}")
             elif isinstance(e, ev.RunProgress):
                 self.progress[e.run_id] = e.progress
                 self.metrics[e.run_id] = e.metrics
@@ -183,7 +246,9 @@ class _Board:
             out, self.lines = self.lines, []
         return out
 
-    def table(self, title: str, metrics: tuple[str, ...], max_rows: int) -> Any:
+    def table(
+        self, title: str, metrics: tuple[str, ...], max_rows: int, nodes: bool = False
+    ) -> Any:
         from rich.table import Table
         from rich.text import Text
 
@@ -192,7 +257,7 @@ class _Board:
         with self.lock:
             runs = list(self.runs.values())
             now = time.monotonic()
-            done = sum(r.status not in (RUN_PENDING, RUN_RUNNING) for r in runs)
+            done = sum(r.status not in (RUN_PENDING, RUN_QUEUED, RUN_RUNNING) for r in runs)
             t = Table(
                 box=None,
                 pad_edge=False,
@@ -201,11 +266,16 @@ class _Board:
                 title=f"{title}: {done}/{len(runs)} runs done",
                 title_style="bold",
             )
-            for col in ("run", "status", "elapsed", "progress", *metrics):
+            where = ("node",) if nodes else ()
+            for col in ("run", "status", *where, "elapsed", "progress", *metrics):
                 t.add_column(col, justify="right" if col in ("elapsed", *metrics) else "left")
             if len(runs) > max_rows:  # keep the running ones and their neighbours in view
                 first = next(
-                    (i for i, r in enumerate(runs) if r.status in (RUN_RUNNING, RUN_PENDING)),
+                    (
+                        i
+                        for i, r in enumerate(runs)
+                        if r.status in (RUN_RUNNING, RUN_QUEUED, RUN_PENDING)
+                    ),
                     len(runs),
                 )
                 start = max(0, min(first - max_rows // 3, len(runs) - max_rows))
@@ -222,6 +292,7 @@ class _Board:
                 t.add_row(
                     Text(r.run_id),
                     status_text(r.status),
+                    *([Text(r.node)] if nodes else []),
                     elapsed,
                     Text(r.progress or self.progress.get(r.run_id, "")),
                     *cells,
@@ -239,6 +310,14 @@ def _cell(values: dict[str, float], metric: str) -> str:
 
 def _terminated(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
+
+
+class _Detached(BaseException):
+    """SIGTERM or SIGHUP with a cluster's runs in flight: leave them going."""
+
+
+def _detach(signum: int, frame: Any) -> None:
+    raise _Detached
 
 
 def _wait(runner: Any, tick: Any) -> bool:
@@ -263,23 +342,44 @@ def _wait(runner: Any, tick: Any) -> bool:
 def run_command(args: argparse.Namespace) -> int:
     from rich.console import Console
 
+    from tui_prof.experiments.backends import BackendError
     from tui_prof.experiments.spec import SpecError
-    from tui_prof.experiments.store import StoreError, load_experiment
+    from tui_prof.experiments.store import StoreError
 
     board = _Board()
     try:
         runner = _make_runner(args, board.on_event)
-    except (SpecError, StoreError, ValueError) as exc:
+    except (SpecError, StoreError, BackendError, ValueError) as exc:
         return _fail(str(exc))
     console = Console(stderr=True)
+    remote = runner.backend.remote
+    if threading.current_thread() is threading.main_thread():
+        # A killed `tuiprof run` stops its local runs first; a cluster's runs outlive it.
+        signal.signal(signal.SIGTERM, _detach if remote else _terminated)
+        if remote:
+            signal.signal(signal.SIGHUP, _detach)
+    try:
+        return _run_and_report(args, runner, board, console)
+    except _Detached:
+        runner.backend.close()
+        print(
+            f"tuiprof run: left the submitted runs going on the cluster; reattach with "
+            f"tuiprof run --resume {runner.experiment_dir}",
+            file=sys.stderr,
+        )
+        print(runner.experiment_dir, flush=True)
+        return 130
+
+
+def _run_and_report(args: argparse.Namespace, runner: Any, board: _Board, console: Any) -> int:
+    from tui_prof.experiments.store import load_experiment
+
     live_ok = not args.headless and console.is_terminal
 
     def print_lines() -> None:
         for line in board.take_lines():
             print(line, file=sys.stderr, flush=True)
 
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, _terminated)  # a killed `tuiprof run` stops its runs first
     runner.start()
     if live_ok:
         from rich.live import Live
@@ -287,13 +387,14 @@ def run_command(args: argparse.Namespace) -> int:
         metrics = tuple(m for m in runner.spec.metrics if m != "wall_time_s")[:4]
         rows = max(5, console.size.height - 5)
         title = runner.spec.name
+        nodes = runner.backend.remote
         with Live(
-            board.table(title, metrics, rows),
+            board.table(title, metrics, rows, nodes),
             console=console,
             refresh_per_second=4,
             transient=False,
         ) as live:
-            completed = _wait(runner, lambda: live.update(board.table(title, metrics, rows)))
+            completed = _wait(runner, lambda: live.update(board.table(title, metrics, rows, nodes)))
     else:
         completed = _wait(runner, print_lines)
     board.take_lines()

@@ -9,7 +9,10 @@ Contract: `check_comparability(runs)` compares the fields in `CHECKED_FIELDS`, r
 (`dataset_fingerprint`, `epochs` and `batch_size` are also taken from `metrics` when a job
 reported them as numbers). A field nobody reported is not a difference; a field some runs
 report and others do not is one ("not reported"). Fields a variant changes on purpose, such as
-a batch size its arguments set, are passed as `intentional` and reported as such, never hidden.
+a batch size its arguments set, are passed as `intentional` and reported as such, never hidden;
+fields the design absorbs (`by_design`: the node and host of runs blocked by node, which differ
+between blocks and never within one) are reported the same way, saying so. The node is checked
+too, so runs of one cluster experiment on different nodes are listed.
 Everything else in the environment (precision policy, pids, paths) is not compared.
 """
 
@@ -32,6 +35,7 @@ CHECKED_FIELDS: tuple[tuple[str, str], ...] = (
     ("dataset_fingerprint", "dataset fingerprint"),
     ("epochs", "epochs"),
     ("batch_size", "batch size"),
+    ("node", "node"),
     ("host", "host"),
     ("cpu_model", "CPU model"),
     ("python_version", "Python version"),
@@ -99,8 +103,11 @@ def _message(
     intended: bool,
     values: list[tuple[str, list[RunRecord]]],
     totals: Mapping[str, int],
+    designed: bool = False,
 ) -> str:
     why = " (intended by the variants)" if intended else ""
+    if designed:
+        why = " (by design: variants are compared within each node)"
     parts = [f"{value!r} in {_runs_text(runs, totals)}" for value, runs in values]
     return f"{label} differs {scope}{why}: " + "; ".join(parts)
 
@@ -124,6 +131,8 @@ def _fields_of(run: RunRecord) -> dict[str, str | None]:
                     out[f"framework_versions.{pkg}"] = _text(ver)
             continue
         value = env.get(name)
+        if name == "node":
+            value = value or run.node or None
         if value is None and name in _FROM_METRICS:
             value = run.metrics.get(name)
         out[name] = _text(value)
@@ -142,10 +151,11 @@ def _order(name: str) -> int:
 
 
 def check_comparability(
-    runs: Sequence[RunRecord], *, intentional: Iterable[str] = ()
+    runs: Sequence[RunRecord], *, intentional: Iterable[str] = (), by_design: Iterable[str] = ()
 ) -> Comparability:
     """Compare the checked fields across `runs` (the ones that will be compared)."""
     wanted = set(intentional)
+    designed = set(by_design)
     per_run = [(r, _fields_of(r)) for r in runs]
     names = sorted(
         {k for _, f in per_run for k, v in f.items() if v is not None}, key=lambda n: (_order(n), n)
@@ -167,14 +177,15 @@ def check_comparability(
         scope = "between variants" if single else "within variants"
         ordered = sorted(groups.items(), key=lambda kv: -len(kv[1]))
         intended = name in wanted and single
+        by_plan = name in designed
         diffs.append(
             Difference(
                 field=name,
                 label=_label(name),
                 values=tuple((v, tuple(r.run_id for r in rs)) for v, rs in ordered),
                 scope=scope,
-                intentional=intended,
-                message=_message(_label(name), scope, intended, ordered, totals),
+                intentional=intended or by_plan,
+                message=_message(_label(name), scope, intended, ordered, totals, by_plan),
             )
         )
     diffs.sort(key=lambda d: d.intentional)

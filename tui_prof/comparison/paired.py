@@ -3,8 +3,9 @@ compared with each other, so drift between repeats and a seed's luck cancel out.
 
 Contract:
 - A `Blocking` names the design and how a run's block is found: `PAIRED_BY_REPEAT` keys runs by
-  their repeat (design "paired"). A cluster backend keys by (node, repeat) and names the design
-  "blocked"; nothing else changes.
+  their repeat (design "paired"); `BLOCKED_BY_NODE` by (node, repeat) (design "blocked"), which
+  `blocking_for(runs)` picks when the runs ran on more than one cluster node; nothing else
+  changes.
 - `pair(baseline, variant)` takes (block, value) lists and returns the pairs when every block
   has exactly one value of each side, else None: then the comparison is independent (Welch).
 - `compare_paired(pairs)`: with every value > 0, the per-block log-ratios d = log(v / b) give the
@@ -52,6 +53,25 @@ def _repeat(run: RunRecord) -> Hashable:
 
 
 PAIRED_BY_REPEAT = Blocking(DESIGN_PAIRED, _repeat)
+DESIGN_BLOCKED = "blocked"
+
+
+def node_of(run: RunRecord) -> str:
+    """The cluster node a run ran on ("" on this machine)."""
+    return run.node or str(run.environment.get("node") or "")
+
+
+def _node_repeat(run: RunRecord) -> Hashable:
+    return (node_of(run), run.repeat)
+
+
+BLOCKED_BY_NODE = Blocking(DESIGN_BLOCKED, _node_repeat)
+
+
+def blocking_for(runs: Sequence[RunRecord]) -> Blocking:
+    """Blocked by node where the runs spread over several nodes, else paired by repeat."""
+    nodes = {node_of(r) for r in runs}
+    return BLOCKED_BY_NODE if len(nodes - {""}) > 1 else PAIRED_BY_REPEAT
 
 
 def _by_block(values: Keyed) -> dict[Hashable, float] | None:

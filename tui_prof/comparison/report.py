@@ -4,8 +4,10 @@ the guard.
 Contract: `compare_experiment(exp)` is pure (no I/O): it counts only finished, non-warm-up runs;
 runs (warm-ups included) that failed, timed out, were stopped or interrupted are counted in
 `failed_runs` and listed, never averaged. Each variant is compared with the baseline paired by
-repeat where every repeat has one counted run of each (tui_prof.comparison.paired), else as
-independent samples; each comparison says which (`design`). `ComparisonReport.to_dict()` is the
+repeat where every repeat has one counted run of each (tui_prof.comparison.paired), by block
+(node and repeat: design "blocked") where the runs ran on several cluster nodes, else as
+independent samples; each comparison says which (`design`), and `runs` lists every run with its
+status, node and wall time. `ComparisonReport.to_dict()` is the
 `tuiprof compare --json` document: the README's contract (metrics → variants/comparisons,
 comparability, failed_runs, tradeoff) plus extra fields. The TUI and the CLI render the same
 report, so they cannot disagree.
@@ -21,7 +23,14 @@ from typing import Any
 
 from tui_prof.comparison.comparability import Comparability, check_comparability
 from tui_prof.comparison.names import base_name, lower_is_better, metric_unit, percentile_of
-from tui_prof.comparison.paired import PAIRED_BY_REPEAT, Blocking, compare_design
+from tui_prof.comparison.paired import (
+    DESIGN_BLOCKED,
+    PAIRED_BY_REPEAT,
+    Blocking,
+    blocking_for,
+    compare_design,
+    node_of,
+)
 from tui_prof.comparison.stats import Comparison, Describe, describe
 from tui_prof.comparison.tradeoff import Tradeoff, build_tradeoff, default_axes
 from tui_prof.model import (
@@ -35,6 +44,8 @@ from tui_prof.model import (
 )
 
 WALL_TIME = "wall_time_s"
+# What differs from node to node by design when runs are blocked by node: each block is one node.
+BLOCKED_FIELDS = ("node", "host")
 FAILED_STATUSES = (RUN_FAILED, RUN_TIMEOUT, RUN_INTERRUPTED, RUN_STOPPED)
 
 
@@ -103,6 +114,10 @@ class ComparisonReport:
     pending_runs: int  # pending or still running: the numbers will change
     tradeoff: Tradeoff | None = None  # speed against quality, where both metrics exist
     distributions: dict[str, Any] = field(default_factory=dict)  # kept samples, per metric
+    runs: tuple[RunRecord, ...] = ()  # every run, as `runs` in the JSON
+    design: str = (
+        "paired"  # how runs were grouped: "paired" (by repeat) or "blocked" (node, repeat)
+    )
 
     @property
     def failed_runs(self) -> int:
@@ -128,7 +143,24 @@ class ComparisonReport:
             "failed": [f.to_dict() for f in self.failed],
             "tradeoff": self.tradeoff.to_dict() if self.tradeoff is not None else None,
             "distributions": self.distributions,
+            "runs": [run_entry(r) for r in self.runs],
         }
+
+
+def run_entry(run: RunRecord) -> dict[str, Any]:
+    """A run as `tuiprof compare --json` lists it (`node`: the cluster node, else the host)."""
+    return {
+        "variant": run.variant,
+        "repeat": run.repeat,
+        "status": run.status,
+        "node": node_of(run) or run.environment.get("host") or None,
+        "wall_time_s": run.wall_time_s,
+        "run_id": run.run_id,
+        "is_warmup": run.is_warmup,
+        "attempt": run.attempt,
+        "gpu_model": run.environment.get("gpu_model"),
+        "error": run.error,
+    }
 
 
 def counted_runs(runs: Iterable[RunRecord]) -> list[RunRecord]:
@@ -238,7 +270,7 @@ def compare_experiment(
     intentional: Iterable[str] = (),
     speed: str | None = None,
     quality: str | None = None,
-    blocking: Blocking = PAIRED_BY_REPEAT,
+    blocking: Blocking | None = None,
     distributions: Mapping[str, Any] | None = None,
 ) -> ComparisonReport:
     """Statistics, verdicts, the trade-off and the comparability check for `exp` (see the
@@ -248,8 +280,8 @@ def compare_experiment(
     no run reported still gets a report with n=0 everywhere. `intentional` names fields the
     variants change on purpose (see `tui_prof.comparison.comparability.intentional_fields`).
     `speed` and `quality` are the trade-off's axes (default: wall time and the first
-    accuracy-like metric); `blocking` says how runs pair up (by repeat; a cluster backend may
-    block by node and repeat).
+    accuracy-like metric); `blocking` says how runs pair up (default: by node and repeat where
+    the runs spread over several cluster nodes, else by repeat).
     """
     variants = list(exp.variants)
     for r in exp.runs:
@@ -259,6 +291,7 @@ def compare_experiment(
     variants.remove(baseline)
     variants.insert(0, baseline)
     runs = counted_runs(exp.runs)
+    blocking = blocking or blocking_for(runs)
     names = list(metrics) if metrics is not None else available_metrics(exp)
     failed = tuple(
         FailedRun(r.run_id, r.variant, r.repeat, r.status, r.error, r.is_warmup)
@@ -280,12 +313,18 @@ def compare_experiment(
         baseline=baseline,
         variants=tuple(variants),
         metrics=tuple(reports.values()),
-        comparability=check_comparability(runs, intentional=intentional),
+        comparability=check_comparability(
+            runs,
+            intentional=intentional,
+            by_design=BLOCKED_FIELDS if blocking.design == DESIGN_BLOCKED else (),
+        ),
         failed=failed,
         counted_runs=len(runs),
         pending_runs=pending,
         tradeoff=tradeoff,
         distributions=dict(distributions or {}),
+        runs=tuple(exp.runs),
+        design=blocking.design,
     )
 
 

@@ -155,6 +155,7 @@ def spec_to_toml(spec: ExperimentSpec) -> str:
         if v.env:
             pairs = ", ".join(f"{_toml_str(k)} = {_toml_str(x)}" for k, x in v.env.items())
             lines.append(f"env = {{ {pairs} }}")
+    lines += spec.backend.toml_lines(_toml_str)
     return "\n".join(lines) + "\n"
 
 

@@ -2,8 +2,10 @@
 
 Contract: the runner calls `on_event(event)` from its own threads (never the caller's), so a UI
 must hand each event to its own thread (Textual: `post_message`/`call_from_thread`). Per run the
-order is RunStarted, then any RunOutput/RunProgress, then exactly one of RunFinished or RunFailed
-(a run that could not start, or was stopped before it started, has only its RunFailed).
+order is RunQueued (cluster backends: submitted, waiting for a node), RunStarted, then any
+RunOutput/RunProgress, then exactly one of RunFinished or RunFailed (a run that could not start,
+could not be placed, or was stopped before it started, has no RunStarted). A run whose node was
+lost and that the spec retries starts over at RunQueued after its RunFailed.
 `ExperimentStarted` comes first and `ExperimentFinished` last, once, before `Runner.wait()` returns. A callback that raises is
 reported on stderr and otherwise ignored: a broken UI never stops an experiment.
 """
@@ -24,8 +26,20 @@ class ExperimentStarted:
 
 
 @dataclass(frozen=True)
+class RunQueued:
+    """A run was submitted to a cluster and waits for resources; `run.node` where it is pinned."""
+
+    run: RunRecord
+
+    @property
+    def run_id(self) -> str:
+        return self.run.run_id
+
+
+@dataclass(frozen=True)
 class RunStarted:
-    """A run's process started; `run` has its pid-independent details (dir, port, start time)."""
+    """A run's process started; `run` has its pid-independent details (dir, port, start time,
+    and on a cluster the node it runs on)."""
 
     run: RunRecord
 
@@ -85,6 +99,7 @@ class ExperimentFinished:
 
 RunEvent = (
     ExperimentStarted
+    | RunQueued
     | RunStarted
     | RunOutput
     | RunProgress

@@ -4,17 +4,20 @@ Contract: `Runner.create(spec)` (a new experiment) or `Runner.resume(dir)` (its 
 then `start()`, which returns at once: the runs go on in background threads and report through
 `on_event` (see events.py). `stop(run_id)`, `stop_all()` and the `cancel` event stop them;
 `wait()` blocks until the end. Runs are interleaved (A B A B …, warm-ups first) so a drifting
-machine affects every variant alike. Wall time is measured here, so even a script that reports
-nothing gets one; a run that fails, times out or is stopped is recorded with the tail of its log
-and the others go on.
+machine affects every variant alike. Wall time is measured where the run runs (here, or on its
+cluster node), so even a script that reports nothing gets one; a run that fails, times out or is
+stopped is recorded with the tail of its log and the others go on.
+
+The backend (the spec's `[backend]`, see backends/) is connected before the experiment directory
+is made, so a cluster that is not there costs one line and nothing else. A cluster's runs outlive
+the runner: `resume` reattaches the ones still in flight (collecting those that ended meanwhile)
+before it starts anything new, and `resume(..., attach_only=True)` only reattaches. A run whose
+node was lost is retried on another node up to `[backend] retries` times.
 """
 
 from __future__ import annotations
 
 import os
-import re
-import signal
-import socket
 import sys
 import threading
 import time
@@ -25,9 +28,17 @@ from pathlib import Path
 from typing import Any
 
 from tui_prof.experiments import events as ev
-from tui_prof.experiments.backends import Backend, LaunchRequest, get_backend
+from tui_prof.experiments.backends import (
+    QUEUED,
+    Backend,
+    LaunchRequest,
+    RunHandle,
+    RunOutcome,
+    get_backend,
+)
 from tui_prof.experiments.fingerprint import host_fingerprint, run_fingerprint
 from tui_prof.experiments.protocol import MetricsReader, tail_text
+from tui_prof.experiments.runio import LineTail, describe_exit, expand_args, free_port
 from tui_prof.experiments.samples import seed_for
 from tui_prof.experiments.spec import (
     MAX_PARALLEL,
@@ -41,6 +52,7 @@ from tui_prof.experiments.store import ExperimentStore, PlannedRun
 from tui_prof.model import (
     RUN_FAILED,
     RUN_FINISHED,
+    RUN_RUNNING,
     RUN_STOPPED,
     RUN_TIMEOUT,
     ExperimentRecord,
@@ -64,8 +76,16 @@ def plan_runs(spec: ExperimentSpec) -> list[PlannedRun]:
     return plan
 
 
-def check_parallel(parallel: int) -> int:
-    """Runs at once: 1 to MAX_PARALLEL (0 would run nothing; see spec.MAX_PARALLEL for why)."""
+def block_of(run_id: str) -> str:
+    """A run's block: its repeat (`r3`) or warm-up (`w0`), the part of its id after the variant."""
+    return run_id.rsplit("-", 1)[-1]
+
+
+def check_parallel(parallel: int | None) -> int | None:
+    """Runs at once: 1 to MAX_PARALLEL (0 would run nothing; see spec.MAX_PARALLEL for why);
+    None: as many as the backend fits (one at a time on this machine)."""
+    if parallel is None:
+        return None
     if (
         isinstance(parallel, bool)
         or not isinstance(parallel, int)
@@ -73,54 +93,6 @@ def check_parallel(parallel: int) -> int:
     ):
         raise ValueError(f"--parallel must be 1 to {MAX_PARALLEL}, got {parallel!r}")
     return parallel
-
-
-_VAR_RE = re.compile(r"\$\{(TUIPROF_[A-Z_]+)\}")
-
-
-def expand_args(argv: list[str], env: dict[str, str]) -> list[str]:
-    """Replace `${TUIPROF_...}` in arguments by the run's value, e.g. `--seed ${TUIPROF_REPEAT}`
-    (only tuiprof's own variables: there is no shell, and other text stays as written)."""
-    return [_VAR_RE.sub(lambda m: env.get(m.group(1), m.group(0)), a) for a in argv]
-
-
-def free_port() -> int:
-    """A TCP port nothing listens on now, for the job's profiler server."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-class _LineTail:
-    """Follows a log file and returns the complete lines appended since the last call."""
-
-    def __init__(self, path: Path) -> None:
-        self.path, self._offset, self._partial = path, 0, b""
-
-    def poll(self, final: bool = False) -> list[str]:
-        try:
-            with open(self.path, "rb") as f:
-                f.seek(self._offset)
-                data = f.read(4 << 20)
-        except OSError:
-            return []
-        self._offset += len(data)
-        parts = (self._partial + data).split(b"\n")
-        self._partial = parts.pop()
-        if final and self._partial:
-            parts.append(self._partial)
-            self._partial = b""
-        # A progress bar redraws with carriage returns: keep what it shows last.
-        return [p.decode("utf-8", errors="replace").rstrip("\r").rsplit("\r", 1)[-1] for p in parts]
-
-
-def _describe_exit(code: int) -> str:
-    if code < 0:
-        try:
-            return f"killed by {signal.Signals(-code).name}"
-        except ValueError:
-            return f"killed by signal {-code}"
-    return f"exited with code {code}"
 
 
 class Runner:
@@ -131,21 +103,23 @@ class Runner:
         store: ExperimentStore,
         on_event: EventCallback | None = None,
         backend: Backend | None = None,
-        parallel: int = 1,
+        parallel: int | None = None,
         poll_interval_s: float = 0.1,
         cancel: threading.Event | None = None,
         profiler_ports: bool = True,
+        attach_only: bool = False,
     ) -> None:
         self.store = store
         self.profiler_ports = profiler_ports  # give each run a free port for its profiler server
         self.spec = store.spec
         self.experiment_dir = store.directory
         self.on_event = on_event
-        self.backend = backend or get_backend("local")
-        self.parallel = check_parallel(parallel)
+        self.backend = backend or get_backend(self.spec.backend)
+        self.parallel = min(check_parallel(parallel) or self.backend.capacity(), MAX_PARALLEL)
         self.poll_interval_s = poll_interval_s
         self.cancel = cancel or threading.Event()
-        self._todo = store.unfinished()
+        self._refs = store.in_flight() if self.backend.remote else {}
+        self._todo = list(self._refs) if attach_only else store.unfinished()
         self._lock = threading.Lock()
         self._stop_requested: set[str] = set()
         self._active: dict[str, Any] = {}
@@ -154,18 +128,33 @@ class Runner:
         self._started = False
         self._closed = False
         self._readers: dict[str, MetricsReader] = {}
+        self._retried: dict[str, int] = {}  # run id -> retries after a lost node
         self._host: dict[str, Any] = {}  # filled in the background: nvidia-smi can take seconds
+        self._experiment_id = store.experiment_id if self.backend.remote else ""
+        # On a cluster with blocked placement a worker keeps to one block (a repeat's variants,
+        # one node) until it is done, so the workers spread over the nodes instead of queueing
+        # a block's runs behind each other on one node while another idles.
+        self._affinity = self.backend.remote and self.spec.backend.placement == "blocked"
+        self._blocks: dict[str, str] = {}  # block -> the worker thread that has it
+        self._last_block: dict[str, str] = {}  # worker thread -> the block of its last run
 
     # -- construction --------------------------------------------------------------------
     @classmethod
     def create(
         cls, spec: ExperimentSpec, experiment_dir: str | Path | None = None, **kwargs: Any
     ) -> Runner:
-        """A new experiment directory (default: `<output>/<name>-<timestamp>`) and its runner."""
+        """A new experiment directory (default: `<output>/<name>-<timestamp>`) and its runner;
+        the backend is connected first (BackendError: nothing was made)."""
         check_counts(spec)  # before planning: a count past the limits is refused, not planned
-        check_parallel(kwargs.get("parallel", 1))
+        check_parallel(kwargs.get("parallel"))
+        if kwargs.get("backend") is None:
+            kwargs["backend"] = get_backend(spec.backend)
         d = Path(experiment_dir) if experiment_dir else default_experiment_dir(spec)
-        store = ExperimentStore.create(d, spec, plan_runs(spec))
+        try:
+            store = ExperimentStore.create(d, spec, plan_runs(spec))
+        except BaseException:
+            kwargs["backend"].close()
+            raise
         try:
             return cls(store, **kwargs)
         except BaseException:
@@ -176,14 +165,26 @@ class Runner:
     def resume(
         cls, experiment_dir: str | Path, repeats: int | None = None, **kwargs: Any
     ) -> Runner:
-        """Reopen an experiment; the runner will run only what has not finished (plus new repeats)."""
-        check_parallel(kwargs.get("parallel", 1))
+        """Reopen an experiment; the runner reattaches what a cluster still runs and runs only
+        what has not finished (plus new repeats). `backend_spec` overrides the stored one."""
+        check_parallel(kwargs.get("parallel"))
+        override = kwargs.pop("backend_spec", None)
         store = ExperimentStore.open(experiment_dir)
         spec = store.spec
         try:
+            if override is not None:
+                spec = replace(spec, backend=override)
             check_executable(spec)
             if repeats is not None:
                 check_counts(replace(spec, repeats=repeats))
+            if kwargs.get("backend") is None:
+                kwargs["backend"] = get_backend(spec.backend)
+        except BaseException:
+            store.close()
+            raise
+        try:
+            if spec.backend != store.spec.backend:
+                store.set_spec(spec)
             if repeats is not None and repeats > spec.repeats:
                 spec = replace(spec, repeats=repeats)
                 store.set_spec(spec)
@@ -191,12 +192,13 @@ class Runner:
             return cls(store, **kwargs)
         except BaseException:
             store.close()
+            kwargs["backend"].close()
             raise
 
     # -- control -------------------------------------------------------------------------
     @property
     def pending(self) -> list[str]:
-        """Run ids this runner will still start, in order."""
+        """Run ids this runner will still start (or reattach), in order."""
         with self._lock:
             return list(self._todo)
 
@@ -224,11 +226,13 @@ class Runner:
         return self._done.wait(timeout)
 
     def stop(self, run_id: str) -> None:
-        """Stop one run (SIGTERM to its process group, SIGKILL after the grace time); the rest go on.
-        A run that has not started yet is recorded as stopped and skipped."""
+        """Stop one run (local: SIGTERM to its process group, SIGKILL after the grace time; a
+        cluster: cancelled there); the rest go on. A run not started yet is recorded as stopped."""
         with self._lock:
             self._stop_requested.add(run_id)
             skipped = run_id in self._todo and run_id not in self._active and not self._closed
+            if skipped and run_id in self._refs:
+                skipped = False  # on the cluster already: reattached first, then cancelled
             if skipped:
                 self._todo.remove(run_id)
         if skipped:
@@ -243,6 +247,7 @@ class Runner:
         self.cancel.set()
         with self._lock:
             self._stop_requested.update(self._active)
+            self._stop_requested.update(r for r in self._todo if r in self._refs)
 
     def result(self) -> ExperimentRecord:
         """The experiment as stored now (also after the end)."""
@@ -258,16 +263,40 @@ class Runner:
             print("tuiprof: an experiment event handler failed:", file=sys.stderr)
             traceback.print_exc()
 
-    def _next(self) -> str | None:
+    def _next(self, worker: str) -> str | None:
         with self._lock:
-            if self.cancel.is_set() or not self._todo:
+            for block, owner in list(self._blocks.items()):
+                if owner == worker:
+                    del self._blocks[block]
+            if not self._todo:
                 return None
-            run_id = self._todo.pop(0)
+            todo = self._todo
+            if self.cancel.is_set():  # what a cluster runs already is still followed
+                todo = [r for r in todo if r in self._refs]
+            run_id = self._pick(todo, worker)
+            if run_id is None:
+                return None
+            self._todo.remove(run_id)
             self._active[run_id] = None
+            if self._affinity:
+                self._blocks[block_of(run_id)] = worker
             return run_id
 
+    def _pick(self, todo: list[str], worker: str) -> str | None:
+        """The next run: in order, or on a cluster this worker's block first and never a block
+        another worker has (None: what is left is theirs)."""
+        if not todo or not self._affinity:
+            return todo[0] if todo else None
+        mine = self._last_block.get(worker)
+        for run_id in todo:
+            if block_of(run_id) == mine:
+                return run_id
+        return next((r for r in todo if block_of(r) not in self._blocks), None)
+
     def _worker(self) -> None:
-        while (run_id := self._next()) is not None:
+        worker = threading.current_thread().name
+        while (run_id := self._next(worker)) is not None:
+            self._last_block[worker] = block_of(run_id)
             try:
                 self._execute(run_id)
             except Exception as exc:  # a bug or a full disk: record it, go on with the others
@@ -290,9 +319,10 @@ class Runner:
         try:
             self._host = host_fingerprint()
             self._emit(ev.ExperimentStarted(str(self.experiment_dir), tuple(self.store.runs())))
+            n = max(self.parallel, min(len(self._refs), MAX_PARALLEL))  # every reattached one
             workers = [
                 threading.Thread(target=self._worker, name=f"tuiprof-run-{i}", daemon=True)
-                for i in range(self.parallel)
+                for i in range(n)
             ]
             for w in workers:
                 w.start()
@@ -305,22 +335,21 @@ class Runner:
             traceback.print_exc()
         finally:
             self.store.close()
+            self.backend.close()
             self._closed = True
             self._emit(
                 ev.ExperimentFinished(str(self.experiment_dir), counts, self.cancel.is_set())
             )
             self._done.set()
 
-    def _env(
-        self, rec: RunRecord, run_dir: Path, metrics_path: Path, port: int | None
-    ) -> dict[str, str]:
-        env = dict(os.environ)
-        env.setdefault("PYTHONUNBUFFERED", "1")  # so the log (and the live view) is current
+    def _env(self, rec: RunRecord, port: int | None) -> dict[str, str]:
+        """What tuiprof sets for a run (the backend adds it to the environment it runs in)."""
+        env = {"PYTHONUNBUFFERED": os.environ.get("PYTHONUNBUFFERED", "1")}  # a current log
         env.update(self.spec.variant(rec.variant).env)
         env.update(
             {
-                "TUIPROF_METRICS_FILE": str(metrics_path),
-                "TUIPROF_RUN_DIR": str(run_dir),
+                "TUIPROF_METRICS_FILE": rec.metrics_path,
+                "TUIPROF_RUN_DIR": rec.run_dir,
                 "TUIPROF_VARIANT": rec.variant,
                 "TUIPROF_REPEAT": str(rec.repeat),
                 "TUIPROF_WARMUP": "1" if rec.is_warmup else "0",
@@ -328,68 +357,106 @@ class Runner:
                 "TUIPROF_EXPERIMENT_DIR": str(self.experiment_dir),
             }
         )
-        env.pop("TUIPROF_PROFILER_PORT", None)
         if port is not None:
             env["TUIPROF_PROFILER_PORT"] = str(port)
         return env
 
-    def _execute(self, run_id: str) -> None:
-        self.store.prepare_rerun(run_id)
-        rec = self.store.run(run_id)
-        run_dir, log_path, metrics_path = (
-            Path(rec.run_dir),
-            Path(rec.log_path),
-            Path(rec.metrics_path),
+    def _request(self, rec: RunRecord, port: int | None) -> LaunchRequest:
+        env = self._env(rec, port)
+        argv = self.spec.argv(rec.variant)  # a cluster's node expands it with its own paths
+        return LaunchRequest(
+            run_id=rec.run_id,
+            argv=tuple(argv if self.backend.remote else expand_args(argv, env)),
+            cwd=Path(self.spec.workdir),
+            env=env,
+            log_path=Path(rec.log_path),
+            metrics_path=Path(rec.metrics_path),
+            run_dir=Path(rec.run_dir),
+            attempt=rec.attempt,
+            block=block_of(rec.run_id),
+            timeout_s=self.spec.timeout_s,
+            kill_grace_s=self.spec.kill_grace_s,
+            profiler_port=self.profiler_ports,
+            experiment_id=self._experiment_id,
         )
-        run_dir.mkdir(parents=True, exist_ok=True)
-        metrics_path.touch()
-        port = free_port() if self.profiler_ports else None
-        env = self._env(rec, run_dir, metrics_path, port)
-        argv = tuple(expand_args(self.spec.argv(rec.variant), env))
-        request = LaunchRequest(run_id, argv, Path(self.spec.workdir), env, log_path)
-        started_at = time.time()
-        t0 = time.perf_counter()
-        try:
-            handle = self.backend.launch(request)
-        except OSError as exc:
-            rec = replace(
-                rec,
-                status=RUN_FAILED,
-                started_at=started_at,
-                ended_at=time.time(),
-                error=f"could not start {request.argv[0]!r}: {exc.strerror or exc}",
-            )
-            self.store.finish(rec)
-            self._emit(ev.RunFailed(rec))
-            return
+
+    def _execute(self, run_id: str) -> None:
+        handle: RunHandle | None = None
+        ref = self._refs.get(run_id)
+        rec = self.store.run(run_id)
+        if ref is not None:  # submitted by an earlier runner: follow it, from its first line
+            request = self._request(rec, None)
+            handle = self.backend.attach(ref, request)
+        if handle is None:
+            if ref is None:
+                self.store.prepare_rerun(run_id)
+                rec = self.store.run(run_id)
+            Path(rec.run_dir).mkdir(parents=True, exist_ok=True)
+            Path(rec.metrics_path).touch()
+            remote = self.backend.remote
+            port = free_port() if self.profiler_ports and not remote else None
+            request = self._request(rec, port)
+            ref = self.backend.reference(request)
+            submitted_at = time.time()
+            if ref is not None:
+                self.store.mark_queued(run_id, ref, submitted_at)
+            try:
+                handle = self.backend.launch(request)
+            except OSError as exc:
+                rec = replace(
+                    rec,
+                    status=RUN_FAILED,
+                    started_at=submitted_at,
+                    ended_at=time.time(),
+                    error=f"could not start {request.argv[0]!r}: {exc.strerror or exc}",
+                )
+                self.store.finish(rec)
+                self._emit(ev.RunFailed(rec))
+                return
         with self._lock:
             self._active[run_id] = handle
-        self.store.mark_running(run_id, started_at, handle.pid, handle.pgid, port, dict(self._host))
-        self._emit(ev.RunStarted(self.store.run(run_id)))
-        code, outcome, wall = self._follow(run_id, handle, t0, log_path, metrics_path)
-        self._finish(rec, code, outcome, wall, started_at, port, log_path, metrics_path)
+        if handle.state() == QUEUED:
+            self._emit(ev.RunQueued(replace(self.store.run(run_id), node=handle.node() or "")))
+        self._follow(run_id, handle, request)
 
-    def _follow(
-        self, run_id: str, handle: Any, t0: float, log_path: Path, metrics_path: Path
-    ) -> tuple[int, RunStatus, float]:
-        """Stream output and progress until the run exits; returns (code, outcome, wall time)."""
-        log = _LineTail(log_path)
-        metrics = self._readers[run_id] = MetricsReader(metrics_path, seed=seed_for(run_id))
+    def _on_running(self, run_id: str, handle: RunHandle, port: int | None) -> None:
+        node = handle.node() or ""
+        env = handle.environment() or self._host
+        rec = self.store.run(run_id)
+        reattached = rec.status == RUN_RUNNING and rec.started_at is not None
+        started = rec.started_at if reattached and rec.started_at else time.time()
+        self.store.mark_running(run_id, started, handle.pid, handle.pgid, port, dict(env), node)
+        self._emit(ev.RunStarted(self.store.run(run_id)))
+
+    def _follow(self, run_id: str, handle: RunHandle, request: LaunchRequest) -> None:
+        """Stream output and progress until the run ended, then record it."""
+        log = LineTail(request.log_path)
+        metrics = self._readers[run_id] = MetricsReader(request.metrics_path, seed=seed_for(run_id))
+        port_text = request.env.get("TUIPROF_PROFILER_PORT")
+        port = int(port_text) if port_text else None
         last_progress = ""
         outcome = RUN_FINISHED
         timeout = self.spec.timeout_s
+        if timeout is not None and self.backend.remote:  # enforced on the node; this is a backstop
+            timeout += self.spec.kill_grace_s + 30.0
+        t_run: float | None = None
+        if handle.state() != QUEUED:
+            t_run = time.perf_counter()
+            self._on_running(run_id, handle, port)
         while True:
             code = handle.wait(self.poll_interval_s)
-            wall = time.perf_counter() - t0
-            if code is not None and getattr(handle, "t_end", None) is not None:
-                wall = handle.t_end - getattr(handle, "t_start", t0)  # the process's own lifetime
+            if t_run is None and (code is not None or handle.state() != QUEUED):
+                t_run = time.perf_counter()
+                if code is None or handle.outcome().ran:  # one never placed did not run
+                    self._on_running(run_id, handle, port)
+            wall = time.perf_counter() - t_run if t_run is not None else 0.0
             final = code is not None
             lines = log.poll(final=final)
             if lines:
                 if len(lines) > MAX_LINES_PER_EVENT:
                     skipped = len(lines) - MAX_LINES_PER_EVENT
                     lines = [
-                        f"[tuiprof: {skipped} lines not shown; see {log_path}]",
+                        f"[tuiprof: {skipped} lines not shown; see {request.log_path}]",
                         *lines[-MAX_LINES_PER_EVENT:],
                     ]
                 self._emit(ev.RunOutput(run_id, tuple(lines)))
@@ -402,10 +469,12 @@ class Runner:
             if final:
                 if hasattr(handle, "kill_leftovers"):
                     handle.kill_leftovers()
-                return code, outcome, wall
+                self._finish(run_id, handle, outcome, wall, request)
+                return
             with self._lock:
                 stop = run_id in self._stop_requested
-            if outcome == RUN_FINISHED and (stop or (timeout is not None and wall > timeout)):
+            late = timeout is not None and t_run is not None and wall > timeout
+            if outcome == RUN_FINISHED and (stop or late):
                 outcome = RUN_STOPPED if stop else RUN_TIMEOUT
                 threading.Thread(
                     target=handle.terminate, args=(self.spec.kill_grace_s,), daemon=True
@@ -413,28 +482,38 @@ class Runner:
 
     def _finish(
         self,
-        rec: RunRecord,
-        code: int,
+        run_id: str,
+        handle: RunHandle,
         outcome: RunStatus,
         wall: float,
-        started_at: float,
-        port: int | None,
-        log_path: Path,
-        metrics_path: Path,
+        request: LaunchRequest,
     ) -> None:
-        state = self._readers.pop(rec.run_id).state
+        out: RunOutcome = handle.outcome()
+        state = self._readers.pop(run_id).state
+        code = out.exit_code
+        if out.wall_time_s is not None:
+            wall = out.wall_time_s  # measured around the process itself, where it ran
         metrics = state.results()  # distributions as NAME:p50|p90|p99
         metrics[WALL_TIME] = wall  # tuiprof's own measurement always wins
         status, error = outcome, None
-        if outcome == RUN_TIMEOUT:
-            error = f"timed out after {self.spec.timeout_s:g} s ({_describe_exit(code)})"
-        elif outcome == RUN_STOPPED:
-            error = f"stopped by the user ({_describe_exit(code)})"
+        if outcome == RUN_STOPPED or (out.stopped and outcome != RUN_TIMEOUT):
+            status, error = RUN_STOPPED, f"stopped by the user ({describe_exit(code)})"
+        elif outcome == RUN_TIMEOUT or out.timed_out:
+            status = RUN_TIMEOUT
+            error = f"timed out after {self.spec.timeout_s:g} s ({describe_exit(code)})"
+        elif out.error:
+            status, error = RUN_FAILED, out.error
         elif code != 0:
-            status, error = RUN_FAILED, _describe_exit(code)
-        tail = tail_text(log_path, LOG_TAIL_LINES)
-        if error and tail:
+            status, error = RUN_FAILED, describe_exit(code)
+        tail = tail_text(request.log_path, LOG_TAIL_LINES)
+        if error and tail and not out.error:
             error += ": " + tail.splitlines()[-1][:200]
+        retry = out.lost and self._retried.get(run_id, 0) < self.spec.backend.retries
+        if retry:
+            error = f"{error}; retrying on another node"
+        rec = self.store.run(run_id)
+        started_at = rec.started_at if rec.started_at is not None else time.time() - wall
+        env = handle.environment() or self._host
         rec = replace(
             rec,
             status=status,
@@ -443,14 +522,20 @@ class Runner:
             wall_time_s=wall,
             exit_code=code,
             metrics=metrics,
-            environment=run_fingerprint(self._host, state.info),
+            environment=run_fingerprint(env, state.info),
             error=error,
             log_tail=tail if status != RUN_FINISHED else "",
             progress=state.progress(),
-            profiler_port=port,
+            node=handle.node() or rec.node,
         )
         self.store.finish(rec, state.distributions())
         self._emit(ev.RunFinished(rec) if status == RUN_FINISHED else ev.RunFailed(rec))
+        if retry:
+            with self._lock:
+                self._retried[run_id] = self._retried.get(run_id, 0) + 1
+                self._refs.pop(run_id, None)
+                if not self.cancel.is_set():
+                    self._todo.insert(0, run_id)
 
 
 def _load(directory: Path) -> ExperimentRecord:

@@ -21,6 +21,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from tui_prof.experiments.backend_spec import BackendSpec, parse_backend
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - Python 3.10
@@ -58,6 +60,7 @@ _TOP_KEYS = {
     "order",
     "variants",
     "kill_grace_s",
+    "backend",
 }
 
 
@@ -91,6 +94,7 @@ class ExperimentSpec:
     order: str = "interleaved"
     kill_grace_s: float = 5.0  # SIGTERM to SIGKILL on timeout or stop
     source: str = ""  # the spec file, for messages
+    backend: BackendSpec = field(default_factory=BackendSpec)  # where runs execute
 
     def variant(self, name: str) -> VariantSpec:
         for v in self.variants:
@@ -116,6 +120,7 @@ class ExperimentSpec:
             "order": self.order,
             "kill_grace_s": self.kill_grace_s,
             "source": self.source,
+            "backend": self.backend.to_dict(),
         }
 
     @classmethod
@@ -139,6 +144,7 @@ class ExperimentSpec:
             order=d.get("order", "interleaved"),
             kill_grace_s=float(d.get("kill_grace_s", 5.0)),
             source=d.get("source", ""),
+            backend=BackendSpec.from_dict(d.get("backend")),
         )
 
 
@@ -233,7 +239,10 @@ def _variant(path: Path, name: str, table: Any) -> VariantSpec:
 
 
 def check_executable(spec: ExperimentSpec) -> None:
-    """Raise SpecError if the command's program cannot be found for some variant."""
+    """Raise SpecError if the command's program cannot be found for some variant (here: a
+    cluster's runs find theirs on their node, and one that is missing fails with that reason)."""
+    if spec.backend.remote:
+        return
     prog = spec.command[0]
     for v in spec.variants:
         if os.sep in prog or (os.altsep and os.altsep in prog):
@@ -304,6 +313,7 @@ def parse_spec(data: dict[str, Any], path: Path) -> ExperimentSpec:
     if baseline not in {v.name for v in variants}:
         names = ", ".join(v.name for v in variants)
         raise _err(path, "baseline", f"expected one of the variants ({names}), got {baseline!r}")
+    backend = parse_backend(data["backend"], path, base) if "backend" in data else BackendSpec()
     spec = ExperimentSpec(
         name=name,
         command=command,
@@ -318,6 +328,7 @@ def parse_spec(data: dict[str, Any], path: Path) -> ExperimentSpec:
         order=order,
         kill_grace_s=grace,
         source=str(path),
+        backend=backend,
     )
     check_counts(spec)
     check_executable(spec)

@@ -32,6 +32,7 @@ import sqlite3
 import threading
 import time
 import urllib.request
+import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +44,7 @@ from tui_prof.model import (
     RUN_FINISHED,
     RUN_INTERRUPTED,
     RUN_PENDING,
+    RUN_QUEUED,
     RUN_RUNNING,
     ExperimentRecord,
     RunRecord,
@@ -57,6 +59,10 @@ ATTEMPTS_DIR = "attempts"
 LOG_NAME = "output.log"
 METRICS_NAME = "metrics.jsonl"
 SCHEMA_VERSION = 1
+IN_FLIGHT = (RUN_QUEUED, RUN_RUNNING)
+# Columns added since the first schema, with their declarations: an older experiment gets them
+# when a runner opens it (readers use defaults).
+_ADDED_COLUMNS = {"backend_ref": "TEXT", "node": "TEXT NOT NULL DEFAULT ''"}
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -67,7 +73,7 @@ CREATE TABLE IF NOT EXISTS runs (
     exit_code INTEGER, metrics TEXT NOT NULL DEFAULT '{}', environment TEXT NOT NULL DEFAULT '{}',
     error TEXT, log_tail TEXT NOT NULL DEFAULT '', profiler_port INTEGER,
     progress TEXT NOT NULL DEFAULT '', runner_pid INTEGER, runner_host TEXT, runner_start TEXT,
-    child_pid INTEGER, child_pgid INTEGER
+    child_pid INTEGER, child_pgid INTEGER, backend_ref TEXT, node TEXT NOT NULL DEFAULT ''
 );
 CREATE TABLE IF NOT EXISTS run_attempts (
     run_id TEXT NOT NULL, attempt INTEGER NOT NULL, record TEXT NOT NULL, archived_at REAL NOT NULL,
@@ -199,8 +205,13 @@ def _row_to_record(row: sqlite3.Row, directory: Path) -> RunRecord:
     run_dir = f"{directory}{os.sep}{RUNS_DIR}{os.sep}{row['run_id']}"
     status = RunStatus(row["status"])  # an unknown string is a damaged store (StoreError)
     error = row["error"]
-    if status == RUN_RUNNING and not runner_alive(
-        row["runner_pid"], row["runner_host"], row["runner_start"]
+    keys = row.keys()
+    ref = row["backend_ref"] if "backend_ref" in keys else None
+    # A cluster's run goes on without its runner (it is reattached); a local one does not.
+    if (
+        status in IN_FLIGHT
+        and ref is None
+        and not runner_alive(row["runner_pid"], row["runner_host"], row["runner_start"])
     ):
         status, error = RUN_INTERRUPTED, error or "tuiprof stopped while this run was running"
     return RunRecord(
@@ -223,6 +234,8 @@ def _row_to_record(row: sqlite3.Row, directory: Path) -> RunRecord:
         attempt=row["attempt"],
         log_tail=row["log_tail"],
         metrics_path=f"{run_dir}{os.sep}{METRICS_NAME}",
+        node=(row["node"] or "") if "node" in keys else "",
+        backend_ref=ref,
     )
 
 
@@ -397,6 +410,10 @@ class ExperimentStore:
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=FULL")
         conn.executescript(_SCHEMA)
+        have = {r[1] for r in conn.execute("PRAGMA table_info(runs)")}
+        for column, declaration in _ADDED_COLUMNS.items():
+            if column not in have:
+                conn.execute(f"ALTER TABLE runs ADD COLUMN {column} {declaration}")
         return conn
 
     @classmethod
@@ -423,6 +440,7 @@ class ExperimentStore:
                 "schema_version": SCHEMA_VERSION,
                 "spec": spec_d,
                 "created_at": time.time(),
+                "experiment_id": uuid.uuid4().hex[:12],
             }.items():
                 c.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, json.dumps(value)))
         store.add_runs(plan)
@@ -447,7 +465,10 @@ class ExperimentStore:
             lock.release()
             raise
         store = cls(d, conn, spec, lock)
-        for row in conn.execute("SELECT * FROM runs WHERE status = ?", (RUN_RUNNING,)).fetchall():
+        rows = conn.execute(
+            "SELECT * FROM runs WHERE status IN (?, ?) AND backend_ref IS NULL", IN_FLIGHT
+        ).fetchall()  # a cluster's runs went on without tuiprof: the runner reattaches them
+        for row in rows:
             if runner_alive(row["runner_pid"], row["runner_host"], row["runner_start"]):
                 store.close()  # e.g. a runner on another host, where the flock is not shared
                 raise StoreError(f"{d}: another tuiprof (pid {row['runner_pid']}) is running it")
@@ -519,7 +540,8 @@ class ExperimentStore:
                         "UPDATE runs SET status = ?, attempt = attempt + 1, started_at = NULL, "
                         "ended_at = NULL, wall_time_s = NULL, exit_code = NULL, metrics = '{}', "
                         "environment = '{}', error = NULL, log_tail = '', profiler_port = NULL, "
-                        "progress = '', child_pid = NULL, child_pgid = NULL WHERE run_id = ?",
+                        "progress = '', child_pid = NULL, child_pgid = NULL, backend_ref = NULL, "
+                        "node = '' WHERE run_id = ?",
                         (RUN_PENDING, run_id),
                     )
 
@@ -531,16 +553,34 @@ class ExperimentStore:
         pgid: int | None,
         profiler_port: int | None,
         environment: dict[str, Any],
+        node: str = "",
     ) -> None:
+        rpid, host, start = runner_identity()
+        fields: dict[str, Any] = {
+            "status": RUN_RUNNING,
+            "started_at": started_at,
+            "child_pid": pid,
+            "child_pgid": pgid,
+            "profiler_port": profiler_port,
+            "environment": environment,
+            "runner_pid": rpid,
+            "runner_host": host,
+            "runner_start": start,
+        }
+        if node:
+            fields["node"] = node
+        self._update(run_id, **fields)
+
+    def mark_queued(self, run_id: str, ref: str, submitted_at: float, node: str = "") -> None:
+        """Submitted to a cluster as `ref` (recorded before the submission: a tuiprof killed in
+        between finds the id and never submits the run twice); `node` where it is pinned."""
         rpid, host, start = runner_identity()
         self._update(
             run_id,
-            status=RUN_RUNNING,
-            started_at=started_at,
-            child_pid=pid,
-            child_pgid=pgid,
-            profiler_port=profiler_port,
-            environment=environment,
+            status=RUN_QUEUED,
+            backend_ref=ref,
+            started_at=submitted_at,
+            node=node,
             runner_pid=rpid,
             runner_host=host,
             runner_start=start,
@@ -563,6 +603,7 @@ class ExperimentStore:
             "error": rec.error,
             "log_tail": rec.log_tail,
             "progress": rec.progress,
+            "node": rec.node,
         }
         with self._tx() as c:
             _set(c, rec.run_id, fields)
@@ -582,12 +623,41 @@ class ExperimentStore:
         return [_row_to_record(r, self.directory) for r in rows]
 
     def unfinished(self) -> list[str]:
-        """Ids of the runs not finished yet, in order (cheap: no records are built)."""
+        """Ids of the runs not finished yet: those a cluster still runs first, then in order
+        (cheap: no records are built)."""
         with self._lock:
             rows = self._conn.execute(
-                "SELECT run_id FROM runs WHERE status != ? ORDER BY seq", (RUN_FINISHED,)
+                "SELECT run_id FROM runs WHERE status != ? "
+                "ORDER BY NOT (status IN (?, ?) AND backend_ref IS NOT NULL), seq",
+                (RUN_FINISHED, *IN_FLIGHT),
             ).fetchall()
         return [r[0] for r in rows]
+
+    def in_flight(self) -> dict[str, str]:
+        """Runs a cluster was running (or had queued) when the last runner let go: id -> ref."""
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT run_id, backend_ref FROM runs WHERE status IN (?, ?) "
+                "AND backend_ref IS NOT NULL ORDER BY seq",
+                IN_FLIGHT,
+            ).fetchall()
+        return {r[0]: r[1] for r in rows}
+
+    @property
+    def experiment_id(self) -> str:
+        """A short unique id of this experiment (cluster job ids start with it); made if missing."""
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT value FROM meta WHERE key = 'experiment_id'"
+            ).fetchone()
+        if row is not None:
+            return str(json.loads(row[0]))
+        value = uuid.uuid4().hex[:12]
+        with self._tx() as c:
+            c.execute(
+                "INSERT OR IGNORE INTO meta VALUES ('experiment_id', ?)", (json.dumps(value),)
+            )
+        return self.experiment_id
 
     def run(self, run_id: str) -> RunRecord:
         with self._lock:

@@ -12,6 +12,7 @@ from tui_prof.model import RunStatus
 
 RUN_STATUS_LOOK: dict[RunStatus, tuple[str, str]] = {
     RunStatus.PENDING: ("dim", "·"),
+    RunStatus.QUEUED: ("cyan", "…"),  # on a cluster: submitted, waiting for a node
     RunStatus.RUNNING: ("bold cyan", "▶"),
     RunStatus.FINISHED: ("green", "✓"),
     RunStatus.FAILED: ("bold red", "✗"),

@@ -19,6 +19,7 @@ from tui_prof.tui.messages import (
     ExperimentCreated,
     ExperimentNotCreated,
     ProfilesChanged,
+    Reattached,
     RunnerEventArrived,
 )
 from tui_prof.tui.screens.browse import BrowseScreen
@@ -101,6 +102,7 @@ class TuiprofApp(App[int]):
         self.prefetch = prefetch
         self.sub_title = str(path)
         self.runners: dict[str, Runner] = {}
+        self._reattaching: set[str] = set()
         self.stopping = False  # quitting: the stopped runs are being waited for
 
     def get_default_screen(self) -> Screen[None]:
@@ -229,11 +231,15 @@ class TuiprofApp(App[int]):
 
     def _start(self, request: StartRequest | None) -> None:
         if request is not None:
+            if request.spec.backend.remote:  # connecting imports Ray and asks the cluster: seconds
+                self.notify(f"Connecting to the Ray cluster for {request.spec.name}…", markup=False)
             self._create_experiment(request, self.experiments)
 
     @work(thread=True, name="creating the experiment", exit_on_error=False)
     def _create_experiment(self, request: StartRequest, screen: ExperimentsScreen) -> None:
-        """The experiment's directory and store are written here, off the UI thread."""
+        """The experiment's directory and store are written here, off the UI thread (and a
+        cluster is asked whether it can run it)."""
+        from tui_prof.experiments.backends import BackendError
         from tui_prof.experiments.commands import SPEC_FILE, save_spec
         from tui_prof.experiments.runner import Runner
         from tui_prof.experiments.spec import SpecError
@@ -246,7 +252,7 @@ class TuiprofApp(App[int]):
 
         try:
             runner = Runner.create(request.spec, on_event=on_event, parallel=request.parallel)
-        except (OSError, StoreError, ValueError) as exc:
+        except (OSError, StoreError, BackendError, ValueError) as exc:
             self.post_message(ExperimentNotCreated(request.spec.name, str(exc)))
             return
         warning = None
@@ -271,6 +277,43 @@ class TuiprofApp(App[int]):
         self.notify(
             message.error, title=f"Could not start {message.name}", severity="error", markup=False
         )
+
+    def reattach(self, directory: str) -> None:
+        """Follow again the runs a cluster still runs for an experiment no tuiprof holds."""
+        if directory in self.runners or directory in self._reattaching:
+            return
+        self._reattaching.add(directory)
+        self._reattach(directory, self.experiments)
+
+    @work(thread=True, name="reattaching to the cluster", exit_on_error=False)
+    def _reattach(self, directory: str, screen: ExperimentsScreen) -> None:
+        from tui_prof.experiments.backends import BackendError
+        from tui_prof.experiments.runner import Runner
+        from tui_prof.experiments.store import StoreError
+
+        def on_event(event: RunEvent) -> None:  # on the runner's threads
+            screen.post_message(RunnerEventArrived(directory, event))
+
+        try:
+            runner = Runner.resume(directory, on_event=on_event, attach_only=True)
+        except StoreError:  # another tuiprof follows it: this view stays read-only
+            self.post_message(Reattached(directory, None))
+        except BackendError as exc:
+            self.post_message(Reattached(directory, None, f"Cannot reattach: {exc}"))
+        else:
+            self.post_message(Reattached(directory, runner))
+
+    def on_reattached(self, message: Reattached) -> None:
+        self._reattaching.discard(message.directory)
+        if message.error:
+            self.notify(message.error, severity="warning", markup=False)
+        runner = message.runner
+        if runner is None:
+            return
+        self.runners[message.directory] = runner
+        runner.start()
+        n = len(runner.pending)
+        self.notify(f"Reattached to {n} run(s) on the cluster: {message.directory}", markup=False)
 
     # -- capture -------------------------------------------------------------------------
     def _capture_defaults(self) -> tuple[str, str]:

@@ -75,6 +75,16 @@ class ExperimentNotCreated(Message):
 
 
 @dataclass
+class Reattached(Message):
+    """Runs a cluster still ran are followed again (runner), or cannot be (error), or another
+    tuiprof follows them (neither)."""
+
+    directory: str
+    runner: Runner | None
+    error: str | None = None
+
+
+@dataclass
 class ExperimentLoaded(Message, bubble=False):
     """An experiment's store was read (in a worker): its record, or the one-line error."""
 

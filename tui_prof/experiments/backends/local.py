@@ -14,8 +14,9 @@ import signal
 import subprocess
 import threading
 import time
+from typing import Any
 
-from tui_prof.experiments.backends import LaunchRequest
+from tui_prof.experiments.backends import ENDED, RUNNING, LaunchRequest, RunOutcome
 
 
 class LocalRunHandle:
@@ -39,6 +40,21 @@ class LocalRunHandle:
     def wait(self, timeout: float | None = None) -> int | None:
         self._done.wait(timeout)
         return self._code if self._done.is_set() else None
+
+    def state(self) -> str:
+        return ENDED if self._done.is_set() else RUNNING
+
+    def outcome(self) -> RunOutcome:
+        """The exit code and the process's own lifetime (from just before it was created)."""
+        code = self._code if self._code is not None else -signal.SIGKILL
+        wall = self.t_end - self.t_start if self.t_end is not None else None
+        return RunOutcome(code, wall)
+
+    def node(self) -> str | None:
+        return None
+
+    def environment(self) -> dict[str, Any] | None:
+        return None
 
     def _signal_group(self, sig: int) -> bool:
         try:
@@ -75,15 +91,30 @@ class LocalBackend:
     """Runs jobs as local child processes."""
 
     name = "local"
+    remote = False
+
+    def capacity(self) -> int:
+        return 1  # timings are only comparable one at a time on one machine
+
+    def reference(self, request: LaunchRequest) -> str | None:
+        return None  # a local run dies with its machine; there is nothing to reattach
+
+    def attach(self, ref: str, request: LaunchRequest) -> LocalRunHandle | None:
+        return None
+
+    def close(self) -> None:
+        pass
 
     def launch(self, request: LaunchRequest) -> LocalRunHandle:
         request.log_path.parent.mkdir(parents=True, exist_ok=True)
+        env = os.environ.copy()
+        env.update(request.env)
         with open(request.log_path, "ab", buffering=0) as log:
             t_start = time.perf_counter()
             proc = subprocess.Popen(
                 list(request.argv),
                 cwd=request.cwd,
-                env=request.env,
+                env=env,
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,

@@ -19,7 +19,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import DataTable, Header, RichLog, Select, Static
 
 from tui_prof.experiments import events as ev
-from tui_prof.experiments.store import StoreError, find_experiments, load_experiment
+from tui_prof.experiments.store import IN_FLIGHT, StoreError, find_experiments, load_experiment
 from tui_prof.model import ExperimentRecord, RunRecord
 from tui_prof.tui.messages import (
     ComparisonReady,
@@ -179,6 +179,8 @@ class ExperimentsScreen(TuiprofScreen):
             table.upsert(run)
         self.refresh_comparison()
         self.refresh_bindings()
+        if any(r.backend_ref and r.status in IN_FLIGHT for r in message.record.runs):
+            self.app.reattach(message.directory)  # a cluster still runs them
 
     @work(
         thread=True,
@@ -223,7 +225,7 @@ class ExperimentsScreen(TuiprofScreen):
         if message.directory != self.current:
             return
         table = self.query_one(RunTable)
-        if isinstance(event, ev.RunStarted | ev.RunFinished | ev.RunFailed):
+        if isinstance(event, ev.RunQueued | ev.RunStarted | ev.RunFinished | ev.RunFailed):
             self._live_runs[event.run_id] = event.run
             table.upsert(event.run)
             if isinstance(event, ev.RunFailed) and event.run.error:

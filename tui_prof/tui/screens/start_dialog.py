@@ -1,6 +1,9 @@
 """The `r` dialog: a new experiment from commands (one `NAME=COMMAND` per line, as
 `tuiprof run --variant` takes them), or from a spec file; optionally saved as a spec.
 
+"Run on" is `local` (this machine), `ray` or `ray HOST:PORT` (a Ray cluster's dashboard; the
+runs go on if tuiprof exits); empty keeps what the spec says.
+
 Where the selected profile is a run of an experiment and its advice names a change the run's
 command exposes (tui_prof.experiments.suggest), the dialog opens with that run's command as the
 baseline and the change as a second variant, and says where it found the knob.
@@ -8,7 +11,7 @@ baseline and the change as a second variant, and says where it found the knob.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from rich.text import Text
@@ -16,8 +19,15 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Button, Input, Label, Static, TextArea
 
+from tui_prof.experiments.backend_spec import BackendSpec, with_options
 from tui_prof.experiments.commands import command_text, save_spec, spec_from_commands
-from tui_prof.experiments.spec import ExperimentSpec, check_executable, load_spec, select
+from tui_prof.experiments.spec import (
+    ExperimentSpec,
+    SpecError,
+    check_executable,
+    load_spec,
+    select,
+)
 from tui_prof.experiments.suggest import CHANGE_LABELS, Proposal, RunContext
 from tui_prof.tui.screens.form_dialog import FormDialog
 
@@ -27,7 +37,7 @@ SPEC_CANDIDATES = ("tuiprof.toml", "examples/mixed_precision.toml")
 @dataclass(frozen=True)
 class StartRequest:
     spec: ExperimentSpec
-    parallel: int = 1  # runs at once (`tuiprof run --parallel`); the dialog leaves it at 1
+    parallel: int | None = None  # runs at once: one here, or as many as a cluster fits
 
 
 @dataclass(frozen=True)
@@ -115,6 +125,8 @@ class StartDialog(FormDialog[StartRequest]):
             with Horizontal(classes="start-row"):
                 yield Label("Run in")
                 yield Input(p.workdir or str(Path.cwd()), id="workdir", compact=True)
+                yield Label("on", classes="second")
+                yield Input(placeholder="local, or ray HOST:PORT", id="backend", compact=True)
             with Horizontal(classes="start-row"):
                 yield Label("Save spec as")
                 yield Input(placeholder="optional, e.g. amp.toml", id="save", compact=True)
@@ -147,6 +159,7 @@ class StartDialog(FormDialog[StartRequest]):
             )
         else:  # no commands: the spec file, as before
             spec = select(load_spec(self._value("#spec")), repeats=repeats)
+        spec = replace(spec, backend=backend_from(self._value("#backend"), spec))
         check_executable(spec)
         save = self._value("#save")
         if save:
@@ -156,3 +169,15 @@ class StartDialog(FormDialog[StartRequest]):
             save_spec(spec, path)
             self.notify(f"Spec saved: {path}", markup=False)
         return StartRequest(spec)
+
+
+def backend_from(text: str, spec: ExperimentSpec) -> BackendSpec:
+    """The "Run on" field: `local`, `ray` or `ray HOST:PORT` over the spec's [backend]."""
+    words = text.split()
+    if not words:
+        return spec.backend
+    kind = words[0].lower()
+    if kind not in ("local", "ray") or len(words) > 2 or (kind == "local" and len(words) > 1):
+        raise SpecError(f"Run on: expected local, ray or ray HOST:PORT, got {text!r}")
+    address = words[1] if len(words) == 2 else None
+    return with_options(spec.backend, kind=kind, address=address, source="Run on")

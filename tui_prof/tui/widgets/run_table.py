@@ -1,4 +1,5 @@
-"""The live table of an experiment's runs: one row per run, updated in place as events arrive."""
+"""The live table of an experiment's runs: one row per run, updated in place as events arrive.
+On a cluster, `Node` says where each run runs and `queued` that it waits there for resources."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from tui_prof.model import RunRecord, RunStatus
 from tui_prof.render.status import status_text
 
 COLUMNS = ("variant", "repeat", "status", "elapsed", "progress", "metrics")
+# On a cluster: where each run runs, after its status (a local experiment leaves it out).
+CLUSTER_COLUMNS = ("variant", "repeat", "status", "node", "elapsed", "progress", "metrics")
 
 
 def _elapsed(run: RunRecord, now: float) -> str:
@@ -40,14 +43,24 @@ class RunTable(DataTable[object]):
         super().__init__(id=id, cursor_type="row", zebra_stripes=True)
         self.runs: dict[str, RunRecord] = {}
         self._unshown: list[str] = []  # run ids whose rows are still to be added, in order
+        self.columns_shown: tuple[str, ...] = COLUMNS
 
     def on_mount(self) -> None:
-        for c in COLUMNS:
-            self.add_column(c.capitalize(), key=c)
+        self._ensure_columns()
+
+    def _ensure_columns(self) -> None:
+        """The columns, once: runs may arrive before this table's mount event (a store read in a
+        worker can finish first), and columns added twice would lose their measured widths."""
+        if not self.columns:
+            for c in self.columns_shown:
+                self.add_column(c.capitalize(), key=c)
 
     def show_runs(self, runs: list[RunRecord] | tuple[RunRecord, ...]) -> None:
-        self.clear()
         self.runs = {r.run_id: r for r in runs}
+        wanted = CLUSTER_COLUMNS if any(r.node for r in runs) else COLUMNS
+        self.clear(columns=wanted is not self.columns_shown)
+        self.columns_shown = wanted
+        self._ensure_columns()
         self._unshown = list(self.runs)
         self._add_some()
 
@@ -71,17 +84,22 @@ class RunTable(DataTable[object]):
             Text(r.variant),
             repeat,
             status_text(r.status),
+            *([Text(r.node)] if self.columns_shown is CLUSTER_COLUMNS else []),
             _elapsed(r, now),
             Text(r.progress or ""),
             _metrics(r),
         )
 
     def upsert(self, run: RunRecord) -> None:
+        self._ensure_columns()
         known = run.run_id in self.runs
         self.runs[run.run_id] = run
+        if run.node and self.columns_shown is not CLUSTER_COLUMNS:  # the first run on a node
+            self.show_runs(list(self.runs.values()))
+            return
         if run.run_id in self.rows:
             cells = self._cells(run, time.time())
-            for key, value in zip(COLUMNS, cells, strict=True):
+            for key, value in zip(self.columns_shown, cells, strict=True):
                 self.update_cell(run.run_id, key, value)
         elif not known or run.run_id not in self._unshown:  # else its row comes with the rest
             self.add_row(*self._cells(run, time.time()), key=run.run_id)

@@ -1,0 +1,244 @@
+"""A real multi-node Ray cluster on 127.0.0.1, for tests and benchmarks, inside a network namespace.
+
+Ray listens on every interface and probes outside addresses, so a cluster is only ever started
+inside a network namespace of its own (`in_namespace` re-runs a script there with loopback up):
+nothing leaves loopback. Each node is `ray start --block` in a session of its own, started
+here, with custom resources standing in for GPU models (`accelerator_type:A100`, which is what
+Ray gives a node with that GPU). A node is removed by killing the processes it started (its
+process tree, found from the pid we started); the whole cluster is stopped by killing every
+process in the namespace, which holds only what this script started. Never `ray stop`, never
+anything by name.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+GCS_PORT = 6391
+DASHBOARD_PORT = 8275
+ADDRESS = f"127.0.0.1:{DASHBOARD_PORT}"
+# Fast failure detection, so a removed node is declared dead in seconds, not half a minute.
+HEAD_ENV = {
+    "RAY_health_check_period_ms": "500",
+    "RAY_health_check_timeout_ms": "500",
+    "RAY_health_check_failure_threshold": "3",
+    "RAY_health_check_initial_delay_ms": "0",
+}
+
+
+def unshare_prefix() -> list[str] | None:
+    """How to get a private network namespace here (None: not permitted)."""
+    if shutil.which("unshare") is None or shutil.which("ip") is None:
+        return None
+    for prefix in (["unshare", "-n"], ["unshare", "-rn"]):
+        try:
+            ok = subprocess.run([*prefix, "true"], capture_output=True, timeout=10).returncode == 0
+        except (OSError, subprocess.TimeoutExpired):
+            ok = False
+        if ok:
+            return prefix
+    return None
+
+
+def in_namespace(
+    prefix: list[str], argv: Sequence[str], **kwargs: object
+) -> subprocess.CompletedProcess[str]:
+    """Run argv in a new network namespace with loopback up; everything it leaves is killed."""
+    script = 'ip link set lo up && exec "$@"'
+    return subprocess.run(  # type: ignore[call-overload, no-any-return]
+        [*prefix, "sh", "-c", script, "sh", *argv], text=True, capture_output=True, **kwargs
+    )
+
+
+def _ray() -> str:
+    exe = shutil.which(
+        "ray", path=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
+    )
+    if exe is None:
+        raise RuntimeError("the `ray` command is not installed")
+    return exe
+
+
+def _node_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["RAY_USAGE_STATS_ENABLED"] = "0"
+    # Jobs' `python3` is this interpreter (its site-packages has Ray and tuiprof's dependencies).
+    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
+    env.pop("RAY_ADDRESS", None)
+    return env
+
+
+class Cluster:
+    """Head (no CPUs: runs nothing) plus workers; see the module docstring."""
+
+    def __init__(self) -> None:
+        if [name for _, name in socket.if_nameindex()] != ["lo"]:
+            raise RuntimeError("refusing to start Ray outside a private network namespace")
+        self.temp = Path(tempfile.mkdtemp(prefix="trc", dir="/tmp"))  # short: unix socket paths
+        self.nodes: dict[str, subprocess.Popen[bytes]] = {}
+        self._port = 52400
+
+    def _start(self, name: str, args: list[str], extra_env: dict[str, str] | None = None) -> None:
+        self._port += 10
+        p = self._port
+        ports = [
+            "--dashboard-agent-listen-port", str(p),
+            "--dashboard-agent-grpc-port", str(p + 1),
+            "--runtime-env-agent-port", str(p + 2),
+            "--metrics-export-port", str(p + 3),
+        ]  # fmt: skip
+        log = open(self.temp / f"{name}.out", "wb")  # noqa: SIM115 - the node's life
+        self.nodes[name] = subprocess.Popen(
+            [
+                _ray(),
+                "start",
+                "--block",
+                "--node-ip-address",
+                "127.0.0.1",
+                "--disable-usage-stats",
+                "--object-store-memory",
+                "80000000",
+                "--node-name",
+                name,
+                *ports,
+                *args,
+            ],
+            env={**_node_env(), **(extra_env or {})},
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+    def start_head(self) -> None:
+        self._start(
+            "head",
+            [
+                "--head",
+                "--port",
+                str(GCS_PORT),
+                "--dashboard-host",
+                "127.0.0.1",
+                "--dashboard-port",
+                str(DASHBOARD_PORT),
+                "--include-dashboard",
+                "true",
+                "--num-cpus",
+                "0",
+                "--num-gpus",
+                "0",
+                "--temp-dir",
+                str(self.temp),
+            ],
+            HEAD_ENV,
+        )
+
+    def add_worker(self, name: str, gpu_model: str | None = None, cpus: int = 1) -> None:
+        resources = {f"accelerator_type:{gpu_model}": 1} if gpu_model else {}
+        self._start(
+            name,
+            [
+                "--address",
+                f"127.0.0.1:{GCS_PORT}",
+                "--num-cpus",
+                str(cpus),
+                "--num-gpus",
+                "0",
+                "--resources",
+                json.dumps(resources),
+            ],
+        )
+
+    def wait_for(self, names: Sequence[str], timeout_s: float = 240.0) -> dict[str, str]:
+        """Until these nodes are alive: name -> Ray node id."""
+        from ray.util.state import list_nodes
+
+        deadline = time.monotonic() + timeout_s
+        while True:
+            for name, proc in self.nodes.items():
+                if proc.poll() is not None and name in names:
+                    raise RuntimeError(
+                        f"node {name} exited: {(self.temp / f'{name}.out').read_text()[-2000:]}"
+                    )
+            with contextlib.suppress(Exception):
+                alive = {
+                    n.node_name: n.node_id
+                    for n in list_nodes(address=f"http://{ADDRESS}", raise_on_missing_output=False)
+                    if n.state == "ALIVE"
+                }
+                if all(n in alive for n in names):
+                    return {n: alive[n] for n in names}
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"nodes {list(names)} not up after {timeout_s:.0f} s")
+            time.sleep(0.5)
+
+    def kill_node(self, name: str) -> None:
+        """Remove a node the hard way: SIGKILL to every process it started (its process tree)."""
+        proc = self.nodes.pop(name)
+        for pid in [proc.pid, *_descendants(proc.pid)]:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        proc.wait(10)
+
+    def stop(self) -> None:
+        """Kill every process of this network namespace but this one and its ancestors."""
+        keep = {os.getpid(), *_ancestors(os.getpid())}
+        mine = os.readlink("/proc/self/ns/net")
+        for _ in range(3):
+            for entry in os.scandir("/proc"):
+                if not entry.name.isdigit() or int(entry.name) in keep:
+                    continue
+                with contextlib.suppress(OSError):
+                    if os.readlink(f"/proc/{entry.name}/ns/net") == mine:
+                        os.kill(int(entry.name), signal.SIGKILL)
+            time.sleep(0.2)
+        for proc in self.nodes.values():
+            with contextlib.suppress(Exception):
+                proc.wait(5)
+        shutil.rmtree(self.temp, ignore_errors=True)
+
+
+def _children() -> dict[int, list[int]]:
+    out: dict[int, list[int]] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as f:
+                ppid = int(f.read().rsplit(b")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        out.setdefault(ppid, []).append(int(entry.name))
+    return out
+
+
+def _descendants(pid: int) -> list[int]:
+    tree, out, todo = _children(), [], [pid]
+    while todo:
+        for child in tree.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
+def _ancestors(pid: int) -> list[int]:
+    out = []
+    while pid > 1:
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                pid = int(f.read().rsplit(b")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            break
+        out.append(pid)
+    return out
