@@ -38,20 +38,6 @@ HEAD_ENV = {
 }
 
 
-def unshare_prefix() -> list[str] | None:
-    """How to get a private network namespace here (None: not permitted)."""
-    if shutil.which("unshare") is None or shutil.which("ip") is None:
-        return None
-    for prefix in (["unshare", "-n"], ["unshare", "-rn"]):
-        try:
-            ok = subprocess.run([*prefix, "true"], capture_output=True, timeout=10).returncode == 0
-        except (OSError, subprocess.TimeoutExpired):
-            ok = False
-        if ok:
-            return prefix
-    return None
-
-
 def in_namespace(
     prefix: list[str], argv: Sequence[str], **kwargs: object
 ) -> subprocess.CompletedProcess[str]:

@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 import pytest
+from netns import unshare_prefix
 
 REPO = Path(__file__).resolve().parents[1]
 JOB = REPO / "examples" / "profiler_server_job.py"
@@ -195,22 +196,11 @@ def scenario(workdir: Path) -> dict[str, object]:
     return out
 
 
-def _unshare_prefix() -> list[str] | None:
-    for prefix in (["unshare", "-n"], ["unshare", "-rn"]):
-        try:
-            ok = subprocess.run([*prefix, "true"], capture_output=True, timeout=10).returncode == 0
-        except (OSError, subprocess.TimeoutExpired):
-            ok = False
-        if ok:
-            return prefix
-    return None
-
-
 @pytest.fixture(scope="module")
 def live(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     """Run the scenario once in a private network namespace, following its logdir meanwhile."""
     pytest.importorskip("tensorflow", reason="the example job needs TensorFlow (pip install .[tf])")
-    prefix = _unshare_prefix()
+    prefix = unshare_prefix()
     if prefix is None:
         pytest.skip("unshare -n is not permitted here; the profiler server binds all interfaces")
     from tui_prof.live.follow import LogdirFollower

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO
-from test_capture import _free_port, _unshare_prefix
+from netns import unshare_prefix
+from test_capture import _free_port
 
 from tui_prof.model import STEP_SOURCE_OFFICIAL, STEP_SOURCE_PROGRAM_RUNS
 from tui_prof.profiles.discover import discover
@@ -172,7 +173,7 @@ def _scenario(workdir: Path) -> dict[str, object]:
 
 
 def test_capture_from_the_helpers_jax_profiler_server(tmp_path: Path) -> None:
-    prefix = _unshare_prefix()
+    prefix = unshare_prefix()
     if prefix is None:
         pytest.skip("unshare -n is not permitted here; JAX's profiler server binds all interfaces")
     script = f"ip link set lo up && exec {sys.executable} {__file__} {tmp_path}"

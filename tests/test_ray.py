@@ -313,7 +313,7 @@ def cluster_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     pytest.importorskip(
         "ray.job_submission", reason="Ray is not installed (pip install 'tuiprof[ray]')"
     )
-    from ray_cluster import unshare_prefix
+    from netns import unshare_prefix
 
     prefix = unshare_prefix()
     if prefix is None:
