@@ -43,3 +43,35 @@ def test_cli_and_tui_draw_running_the_same() -> None:
     tui_cell = RunTable()._cells(run, 0.0)[2]
     assert cli_cell.style == tui_cell.style == "bold cyan"
     assert cli_cell.plain == tui_cell.plain == "▶ running"
+
+
+async def test_run_table_cells_are_whole_in_the_first_frame() -> None:
+    """DataTable measures new rows when its queue is idle; a frame drawn before that (a busy
+    machine) cut every cell to its header's width (`✓ fini`): the table sets widths itself."""
+    from textual.app import App, ComposeResult
+
+    from tui_prof.tui.widgets.run_table import RunTable
+
+    runs = [
+        RunRecord(
+            run_id=f"a-r{i}",
+            variant="a",
+            repeat=i,
+            status=RunStatus.FINISHED,
+            progress="epoch 2/2",
+            metrics={"loss": 0.5, "accuracy": 0.9},
+        )
+        for i in range(3)
+    ]
+
+    class One(App[None]):
+        def compose(self) -> ComposeResult:
+            yield RunTable()
+
+    app = One()
+    async with app.run_test(size=(100, 20)):
+        table = app.query_one(RunTable)
+        table.show_runs(runs)
+        table._clear_caches()  # draw now, before the table's idle handler ran
+        row = "".join(s.text for s in table.render_line(1))
+        assert "✓ finished" in row and "epoch 2/2" in row and "accuracy=0.9" in row, row

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import time
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual.coordinate import Coordinate
 from textual.widgets import DataTable
+from textual.widgets.data_table import ColumnKey
 
 from tui_prof.model import RunRecord, RunStatus
 from tui_prof.render.status import status_text
@@ -74,7 +76,7 @@ class RunTable(DataTable[object]):
         now = time.time()
         for run_id in batch:
             if run_id not in self.rows:
-                self.add_row(*self._cells(self.runs[run_id], now), key=run_id)
+                self._add(run_id, self._cells(self.runs[run_id], now))
         if self._unshown:
             self.call_after_refresh(self._add_some)
 
@@ -101,15 +103,43 @@ class RunTable(DataTable[object]):
             cells = self._cells(run, time.time())
             for key, value in zip(self.columns_shown, cells, strict=True):
                 self.update_cell(run.run_id, key, value)
+            self._widen(cells)
         elif not known or run.run_id not in self._unshown:  # else its row comes with the rest
-            self.add_row(*self._cells(run, time.time()), key=run.run_id)
+            self._add(run.run_id, self._cells(run, time.time()))
+
+    def _add(self, run_id: str, cells: tuple[object, ...]) -> None:
+        self.add_row(*cells, key=run_id)
+        self._widen(cells)
+
+    def _widen(self, cells: tuple[object, ...]) -> None:
+        """Each column as wide as its widest cell, set as rows come. DataTable measures new rows
+        only when its queue is idle, and a frame drawn before that (a busy machine) showed every
+        cell cut to its header's width: `✓ fini`."""
+        for key, value in zip(self.columns_shown, cells, strict=True):
+            column = self.columns.get(ColumnKey(key))
+            if column is None:
+                continue
+            width = value.cell_len if isinstance(value, Text) else cell_len(str(value))
+            if column.auto_width or width > column.width:
+                column.width = max(
+                    width,
+                    column.width if not column.auto_width else 0,
+                    cell_len(column.label.plain),
+                )
+                column.auto_width = False
+                self.refresh()
 
     def tick(self) -> None:
         """Refresh the elapsed time of running runs (called once a second)."""
         now = time.time()
         for run in self.runs.values():
             if run.status == RunStatus.RUNNING and run.run_id in self.rows:
-                self.update_cell(run.run_id, "elapsed", _elapsed(run, now))
+                elapsed = _elapsed(run, now)
+                self.update_cell(run.run_id, "elapsed", elapsed)
+                column = self.columns.get(ColumnKey("elapsed"))
+                if column is not None and len(elapsed) > column.width:
+                    column.width = len(elapsed)
+                    self.refresh()
 
     @property
     def selected_run(self) -> RunRecord | None:
