@@ -542,7 +542,8 @@ def main() -> int:
     except ImportError:
         print("ray_overhead: Ray is not installed (pip install 'tuiprof[ray]')", file=sys.stderr)
         return 2
-    from ray_cluster import in_namespace, unshare_prefix
+    from netns import unshare_prefix
+    from ray_cluster import in_namespace
 
     prefix = unshare_prefix()
     if prefix is None:
