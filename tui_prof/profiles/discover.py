@@ -131,17 +131,22 @@ def display_path(path: Path) -> str:
     return display_name(os.fsdecode(path))
 
 
+def _file_stat(e: os.DirEntry[str], problems: list[Problem]) -> os.stat_result | None:
+    """A regular file's stat; None for anything else, and a problem where it cannot be read."""
+    try:
+        return e.stat() if e.is_file() else None
+    except OSError as exc:
+        problems.append(Problem(Path(e.path), f"cannot read ({_os_reason(exc)})"))
+        return None
+
+
 def _host_files(entries: list[os.DirEntry[str]], problems: list[Problem]) -> list[HostFile]:
     hosts = []
     for e in entries:
         if not e.name.endswith(XPLANE_SUFFIX):
             continue
-        try:
-            if not e.is_file():
-                continue
-            st = e.stat()
-        except OSError as exc:
-            problems.append(Problem(Path(e.path), f"cannot read ({_os_reason(exc)})"))
+        st = _file_stat(e, problems)
+        if st is None:
             continue
         hosts.append(HostFile(host_name(e.name), Path(e.path), st.st_size, st.st_mtime))
     return sorted(hosts, key=lambda h: h.host)
@@ -156,12 +161,8 @@ def _legacy_hosts(entries: list[os.DirEntry[str]], problems: list[Problem]) -> l
             rank = len(LEGACY_SUFFIXES)
         if rank is None:
             continue
-        try:
-            if not e.is_file():
-                continue
-            st = e.stat()
-        except OSError as exc:
-            problems.append(Problem(Path(e.path), f"cannot read ({_os_reason(exc)})"))
+        st = _file_stat(e, problems)
+        if st is None:
             continue
         suffix = (*LEGACY_SUFFIXES, LEGACY_TRACE_SUFFIX)[rank]
         files.setdefault(e.name[: -len(suffix)], []).append((rank, Path(e.path), st))
