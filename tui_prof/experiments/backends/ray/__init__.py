@@ -36,8 +36,8 @@ def connect(spec: BackendSpec) -> RayBackend:
 
 def reachable(address: str, timeout_s: float = 5.0) -> None:
     """BackendError (one line) unless something listens at the dashboard address."""
-    url = urllib.parse.urlsplit(address)
     try:
+        url = urllib.parse.urlsplit(address)
         host, port = url.hostname or "127.0.0.1", url.port or (443 if url.scheme == "https" else 80)
     except ValueError as exc:
         raise BackendError(f"not a Ray dashboard address: {address!r} ({exc})") from None
