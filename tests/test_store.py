@@ -229,14 +229,20 @@ def test_resume_refuses_while_the_runner_lives_and_can_add_repeats(tmp_path: Pat
 
 
 def test_kill_orphan_kills_only_the_group_still_running_that_run(tmp_path: Path) -> None:
-    from tui_prof.experiments.store import kill_orphan
+    from tui_prof.experiments.processes import kill_orphan
 
     run_dir = tmp_path / "runs" / "a-r0"
     env = {**os.environ, "TUIPROF_RUN_DIR": str(run_dir)}
     child = subprocess.Popen(
-        [sys.executable, "-c", "import time; time.sleep(60)"], env=env, start_new_session=True
+        [sys.executable, "-c", "import time; print('up', flush=True); time.sleep(60)"],
+        env=env,
+        start_new_session=True,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     try:
+        # Until the child has exec'd, /proc shows the parent's environment: wait for it to run.
+        assert child.stdout is not None and child.stdout.readline() == "up\n"
         assert not kill_orphan(child.pid, tmp_path / "runs" / "other")  # not this run: left alone
         assert child.poll() is None
         assert kill_orphan(child.pid, run_dir)

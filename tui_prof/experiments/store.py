@@ -26,8 +26,6 @@ import fcntl
 import json
 import os
 import shutil
-import signal
-import socket
 import sqlite3
 import threading
 import time
@@ -39,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from tui_prof.experiments import samples as samples_mod
+from tui_prof.experiments.processes import kill_orphan, runner_alive, runner_identity
 from tui_prof.experiments.spec import ExperimentSpec
 from tui_prof.model import (
     RUN_FINISHED,
@@ -162,38 +161,6 @@ class PlannedRun:
     @property
     def run_id(self) -> str:
         return f"{self.variant}-{'w' if self.is_warmup else 'r'}{self.repeat}"
-
-
-def _proc_start(pid: int) -> str | None:
-    """The kernel's start time of a process, so a recycled pid is not mistaken for the runner."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
-            return f.read().rsplit(")", 1)[1].split()[19]
-    except (OSError, IndexError):
-        return None
-
-
-def runner_identity() -> tuple[int, str, str]:
-    pid = os.getpid()
-    return pid, socket.gethostname(), _proc_start(pid) or ""
-
-
-def runner_alive(pid: int | None, host: str | None, start: str | None) -> bool:
-    """Whether the process that wrote "running" still runs (unknowable on another host: assume yes)."""
-    if pid is None:
-        return False
-    if host and host != socket.gethostname():
-        return True
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass
-    now = _proc_start(pid)
-    return not (start and now is not None and now != start)
 
 
 def _json(text: str) -> Any:
@@ -366,24 +333,6 @@ def sample_counts(experiment_dir: str | Path) -> dict[str, Any]:
             )
             entry["runs"][run_id] = {"count": count, "kept": len(kept)}
     return out
-
-
-def kill_orphan(pgid: int | None, run_dir: Path) -> bool:
-    """Kill a run's process group that outlived its runner, if it still runs this very run."""
-    if not pgid:
-        return False
-    try:
-        with open(f"/proc/{pgid}/environ", "rb") as f:
-            env = f.read().split(b"\0")
-    except OSError:
-        return False
-    if f"TUIPROF_RUN_DIR={run_dir}".encode() not in env:
-        return False  # the process group id now belongs to something else
-    try:
-        os.killpg(pgid, signal.SIGKILL)
-    except OSError:
-        return False
-    return True
 
 
 class ExperimentStore:
