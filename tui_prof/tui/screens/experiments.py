@@ -21,6 +21,7 @@ from textual.widgets import DataTable, Header, RichLog, Select, Static
 from tui_prof.experiments import events as ev
 from tui_prof.experiments.store import IN_FLIGHT, StoreError, find_experiments, load_experiment
 from tui_prof.model import ExperimentRecord, RunRecord
+from tui_prof.printable import printable
 from tui_prof.tui.messages import (
     ComparisonReady,
     ExperimentLoaded,
@@ -279,7 +280,9 @@ class ExperimentsScreen(TuiprofScreen):
                 *lines,
             ]
         if lines:
-            self.query_one("#run-log", RichLog).write(Text("\n".join(lines)))
+            # A job's output is data: escape sequences in it are shown, never obeyed.
+            text = printable("\n".join(lines), multiline=True)
+            self.query_one("#run-log", RichLog).write(Text(text))
 
     @on(DataTable.RowHighlighted, "#runs")
     def _run_highlighted(self, event: DataTable.RowHighlighted) -> None:
