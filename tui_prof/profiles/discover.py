@@ -5,8 +5,9 @@ session dir or one `*.xplane.pb` file, and returns runs → sessions → host fi
 listings and `stat` alone. A session directory with no xplane but an older TensorBoard's tool
 files (`<host>.overview_page.pb` and friends, see LEGACY_SUFFIXES) is a "legacy" session.
 PyTorch profiler traces (format "kineto") are found in the same walk: `*.pt.trace.json[.gz]` by
-name, other `*.json[.gz]` by their first 16 KB, and one trace file of any name when it is the
-path given (profiles/kineto/detect.py: naming and grouping). Unreadable directories and symlink
+name, other `*.json[.gz]` by their head (profiles/kineto/detect.py: naming, sniffing and
+grouping). A file given as the path is read as the format its name says, never sniffed: a
+`*.xplane.pb`, a legacy tool file, or a `*.json[.gz]` as a PyTorch trace. Unreadable directories and symlink
 loops become `problems`, never exceptions; only a path that does not exist (or holds no profile
 at all) is an error for callers.
 """
@@ -223,7 +224,8 @@ def _kineto_sessions(
 
 
 def _single_file(root: Path) -> Discovery:
-    """`discover(FILE)`: one .xplane.pb, or one PyTorch trace whatever its name."""
+    """`discover(FILE)`: one .xplane.pb, or one PyTorch trace whatever its name: the name decides
+    (a `*.json[.gz]` is read as a trace, and its reader says so in one line where it is none)."""
     st = root.stat()
     session_dir = root.parent
     if root.name.endswith(XPLANE_SUFFIX):
@@ -235,12 +237,12 @@ def _single_file(root: Path) -> Discovery:
         )
         run_dir = _run_dir_of(session_dir)
         return Discovery(root, (Run(display_name(run_dir.name), run_dir, (session,)),), ())
-    m = detect.PT_TRACE.match(root.name)
-    if m is None and not detect.sniff(root)[0]:
+    if not detect.is_json_name(root.name):
         raise FileNotFoundError(
             f"{display_path(root)}: not a profile (expected *{XPLANE_SUFFIX} or a PyTorch "
             "profiler trace, *.json[.gz])"
         )
+    m = detect.PT_TRACE.match(root.name)
     span = int(m.group(2)[1:]) if m and m.group(2) else None
     worker = m.group(1) if m else detect.strip_json(root.name)
     tf = detect.TraceFile(root, worker, span, None, st.st_size, st.st_mtime)
