@@ -77,7 +77,8 @@ def _step_table(path: Path, table: dict[str, Any]) -> list[StepBreakdown]:
     idx = {c: i for i, c in enumerate(cols) if isinstance(c, str)}
     compute = idx.get("tcComputeTimeMs", idx.get("noninfeedTimeMs"))
     if "tcInfeedTimeMs" in idx:
-        infeed, idle = idx["tcInfeedTimeMs"], idx.get("tcIdleTimeMs", idx.get("infeedTimeMs"))
+        infeed: int | None = idx["tcInfeedTimeMs"]
+        idle = idx.get("tcIdleTimeMs", idx.get("infeedTimeMs"))
     else:
         infeed, idle = idx.get("infeedTimeMs"), idx.get("tcIdleTimeMs")
     outfeed = idx.get("tcOutfeedTimeMs")
@@ -112,7 +113,8 @@ def read(path: Path) -> ToolFile:
     device_count = None
     input_percent = None
     for table in _tables(path):
-        props = table.get("p") if isinstance(table.get("p"), dict) else {}
+        raw_props = table.get("p")
+        props: dict[str, Any] = raw_props if isinstance(raw_props, dict) else {}
         cols = [c.get("id") for c in table.get("cols", []) if isinstance(c, dict)]
         if "stepnum" in cols and not steps:
             steps = _step_table(path, table)
