@@ -22,6 +22,7 @@ from typing import Any
 
 from tui_prof.experiments import events as ev
 from tui_prof.model import RUN_FINISHED, RUN_PENDING, RUN_QUEUED, RUN_RUNNING, RunRecord
+from tui_prof.printable import printable
 
 
 def register(subparsers: Any) -> None:
@@ -114,7 +115,7 @@ def register(subparsers: Any) -> None:
 
 
 def _fail(msg: str) -> int:
-    print(f"tuiprof run: {msg}", file=sys.stderr)
+    print(f"tuiprof run: {printable(msg)}", file=sys.stderr)
     return 2
 
 
@@ -199,7 +200,7 @@ def _make_runner(args: argparse.Namespace, on_event: Any) -> Any:
     try:
         save_spec(spec, runner.experiment_dir / SPEC_FILE)  # for people and `tuiprof run` again
     except SpecError as exc:  # the store has the spec too: say so and run
-        print(f"tuiprof run: warning: {exc}", file=sys.stderr)
+        print(f"tuiprof run: warning: {printable(str(exc))}", file=sys.stderr)
     return runner
 
 
@@ -347,11 +348,10 @@ def _wait(runner: Any, tick: Any) -> bool:
 
 
 def run_command(args: argparse.Namespace) -> int:
-    from rich.console import Console
-
     from tui_prof.experiments.backends import BackendError
     from tui_prof.experiments.spec import SpecError
     from tui_prof.experiments.store import StoreError
+    from tui_prof.render.console import SafeConsole as Console
 
     board = _Board()
     try:
@@ -385,7 +385,7 @@ def _run_and_report(args: argparse.Namespace, runner: Any, board: _Board, consol
 
     def print_lines() -> None:
         for line in board.take_lines():
-            print(line, file=sys.stderr, flush=True)
+            print(printable(line), file=sys.stderr, flush=True)
 
     runner.start()
     if live_ok:

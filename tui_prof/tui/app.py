@@ -10,9 +10,11 @@ from typing import TYPE_CHECKING
 from textual import work
 from textual.app import App
 from textual.binding import Binding
+from textual.notifications import SeverityLevel
 from textual.screen import ModalScreen, Screen
 from textual.worker import Worker, WorkerState
 
+from tui_prof.printable import printable
 from tui_prof.tui.messages import (
     Captured,
     DiffRequested,
@@ -104,6 +106,24 @@ class TuiprofApp(App[int]):
         self.runners: dict[str, Runner] = {}
         self._reattaching: set[str] = set()
         self.stopping = False  # quitting: the stopped runs are being waited for
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = True,
+    ) -> None:
+        """Every notification's text made printable: errors name files, runs and metrics."""
+        super().notify(
+            printable(message, multiline=True),
+            title=printable(title),
+            severity=severity,
+            timeout=timeout,
+            markup=markup,
+        )
 
     def get_default_screen(self) -> Screen[None]:
         """Browse is the first screen itself, not pushed over a blank one: that push styles every

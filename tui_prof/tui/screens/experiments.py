@@ -27,6 +27,7 @@ from tui_prof.experiments.store import (
     load_experiment,
 )
 from tui_prof.model import ExperimentRecord, RunRecord
+from tui_prof.printable import printable
 from tui_prof.tui.messages import (
     ComparisonReady,
     ExperimentLoaded,
@@ -294,7 +295,9 @@ class ExperimentsScreen(TuiprofScreen):
                 *lines,
             ]
         if lines:
-            self.query_one("#run-log", RichLog).write(Text("\n".join(lines)))
+            # A job's output is data: escape sequences in it are shown, never obeyed.
+            text = printable("\n".join(lines), multiline=True)
+            self.query_one("#run-log", RichLog).write(Text(text))
 
     @on(DataTable.RowHighlighted, "#runs")
     def _run_highlighted(self, event: DataTable.RowHighlighted) -> None:
