@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import contextlib
 import json
 import os
 import sqlite3
@@ -129,6 +130,8 @@ async def test_quitting_with_stop_keeps_drawing_while_runs_end(tmp_path: Path) -
         meter = LagMeter(app)
         await pilot.press("q")
         await until(pilot, lambda: isinstance(app.screen, QuitDialog))
+        dialog = app.screen
+        assert isinstance(dialog, QuitDialog) and (dialog.running, dialog.waiting) == (1, 0)
         meter.reset()
         started = time.perf_counter()
         await pilot.click("#stop")
@@ -178,3 +181,66 @@ async def test_a_big_experiment_loads_while_the_screen_keeps_drawing(tmp_path: P
     # it took (1.8 of 3.5 s for 3,000 runs); in steps, no stall is more than a fraction of it.
     assert meter.worst < 0.25 * took, f"event loop stalled {meter.worst:.2f} of {took:.1f} s"
     assert len(meter.gaps) > 10
+
+
+async def test_reopening_an_experiment_stops_a_run_its_tuiprof_left_running(
+    tmp_path: Path,
+) -> None:
+    """A real `tuiprof run` SIGKILLed mid-run leaves its job running; opening the experiment in
+    the TUI finds it alive, stops it (it could never be recorded) and shows it as interrupted."""
+    import signal
+    import subprocess
+
+    from tui_prof.experiments.store import load_experiment
+    from tui_prof.model import RUN_INTERRUPTED, RUN_RUNNING
+    from tui_prof.tui.widgets.run_table import RunTable
+
+    started = tmp_path / "started"
+    spec = tmp_path / "tuiprof.toml"
+    spec.write_text(
+        f'name = "left"\ncommand = ["{sys.executable}", "-c", '
+        f"\"open('{started}', 'w'); import time; time.sleep(60)\"]\nrepeats = 1\n"
+        "[variants.a]\n",
+        encoding="utf-8",
+    )
+    exp = tmp_path / "exp"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    cli = [
+        sys.executable,
+        "-m",
+        "tui_prof.cli",
+        "run",
+        str(spec),
+        "--headless",
+        "--output",
+        str(exp),
+    ]
+    proc = subprocess.Popen(cli, env=env, stdout=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 30
+    while not started.exists():
+        assert time.monotonic() < deadline, "the job did not start"
+        time.sleep(0.02)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(10)
+    (left,) = load_experiment(exp).runs
+    assert left.status == RUN_RUNNING
+    job = sqlite3.connect(exp / "experiment.sqlite").execute(
+        "SELECT child_pid, child_start FROM runs"
+    )
+    pid, left_start = job.fetchone()
+    app = TuiprofApp(tmp_path)
+    try:
+        async with app.run_test(size=(120, 40)) as pilot:
+            await settle(pilot)
+            await pilot.press("e")  # the one experiment under the open path is shown
+            table = app.experiments.query_one(RunTable)
+            await until(
+                pilot, lambda: getattr(table.runs.get("a-r0"), "status", "") == RUN_INTERRUPTED
+            )
+            assert (table.runs["a-r0"].error or "").startswith("still running after its tuiprof")
+        from tui_prof.experiments.orphans import recorded_alive
+
+        assert not recorded_alive(pid, left_start)  # the job itself is gone
+    finally:
+        with contextlib.suppress(OSError):
+            os.killpg(pid, signal.SIGKILL)

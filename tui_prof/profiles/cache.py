@@ -37,7 +37,8 @@ from tui_prof.profiles.discover import Session, display_path
 # 2: top_ops holds every op (the diff needs them all), no longer the first 50.
 # 3: device utilisation, XLA programs, the precision's source.
 # 4: kernels carry their launch shape (grid, block).
-SCHEMA = 4
+# 5: names made printable (tui_prof.printable) before they are stored.
+SCHEMA = 5
 
 
 def cache_dir() -> Path:
