@@ -14,7 +14,6 @@ warning. Imports the schemas from `xprof` only when a legacy session is read.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,13 +26,12 @@ from tui_prof.model import (
     Precision,
     ProfileError,
     ProfileSummary,
+    Progress,
     StepBreakdown,
 )
 from tui_prof.profiles.assemble import assemble
 from tui_prof.profiles.discover import Session, legacy_suffix
 from tui_prof.profiles.legacy import datatable, tools
-
-Progress = Callable[[float, str], None]
 
 DETAIL = "steps as TensorBoard computed them when the profile was taken (its saved overview)"
 
