@@ -22,6 +22,8 @@ from tui_prof.model import (
     DeviceBusy,
     DeviceUtilization,
     Environment,
+    GpuMetric,
+    GpuStepMetric,
     KernelStat,
     OpStat,
     Precision,
@@ -37,7 +39,8 @@ from tui_prof.profiles.discover import Session, display_path
 # 2: top_ops holds every op (the diff needs them all), no longer the first 50.
 # 3: device utilisation, XLA programs, the precision's source.
 # 4: kernels carry their launch shape (grid, block).
-SCHEMA = 4
+# 5: PyTorch traces: the plugin's GPU figures (gpu_metrics).
+SCHEMA = 5
 
 
 def cache_dir() -> Path:
@@ -111,6 +114,24 @@ def summary_from_dict(d: dict[str, Any]) -> ProfileSummary:
         programs=tuple(ProgramStat(**p) for p in d.get("xla_programs") or ()),
         framework=d.get("framework", ""),
         ranks=tuple(RankSummary(**r) for r in d.get("ranks", ())),
+        gpu_metrics=tuple(_gpu_metric(g) for g in d.get("gpu_metrics", ())),
+    )
+
+
+def _gpu_metric(d: dict[str, Any]) -> GpuMetric:
+    def figures(x: dict[str, Any]) -> tuple[float, float | None, float | None]:
+        return (
+            x["gpu_utilization_percent"],
+            x["est_sm_efficiency_percent"],
+            x["est_achieved_occupancy_percent"],
+        )
+
+    return GpuMetric(
+        d["rank"],
+        d["device"],
+        d["name"],
+        *figures(d),
+        steps=tuple(GpuStepMetric(s["step"], *figures(s)) for s in d["steps"]),
     )
 
 

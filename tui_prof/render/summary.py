@@ -20,6 +20,7 @@ from tui_prof.model import (
     NATIVE_CATEGORIES,
     NATIVE_LABELS,
     DeviceUtilization,
+    GpuMetric,
     ProfileSummary,
     StepBreakdown,
 )
@@ -270,6 +271,34 @@ def utilization_text(u: DeviceUtilization) -> Text:
     return t
 
 
+def _pct_range(values: Sequence[float | None]) -> str:
+    found = [v for v in values if v is not None]
+    if len(found) < 2:
+        return ""
+    return f" (steps {min(found):.1f}–{max(found):.1f}%)"
+
+
+def gpu_metrics_text(metrics: Sequence[GpuMetric], limit: int = 4) -> Text:
+    """The PyTorch plugin's GPU figures over all steps, one line per device, with the spread of
+    the per-step utilisation."""
+    t = Text()
+    for i, m in enumerate(metrics[:limit]):
+        if i:
+            t.append("\n")
+        if len(metrics) > 1:
+            where = f"{m.rank} " if m.rank else ""
+            t.append(f"{where}GPU {m.device}: ", style="bold")
+        t.append(f"GPU utilization {m.utilization_percent:.1f}%")
+        t.append(_pct_range([s.utilization_percent for s in m.steps]), style="dim")
+        if m.sm_efficiency_percent is not None:
+            t.append(f", est. SM efficiency {m.sm_efficiency_percent:.1f}%")
+        if m.occupancy_percent is not None:
+            t.append(f", est. achieved occupancy {m.occupancy_percent:.1f}%")
+    if len(metrics) > limit:
+        t.append(f"\n… {len(metrics) - limit} more GPUs (`--json`: gpu_metrics)", style="dim")
+    return t
+
+
 def no_steps_text(summary: ProfileSummary) -> Text:
     """In place of the breakdown, where there are no steps: what the devices did."""
     t = Text("No step-time breakdown: ", style="bold yellow")
@@ -378,6 +407,9 @@ def overview_sections(
     if summary.steps and summary.device_utilization is not None:
         prec.append("\n")
         prec.append_text(utilization_text(summary.device_utilization))
+    if summary.gpu_metrics:  # PyTorch: the plugin's figures, from the kernels' own args
+        prec.append("\n")
+        prec.append_text(gpu_metrics_text(summary.gpu_metrics))
     if summary.steps:
         return BreakdownBars(summary.steps), averages_table(summary), prec
     return no_steps_text(summary), programs_table(summary) if summary.programs else None, prec

@@ -24,6 +24,7 @@ class Args(msgspec.Struct, gc=False):
     device: int | None = None
     input_type: list[str] | None = msgspec.field(default=None, name="Input type")
     occupancy: float | None = msgspec.field(default=None, name="est. achieved occupancy %")
+    blocks_per_sm: float | None = msgspec.field(default=None, name="blocks per SM")
 
 
 class Event(msgspec.Struct, gc=False):

@@ -10,6 +10,7 @@ on this trace, a warning says so and by how much. Never imports a framework or t
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 import threading
 from collections.abc import Sequence
@@ -266,7 +267,7 @@ def summarize(
         p16 = 100.0 * sixteen / compute
         prec = Precision(p16, 100.0 - p16, source="kernels_and_op_types")
     report(1.0, "done")
-    return assemble(
+    summary = assemble(
         session,
         steps,
         source,
@@ -279,3 +280,7 @@ def summarize(
         framework="pytorch",
         ranks=ranks,
     )
+    metrics = [g for r in results for g in r.gpu_metrics]
+    if len(results) == 1:  # one trace: no rank to tell its devices apart
+        metrics = [dataclasses.replace(g, rank="") for g in metrics]
+    return dataclasses.replace(summary, gpu_metrics=tuple(metrics))
