@@ -276,12 +276,16 @@ class DeviceUtilization:
     profile_ms: float
     busy_percent: float
     devices: tuple[DeviceBusy, ...] = ()
+    # "profile": busy over the profile's span (GPUs); "duty_cycle": the converter's TPU duty
+    # cycle, each core over its own span of XLA programs (profiles/xplane/utilization.py)
+    rule: str = "profile"
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "profile_ms": self.profile_ms,
             "busy_percent": self.busy_percent,
             "devices": [d.to_dict() for d in self.devices],
+            "rule": self.rule,
         }
 
 

@@ -142,6 +142,7 @@ def _utilization(d: dict[str, Any] | None) -> DeviceUtilization | None:
         profile_ms=d["profile_ms"],
         busy_percent=d["busy_percent"],
         devices=tuple(DeviceBusy(**x) for x in d.get("devices") or ()),
+        rule=d.get("rule", "profile"),
     )
 
 

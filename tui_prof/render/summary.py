@@ -256,10 +256,13 @@ def utilization_text(u: DeviceUtilization) -> Text:
     """Device busy time over the whole profile: the mean, then each device (idle ones counted)."""
     t = Text()
     n = len(u.devices)
-    t.append(
-        f"Devices busy {u.busy_percent:.1f}% of the {fmt_ms(u.profile_ms)} ms profile"
-        + (f" (mean of {n})" if n > 1 else "")
-    )
+    if u.rule == "duty_cycle":  # TPUs: the converter's duty cycle (each over its programs' span)
+        t.append(f"TPU duty cycle {u.busy_percent:.1f}%" + (f" ({n} cores)" if n > 1 else ""))
+    else:
+        t.append(
+            f"Devices busy {u.busy_percent:.1f}% of the {fmt_ms(u.profile_ms)} ms profile"
+            + (f" (mean of {n})" if n > 1 else "")
+        )
     busy = sorted((d for d in u.devices if d.busy_percent >= 0.05), key=lambda d: -d.busy_percent)
     if n > 1 and busy:
         shown = ", ".join(f"{_device_label(d.name)} {d.busy_percent:.1f}%" for d in busy[:6])
