@@ -13,8 +13,10 @@ from tui_prof.model import (
     CATEGORIES,
     NATIVE_CATEGORIES,
     DeviceUtilization,
+    Efficiency,
     Environment,
     KernelStat,
+    MemoryUse,
     OpStat,
     Precision,
     ProfileSummary,
@@ -92,6 +94,8 @@ def assemble(
     programs: Sequence[ProgramStat] = (),
     framework: str = "",
     ranks: Sequence[RankSummary] = (),
+    efficiency: Efficiency | None = None,
+    memory: MemoryUse | None = None,
 ) -> ProfileSummary:
     """The verdict and advice come from the same rules whichever reader found the numbers;
     a profile without steps gets how to mark them (and the programs that could be steps);
@@ -126,4 +130,6 @@ def assemble(
         programs=tuple(programs),
         framework=framework,
         ranks=tuple(ranks),
+        efficiency=efficiency,
+        memory=memory,
     )
