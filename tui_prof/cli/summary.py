@@ -8,7 +8,6 @@ Exit codes: 0 all sessions summarised; 1 some sessions, files or directories cou
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from contextlib import nullcontext
 from typing import Any
@@ -22,6 +21,7 @@ from tui_prof.model import (
     ProfileSummary,
     Progress,
 )
+from tui_prof.printable import printable, strict_json
 
 
 def register(sub: Any) -> None:
@@ -105,7 +105,7 @@ def _status_progress(status: Any, label: str) -> Progress:
 
 
 def _err(msg: str) -> None:
-    print(f"tuiprof: {msg}", file=sys.stderr)
+    print(f"tuiprof: {printable(msg)}", file=sys.stderr)
 
 
 def _md(name: str) -> str:
@@ -244,7 +244,7 @@ def run(args: argparse.Namespace) -> int:
     summaries: list[ProfileSummary] = []
     show_progress = args.format == "rich" and sys.stderr.isatty()
     if show_progress:  # rich costs ~65 ms to import: only where it is drawn
-        from rich.console import Console
+        from tui_prof.render.console import SafeConsole as Console
 
         console = Console(stderr=True)
     for i, sess in enumerate(sessions):
@@ -267,14 +267,13 @@ def run(args: argparse.Namespace) -> int:
         doc: dict[str, Any] = {"sessions": [s.to_dict() for s in summaries]}
         if errors:
             doc["errors"] = errors
-        print(json.dumps(doc, indent=2))
+        print(strict_json(doc))
     elif args.format == "markdown":
         print(to_markdown(summaries))
     elif args.format == "csv":
         sys.stdout.write(to_csv(summaries))
     else:
-        from rich.console import Console
-
+        from tui_prof.render.console import SafeConsole as Console
         from tui_prof.render.summary import summary_renderable
 
         out = Console()

@@ -42,8 +42,9 @@ from tui_prof.profiles.discover import Session, display_path
 # 2: top_ops holds every op (the diff needs them all), no longer the first 50.
 # 3: device utilisation, XLA programs, the precision's source.
 # 4: kernels carry their launch shape (grid, block).
-# 5: efficiency (FLOPs, MFU) and memory; ops carry their FLOPs and bytes.
-SCHEMA = 5
+# 5: names made printable (tui_prof.printable) before they are stored.
+# 6: efficiency (FLOPs, MFU) and memory; ops carry their FLOPs and bytes.
+SCHEMA = 6
 
 
 def cache_dir() -> Path:
