@@ -13,8 +13,10 @@ from tui_prof.model import (
     CATEGORIES,
     NATIVE_CATEGORIES,
     DeviceUtilization,
+    Efficiency,
     Environment,
     KernelStat,
+    MemoryUse,
     OpStat,
     Precision,
     ProfileSummary,
@@ -24,6 +26,7 @@ from tui_prof.model import (
     StepBreakdown,
     TensorCoreUse,
 )
+from tui_prof.printable import printable, printable_fields
 from tui_prof.profiles import advice
 from tui_prof.profiles.discover import Session, display_path
 
@@ -92,6 +95,8 @@ def assemble(
     programs: Sequence[ProgramStat] = (),
     framework: str = "",
     ranks: Sequence[RankSummary] = (),
+    efficiency: Efficiency | None = None,
+    memory: MemoryUse | None = None,
 ) -> ProfileSummary:
     """The verdict and advice come from the same rules whichever reader found the numbers;
     a profile without steps gets how to mark them (and the programs that could be steps);
@@ -107,23 +112,26 @@ def assemble(
                 0, advice.PROGRAM_RUNS_TIP.format(name=repeated[0].name, runs=repeated[0].runs)
             )
         tips.insert(0, advice.STEP_MARKERS_TIP)
+    # Names from the file are data: made printable once here, so no face meets an escape sequence.
     return ProfileSummary(
         path=display_path(session.path),
-        hosts=env.hosts,
+        hosts=printable_fields(env.hosts),
         step_source=source,
-        step_source_detail=detail,
+        step_source_detail=printable(detail),
         steps=tuple(steps),
         average=avg,
         precision=prec,
         tensor_core=tc,
-        top_ops=tuple(ops),
-        kernels=tuple(kernels),
-        environment=env,
+        top_ops=printable_fields(tuple(ops)),
+        kernels=printable_fields(tuple(kernels)),
+        environment=printable_fields(env),
         bottleneck=verdict,
-        recommendations=tuple(tips),
-        warnings=tuple(warnings),
-        device_utilization=utilization,
-        programs=tuple(programs),
+        recommendations=printable_fields(tuple(tips)),
+        warnings=printable_fields(tuple(warnings)),
+        device_utilization=printable_fields(utilization),
+        programs=printable_fields(tuple(programs)),
         framework=framework,
-        ranks=tuple(ranks),
+        ranks=printable_fields(tuple(ranks)),
+        efficiency=printable_fields(efficiency),
+        memory=printable_fields(memory),
     )

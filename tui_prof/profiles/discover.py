@@ -19,6 +19,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from tui_prof.printable import printable
 from tui_prof.profiles.kineto import detect
 
 XPLANE_SUFFIX = ".xplane.pb"
@@ -106,8 +107,9 @@ class Discovery:
 
 
 def display_name(name: str) -> str:
-    """A file name as printable text: undecodable bytes (kept as surrogates by the OS layer) become U+FFFD."""
-    return name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    """A file name as printable text: undecodable bytes (kept as surrogates by the OS layer) become
+    U+FFFD, control characters their visible stand-ins (tui_prof.printable)."""
+    return printable(name.encode("utf-8", "surrogateescape").decode("utf-8", "replace"))
 
 
 def host_name(file_name: str) -> str:

@@ -27,6 +27,7 @@ import numpy as np
 from tui_prof.model import GpuMetric, StepBreakdown
 from tui_prof.profiles.kineto import names
 from tui_prof.profiles.kineto.collect import Array, Collector, Device
+from tui_prof.profiles.kineto.extras import Extras, RankExtras
 from tui_prof.profiles.kineto.gpu_metrics import gpu_metrics
 from tui_prof.profiles.kineto.ops import OpsResult, analyse_ops
 from tui_prof.profiles.kineto.ranges import Ranges, as_ranges, partition
@@ -68,6 +69,7 @@ class RankResult:
     gpu_step_marks: int = 0  # see Collector
     dataloader_annotations: int = 0
     gpu_metrics: list[GpuMetric] = field(default_factory=list)  # the plugin's GPU figures
+    extras: RankExtras | None = None  # FLOPs and memory (kineto/extras.py)
 
 
 def _int(v: object) -> int | None:
@@ -152,8 +154,10 @@ def analyse_file(
 ) -> RankResult:
     stream = TraceStream(path, cancel=cancel, progress=progress)
     c = Collector()
+    extras = Extras()
     for batch in stream.batches():
         c.add(batch)
+        extras.add(batch)
     meta = stream.meta
     info = meta.distributedInfo or {}
     warnings: list[str] = []
@@ -193,13 +197,14 @@ def analyse_file(
     if steps is not None and steps.spans:
         names_by_id = _device_names(meta.deviceProperties)
         metrics = gpu_metrics(dev.kernels, steps.spans, steps.numbers, names_by_id, name)
+    ops = analyse_ops(c)
     return RankResult(
         name=name,
         rank=_int(info.get("rank")),
         world_size=_int(info.get("world_size")),
         steps=steps,
         breakdowns=breakdowns,
-        ops=analyse_ops(c),
+        ops=ops,
         device_names=device_names,
         devices_used=used,
         on_device=bool(c.kernels or c.memcpy or c.memset or c.runtime_calls or used),
@@ -209,4 +214,5 @@ def analyse_file(
         gpu_step_marks=c.gpu_step_marks,
         dataloader_annotations=c.dataloader_annotations,
         gpu_metrics=metrics,
+        extras=extras.result(c, steps),
     )
