@@ -173,7 +173,7 @@ def _make_runner(args: argparse.Namespace, on_event: Any) -> Any:
             except Exception:  # the resume below says what is wrong with it
                 raise StoreError(f"{args.resume}: not a tuiprof experiment") from None
             override = with_options(stored, **options)
-        return Runner.resume(
+        resumed = Runner.resume(
             args.resume,
             repeats=args.repeats,
             on_event=on_event,
@@ -181,6 +181,13 @@ def _make_runner(args: argparse.Namespace, on_event: Any) -> Any:
             profiler_ports=not args.no_profiler_port,
             backend_spec=override,
         )
+        if stopped := resumed.store.stopped_orphans:
+            print(
+                f"tuiprof run: stopped {', '.join(stopped)}, still running after its tuiprof "
+                "had gone; running it again",
+                file=sys.stderr,
+            )
+        return resumed
     spec = _spec_from_args(args)
     spec = replace(spec, backend=with_options(spec.backend, **options))
     runner = Runner.create(

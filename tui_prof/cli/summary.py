@@ -75,7 +75,24 @@ def register(sub: Any) -> None:
         help="always run TensorBoard's converter, even on profiles of $TUIPROF_LARGE_MB (200) MB "
         "or more, which are otherwise read by tuiprof's streaming reader (no op/kernel tables)",
     )
+    p.add_argument(
+        "--peak-tflops",
+        metavar="TFLOPS",
+        type=_positive,
+        help="MFU against this dense peak per device (TFLOP/s) instead of the hardware table's "
+        "for the device and the number format the math ran in",
+    )
     p.set_defaults(func=run, format="rich")
+
+
+def _positive(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        v = -1.0
+    if not v > 0 or v == float("inf"):
+        raise argparse.ArgumentTypeError(f"not a positive number of TFLOP/s: {text!r}")
+    return v
 
 
 def _status_progress(status: Any, label: str) -> Progress:
@@ -215,6 +232,7 @@ def to_csv(summaries: list[ProfileSummary]) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from tui_prof.profiles.discover import Problem, discover
+    from tui_prof.profiles.efficiency import with_peak
     from tui_prof.profiles.load import load_summary
 
     try:
@@ -245,16 +263,15 @@ def run(args: argparse.Namespace) -> int:
         label = f"[{i + 1}/{len(sessions)}] {sess.path}"
         try:
             with console.status(label) if show_progress else nullcontext() as status:
-                summaries.append(
-                    load_summary(
-                        sess,
-                        use_cache=not args.no_cache,
-                        force_fallback=args.fallback,
-                        full=args.full,
-                        step_program=args.step_program,
-                        progress=None if status is None else _status_progress(status, label),
-                    )
+                loaded = load_summary(
+                    sess,
+                    use_cache=not args.no_cache,
+                    force_fallback=args.fallback,
+                    full=args.full,
+                    step_program=args.step_program,
+                    progress=None if status is None else _status_progress(status, label),
                 )
+                summaries.append(with_peak(loaded, args.peak_tflops))
         except ProfileError as exc:
             errors.append({"path": str(sess.path), "error": str(exc)})
             _err(f"{sess.path}: {exc}")

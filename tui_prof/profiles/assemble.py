@@ -13,8 +13,10 @@ from tui_prof.model import (
     CATEGORIES,
     NATIVE_CATEGORIES,
     DeviceUtilization,
+    Efficiency,
     Environment,
     KernelStat,
+    MemoryUse,
     OpStat,
     Precision,
     ProfileSummary,
@@ -128,6 +130,8 @@ def assemble(
     programs: Sequence[ProgramStat] = (),
     framework: str = "",
     ranks: Sequence[RankSummary] = (),
+    efficiency: Efficiency | None = None,
+    memory: MemoryUse | None = None,
 ) -> ProfileSummary:
     """The verdict and advice come from the same rules whichever reader found the numbers;
     a profile without steps gets how to mark them (and the programs that could be steps);
@@ -164,4 +168,6 @@ def assemble(
         programs=printable_fields(tuple(programs)),
         framework=framework,
         ranks=printable_fields(tuple(ranks)),
+        efficiency=printable_fields(efficiency),
+        memory=printable_fields(memory),
     )

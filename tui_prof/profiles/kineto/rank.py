@@ -27,6 +27,7 @@ import numpy as np
 from tui_prof.model import StepBreakdown
 from tui_prof.profiles.kineto import names
 from tui_prof.profiles.kineto.collect import Array, Collector, Device
+from tui_prof.profiles.kineto.extras import Extras, RankExtras
 from tui_prof.profiles.kineto.ops import OpsResult, analyse_ops
 from tui_prof.profiles.kineto.ranges import Ranges, as_ranges, partition
 from tui_prof.profiles.kineto.steps import Steps, find_steps
@@ -66,6 +67,7 @@ class RankResult:
     warnings: list[str] = field(default_factory=list)
     gpu_step_marks: int = 0  # see Collector
     dataloader_annotations: int = 0
+    extras: RankExtras | None = None  # FLOPs and memory (kineto/extras.py)
 
 
 def _int(v: object) -> int | None:
@@ -144,8 +146,10 @@ def analyse_file(
 ) -> RankResult:
     stream = TraceStream(path, cancel=cancel, progress=progress)
     c = Collector()
+    extras = Extras()
     for batch in stream.batches():
         c.add(batch)
+        extras.add(batch)
     meta = stream.meta
     info = meta.distributedInfo or {}
     warnings: list[str] = []
@@ -181,13 +185,14 @@ def analyse_file(
             )
         runtime_per_step = float(native[:, NATIVE_ORDER.index("runtime")].mean())
     device_names, used = _devices(dev, meta.deviceProperties)
+    ops = analyse_ops(c)
     return RankResult(
         name=name,
         rank=_int(info.get("rank")),
         world_size=_int(info.get("world_size")),
         steps=steps,
         breakdowns=breakdowns,
-        ops=analyse_ops(c),
+        ops=ops,
         device_names=device_names,
         devices_used=used,
         on_device=bool(c.kernels or c.memcpy or c.memset or c.runtime_calls or used),
@@ -196,4 +201,5 @@ def analyse_file(
         warnings=warnings,
         gpu_step_marks=c.gpu_step_marks,
         dataloader_annotations=c.dataloader_annotations,
+        extras=extras.result(c, steps),
     )

@@ -30,6 +30,7 @@ OVERVIEW = "overview_page"
 OP_STATS = "framework_op_stats"
 KERNEL_STATS = "kernel_stats"
 HLO_STATS = "hlo_stats"  # device HLO ops with their text (types), for XLA programs
+MEMORY_PROFILE = "memory_profile"  # allocators' peaks and snapshots (XProf's Memory Profile)
 DEFAULT_TOOLS = (OVERVIEW, OP_STATS, KERNEL_STATS)
 
 _lock = threading.Lock()
