@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import REPO
 
 from tui_prof.experiments.spec import load_spec
 from tui_prof.experiments.store import (
@@ -24,8 +25,6 @@ from tui_prof.experiments.store import (
     load_experiment,
 )
 from tui_prof.model import RUN_FINISHED, RUN_INTERRUPTED, RUN_PENDING, RUN_RUNNING
-
-REPO = Path(__file__).resolve().parents[1]
 
 JOB = r"""
 import json, os, sys, time

@@ -8,7 +8,9 @@ left its process group or whose group leader exited). `recorded_alive(pid, start
 the process recorded for a run (pid and the kernel's start time, so a recycled pid is not
 mistaken for it) still runs. `stop_processes(pids, grace_s)` sends SIGTERM to each process and its
 group, SIGKILL after the grace time, and waits until none is left; it returns those it could not
-stop (the caller must then refuse to start the run again).
+stop (the caller must then refuse to start the run again). `runner_identity()` and
+`runner_alive(pid, host, start)` do the same for the tuiprof that runs an experiment, as the store
+records it. All of it asks the kernel (/proc, signals), not SQLite: the store records the answers.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import socket
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -100,3 +103,26 @@ def stop_processes(pids: Iterable[int], grace_s: float = 5.0) -> list[int]:
             for pid in live:
                 _signal(pid, sig)
     return live
+
+
+def runner_identity() -> tuple[int, str, str]:
+    pid = os.getpid()
+    return pid, socket.gethostname(), proc_start(pid) or ""
+
+
+def runner_alive(pid: int | None, host: str | None, start: str | None) -> bool:
+    """Whether the process that wrote "running" still runs (unknowable on another host: assume yes)."""
+    if pid is None:
+        return False
+    if host and host != socket.gethostname():
+        return True
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    now = proc_start(pid)
+    return not (start and now is not None and now != start)

@@ -26,7 +26,6 @@ import fcntl
 import json
 import os
 import shutil
-import socket
 import sqlite3
 import threading
 import time
@@ -42,6 +41,8 @@ from tui_prof.experiments.orphans import (
     find_run_processes,
     proc_start,
     recorded_alive,
+    runner_alive,
+    runner_identity,
     stop_processes,
 )
 from tui_prof.experiments.spec import ExperimentSpec
@@ -175,31 +176,15 @@ class PlannedRun:
         return f"{self.variant}-{'w' if self.is_warmup else 'r'}{self.repeat}"
 
 
-def runner_identity() -> tuple[int, str, str]:
-    pid = os.getpid()
-    return pid, socket.gethostname(), proc_start(pid) or ""
-
-
-def runner_alive(pid: int | None, host: str | None, start: str | None) -> bool:
-    """Whether the process that wrote "running" still runs (unknowable on another host: assume yes)."""
-    if pid is None:
-        return False
-    if host and host != socket.gethostname():
-        return True
-    if pid == os.getpid():
-        return True
+def _json(text: str) -> dict[str, Any] | None:
+    """A row's JSON map; None where it is damaged (not JSON, or not an object)."""
+    if text == "{}":  # most rows: a pending run's empty maps
+        return {}
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass
-    now = proc_start(pid)
-    return not (start and now is not None and now != start)
-
-
-def _json(text: str) -> Any:
-    return {} if text == "{}" else json.loads(text)  # most rows: a pending run's empty maps
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None
 
 
 def _row_to_record(row: sqlite3.Row, directory: Path) -> RunRecord:
@@ -220,6 +205,12 @@ def _row_to_record(row: sqlite3.Row, directory: Path) -> RunRecord:
             error = error or ORPHAN_NOTE
         else:
             status, error = RUN_INTERRUPTED, error or "tuiprof stopped while this run was running"
+    metrics, environment = _json(row["metrics"]), _json(row["environment"])
+    if metrics is None or environment is None:  # a damaged row: its result is lost, run it again
+        status, error = (
+            RUN_INTERRUPTED,
+            "its stored result is damaged (not JSON); --resume runs it again",
+        )
     return RunRecord(
         run_id=row["run_id"],
         variant=row["variant"],
@@ -230,8 +221,8 @@ def _row_to_record(row: sqlite3.Row, directory: Path) -> RunRecord:
         ended_at=row["ended_at"],
         wall_time_s=row["wall_time_s"],
         exit_code=row["exit_code"],
-        metrics=_json(row["metrics"]),
-        environment=_json(row["environment"]),
+        metrics=metrics or {},
+        environment=environment or {},
         run_dir=run_dir,
         log_path=f"{run_dir}{os.sep}{LOG_NAME}",
         error=error,
