@@ -187,10 +187,12 @@ def analyse_file(
         world_size=_int(info.get("world_size")),
         steps=steps,
         breakdowns=breakdowns,
-        ops=analyse_ops(c),
+        ops=analyse_ops(c, dev),
         device_names=device_names,
         devices_used=used,
-        on_device=bool(c.kernels or c.memcpy or c.memset or c.runtime_calls or used),
+        on_device=bool(
+            c.kernel_count or c.memcpy_count or c.memset_count or c.runtime_calls or used
+        ),
         runtime_ms_per_step=runtime_per_step,
         runtime_2021=c.runtime_2021 > 0,
         warnings=warnings,
