@@ -356,17 +356,23 @@ class Collector:
     def device(self) -> Device:
         """The device events, runtime calls and CPU Exec spans as arrays; sets `host` and the
         spans above. The column chunks are released."""
-        cols = list(zip(*self._host, strict=True)) if self._host else [[]] * 6
+        cols: list[list[npt.NDArray[Any]]] = [list(c) for c in zip(*self._host, strict=True)]
         self._host.clear()
+        cols = cols or [[] for _ in range(6)]
+
+        def column(i: int, dtype: type) -> npt.NDArray[Any]:  # frees its chunks as it goes
+            out = _cat(cols[i], dtype)
+            cols[i].clear()
+            return out
+
         h = self.host = Host(
-            thread=_cat(list(cols[0]), np.int32),
-            ts=_cat(list(cols[1]), np.float64),
-            end=_cat(list(cols[2]), np.float64),
-            nid=_cat(list(cols[3]), np.int32),
-            flags=_cat(list(cols[4]), np.int8),
-            corr=_cat(list(cols[5]), np.float64),
+            thread=column(0, np.int32),
+            ts=column(1, np.float64),
+            end=column(2, np.float64),
+            nid=column(3, np.int32),
+            flags=column(4, np.int8),
+            corr=column(5, np.float64),
         )
-        del cols
         rt = (h.flags & IS_RUNTIME) != 0
         is_op = (h.flags & IS_OP) != 0
         cpu = is_op & ((h.flags & NOT_CPU_EXEC) == 0)

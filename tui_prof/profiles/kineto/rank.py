@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tui_prof.model import StepBreakdown
+from tui_prof.model import Cancelled, StepBreakdown
 from tui_prof.profiles.kineto import names
 from tui_prof.profiles.kineto.collect import Array, Collector, Device
 from tui_prof.profiles.kineto.ops import OpsResult, analyse_ops
@@ -141,11 +141,18 @@ def analyse_file(
     ignore_markers: bool = False,
     cancel: threading.Event | None = None,
     progress: Callable[[float], object] | None = None,
+    chunk_bytes: int | None = None,
 ) -> RankResult:
-    stream = TraceStream(path, cancel=cancel, progress=progress)
+    """`chunk_bytes`: unpacked JSON decoded at a time (stream.CHUNK_BYTES by default)."""
+    stream = TraceStream(path, cancel=cancel, progress=progress, chunk_bytes=chunk_bytes)
     c = Collector()
     for batch in stream.batches():
         c.add(batch)
+
+    def check() -> None:  # the stages after the read take seconds on a large trace
+        if cancel is not None and cancel.is_set():
+            raise Cancelled()
+
     meta = stream.meta
     info = meta.distributedInfo or {}
     warnings: list[str] = []
@@ -156,8 +163,11 @@ def analyse_file(
         )
     if c.negative:
         warnings.append(f"{name}: {c.negative:,} events with negative durations counted as 0")
+    check()
     dev = c.device()
+    check()
     steps = find_steps(c, dev, ignore_markers=ignore_markers)
+    check()
     breakdowns: list[StepBreakdown] = []
     runtime_per_step = 0.0
     if steps is not None and steps.spans:
@@ -180,6 +190,8 @@ def analyse_file(
                 )
             )
         runtime_per_step = float(native[:, NATIVE_ORDER.index("runtime")].mean())
+    check()
+    ops = analyse_ops(c, dev)
     device_names, used = _devices(dev, meta.deviceProperties)
     return RankResult(
         name=name,
@@ -187,7 +199,7 @@ def analyse_file(
         world_size=_int(info.get("world_size")),
         steps=steps,
         breakdowns=breakdowns,
-        ops=analyse_ops(c, dev),
+        ops=ops,
         device_names=device_names,
         devices_used=used,
         on_device=bool(
