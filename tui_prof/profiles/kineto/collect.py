@@ -63,6 +63,7 @@ ROLE_COMM = 4
 _GPU_ANNOTATION = 100
 
 Span = tuple[float, float]
+KERNEL_COLUMNS = 8  # ts, end, name id, correlation, external id, device, occupancy, blocks/SM
 Array = npt.NDArray[np.float64]
 Ints = npt.NDArray[np.signedinteger[Any]]
 
@@ -105,7 +106,7 @@ class _Memo(dict[K, V], Generic[K, V]):
 class Device:
     """The device events and runtime calls as arrays, for the vectorised stages."""
 
-    kernels: Array  # ts, end, name id, correlation, external id, device, occupancy
+    kernels: Array  # ts, end, name id, correlation, external id, device, occupancy, blocks/SM
     runtimes: Array  # ts, end, correlation, name id
     copies: Array  # memcpy then memset rows: ts, end, correlation, device
     memcpy_rows: int
@@ -220,7 +221,7 @@ class Collector:
         kinds, nids, threads, sixteen = self._kind, self._nid, self._thread, self._sixteen
         step_of, role_of = self._step_of, self._role_of
         host: list[float] = []  # thread, ts, end, name id, flags, correlation per row
-        kernels: list[float] = []  # ts, end, name id, correlation, external id, device, occ.
+        kernels: list[float] = []  # ts, end, name, corr., external id, device, occ., blocks/SM
         copies: tuple[list[float], list[float]] = ([], [])  # memset, memcpy: ts, end, corr, dev
         last_pid: int | str | None = None
         last_tid: int | str | None = None
@@ -277,7 +278,7 @@ class Collector:
             elif kind == KERNEL:
                 corr = ext = -1
                 dev = e.pid if isinstance(e.pid, int) else 0
-                occ = -1.0
+                occ = blocks = -1.0
                 if args is not None:
                     if args.correlation is not None:
                         corr = args.correlation
@@ -290,7 +291,9 @@ class Collector:
                         dev = args.device
                     if args.occupancy is not None:
                         occ = args.occupancy
-                kernels += (ts, end, nids[e.name], corr, ext, dev, occ)
+                    if args.blocks_per_sm is not None:
+                        blocks = args.blocks_per_sm
+                kernels += (ts, end, nids[e.name], corr, ext, dev, occ, blocks)
             elif kind in (MEMCPY, MEMSET):
                 corr = dev = -1
                 if args is not None:
@@ -341,8 +344,8 @@ class Collector:
                 )
             )
         if kernels:
-            self._kernels.append(np.array(kernels, dtype=np.float64).reshape(-1, 7))
-            self.kernel_count += len(kernels) // 7
+            self._kernels.append(np.array(kernels, dtype=np.float64).reshape(-1, KERNEL_COLUMNS))
+            self.kernel_count += len(kernels) // KERNEL_COLUMNS
         memset, memcpy = copies
         if memcpy:
             self._memcpy.append(np.array(memcpy, dtype=np.float64).reshape(-1, 4))
@@ -382,7 +385,7 @@ class Collector:
             chunks.clear()
             return out
 
-        kernels = rows(self._kernels, 7)
+        kernels = rows(self._kernels, KERNEL_COLUMNS)
         memcpy, memset = rows(self._memcpy, 4), rows(self._memset, 4)
         dev = Device(
             kernels=kernels,
