@@ -40,7 +40,9 @@ def test_metrics_are_summarised_as_they_stream(tmp_path: Path) -> None:
     assert s.lines == n + 2_000 and len(s.series) == protocol.MAX_SERIES == len(new)
     assert len(s.final) == protocol.MAX_NAMES and s.final["loss"] == n - 1
     assert s.dropped_names == 2_000 - (protocol.MAX_NAMES - 1)
-    assert s.samples["loss"].count == n and len(s.samples["loss"].values) == s.samples["loss"].cap < n
+    assert (
+        s.samples["loss"].count == n and len(s.samples["loss"].values) == s.samples["loss"].cap < n
+    )
 
 
 def test_a_long_line_is_not_kept(tmp_path: Path) -> None:
