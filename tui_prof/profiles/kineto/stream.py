@@ -25,7 +25,7 @@ from pathlib import Path
 import msgspec
 
 from tui_prof.model import Cancelled, ProfileError
-from tui_prof.profiles.kineto.events import Event, Meta, Trace
+from tui_prof.profiles.kineto.events import RAW_ARGS, Event, Meta, Trace
 from tui_prof.profiles.kineto.inflate import Inflater
 
 CHUNK_BYTES = 16 * 2**20  # unpacked JSON decoded at a time
@@ -210,9 +210,9 @@ class TraceStream:
                 break
             saved = buf[close + 1]
             buf[close + 1] = ord("]")
-            try:
-                with memoryview(buf) as view, view[: close + 2] as part:
-                    events = self._decode_events(part)
+            try:  # a copy: the events' Raw args point into what they were decoded from
+                with memoryview(buf) as view:
+                    events = self._decode_events(bytes(view[: close + 2]))
             except msgspec.DecodeError:
                 buf[close + 1] = saved
                 continue
@@ -223,7 +223,7 @@ class TraceStream:
             return events
         return None
 
-    def _decode_events(self, part: memoryview) -> list[Event]:
+    def _decode_events(self, part: bytes) -> list[Event]:
         try:
             return _events_decoder.decode(part)
         except msgspec.ValidationError:
@@ -235,6 +235,13 @@ class TraceStream:
         for item in items if isinstance(items, list) else []:
             ev = None
             if isinstance(item, dict):
+                args = item.get("args")
+                if isinstance(args, dict) and any(k in args for k in RAW_ARGS):
+                    item = dict(item)
+                    item["args"] = {
+                        k: msgspec.Raw(msgspec.json.encode(v)) if k in RAW_ARGS else v
+                        for k, v in args.items()
+                    }
                 for candidate in (item, {k: v for k, v in item.items() if k != "args"}):
                     try:
                         ev = msgspec.convert(candidate, Event, strict=False)
@@ -264,7 +271,7 @@ class TraceStream:
         self._buf[0:0] = b'{"traceEvents":'
         self.parts += 1
         try:
-            trace = self._decode_trace(self._buf)
+            trace = self._decode_trace(bytes(self._buf))  # a copy: Raw args point into it
         except msgspec.DecodeError as exc:
             raise ProfileError(f"{self.name}: {self._describe(exc)}") from exc
         finally:
