@@ -14,6 +14,11 @@ from enum import IntEnum
 
 import msgspec
 
+NOT_RECORDED = msgspec.Raw()
+# Args kept as raw JSON: they reference the buffer they were decoded from (stream.py decodes
+# from a copy of its own buffer, and salvages them as Raw).
+RAW_ARGS = ("Input Dims", "Concrete Inputs")
+
 
 class Args(msgspec.Struct, gc=False):
     """The `args` fields the reader uses (two spellings of the external id across versions)."""
@@ -24,10 +29,11 @@ class Args(msgspec.Struct, gc=False):
     device: int | None = None
     input_type: list[str] | None = msgspec.field(default=None, name="Input type")
     occupancy: float | None = msgspec.field(default=None, name="est. achieved occupancy %")
-    # Efficiency (kineto/flop_counts.py, kineto/memory.py). `object`: a TensorList input nests
-    # one level deeper, and a wrong type would cost the event its other args.
-    input_dims: list[object] | None = msgspec.field(default=None, name="Input Dims")
-    concrete_inputs: list[object] | None = msgspec.field(default=None, name="Concrete Inputs")
+    # Efficiency (kineto/flop_counts.py, kineto/memory.py). Shapes stay raw JSON (RAW_ARGS)
+    # until an op with a FLOP model asks for them: parsing every op's would cost a quarter of
+    # the read; empty where not recorded.
+    input_dims: msgspec.Raw = msgspec.field(default=NOT_RECORDED, name="Input Dims")
+    concrete_inputs: msgspec.Raw = msgspec.field(default=NOT_RECORDED, name="Concrete Inputs")
     flops: float | None = None
     nbytes: float | None = msgspec.field(default=None, name="Bytes")
     total_allocated: float | None = msgspec.field(default=None, name="Total Allocated")

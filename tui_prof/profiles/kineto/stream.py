@@ -28,7 +28,7 @@ from typing import BinaryIO
 import msgspec
 
 from tui_prof.model import Cancelled, ProfileError
-from tui_prof.profiles.kineto.events import Event, Meta, Trace
+from tui_prof.profiles.kineto.events import RAW_ARGS, Event, Meta, Trace
 
 CHUNK_BYTES = 16 * 2**20  # unpacked JSON decoded at a time
 READ_BYTES = 4 * 2**20
@@ -210,7 +210,7 @@ class TraceStream:
 
     def _decode_events(self, part: memoryview) -> list[Event]:
         try:
-            return _events_decoder.decode(part)
+            return _events_decoder.decode(bytes(part))  # a copy: raw args point into it
         except msgspec.ValidationError:
             return self._salvage(msgspec.json.decode(part))
 
@@ -220,6 +220,12 @@ class TraceStream:
         for item in items if isinstance(items, list) else []:
             ev = None
             if isinstance(item, dict):
+                args = item.get("args")
+                if isinstance(args, dict) and any(k in args for k in RAW_ARGS):
+                    raw = {
+                        k: msgspec.Raw(msgspec.json.encode(args[k])) for k in RAW_ARGS if k in args
+                    }
+                    item = {**item, "args": {**args, **raw}}
                 for candidate in (item, {k: v for k, v in item.items() if k != "args"}):
                     try:
                         ev = msgspec.convert(candidate, Event, strict=False)
@@ -249,7 +255,7 @@ class TraceStream:
         self._buf[0:0] = b'{"traceEvents":'
         self.parts += 1
         try:
-            trace = self._decode_trace(self._buf)
+            trace = self._decode_trace(bytes(self._buf))  # a copy: raw args point into it
         except msgspec.DecodeError as exc:
             raise ProfileError(f"{self.name}: {self._describe(exc)}") from exc
         finally:
