@@ -104,6 +104,17 @@ def _status_progress(status: Any, label: str) -> Progress:
     return report
 
 
+def _start_converter(sessions: Any, args: argparse.Namespace) -> None:
+    """The converter's process starts now, while this one imports the readers, when an XSpace
+    session will need it (not in the cache): its start-up then costs nothing."""
+    from tui_prof.profiles.prefetch import cached
+
+    if any(s.format == "xplane" and (args.no_cache or not cached(s)) for s in sessions):
+        from tui_prof.profiles.xplane import convert_worker
+
+        convert_worker.process().start()
+
+
 def _err(msg: str) -> None:
     print(f"tuiprof: {printable(msg)}", file=sys.stderr)
 
@@ -124,9 +135,12 @@ def to_markdown(summaries: list[ProfileSummary]) -> str:
         u = s.device_utilization
         if u is not None:
             busiest = max(u.devices, key=lambda d: d.busy_percent)
+            duty = u.rule == "duty_cycle"
+            where = "TPU duty cycle" if duty else f"of the {u.profile_ms:.1f} ms profile"
+            of = f"{len(u.devices)} cores" if duty else f"mean of {len(u.devices)}"
             out.append(
-                f"- Device utilisation: {u.busy_percent:.1f}% of the {u.profile_ms:.1f} ms profile "
-                f"(mean of {len(u.devices)}; busiest {busiest.name} {busiest.busy_percent:.1f}%)"
+                f"- Device utilisation: {u.busy_percent:.1f}% {where} "
+                f"({of}; busiest {busiest.name} {busiest.busy_percent:.1f}%)"
             )
         if avg:
             sd = f" ± {avg.step_time_std_ms:.2f}" if avg.step_time_std_ms is not None else ""
@@ -241,6 +255,7 @@ def run(args: argparse.Namespace) -> int:
             "found"
         )
         return 2
+    _start_converter(sessions, args)
     summaries: list[ProfileSummary] = []
     show_progress = args.format == "rich" and sys.stderr.isatty()
     if show_progress:  # rich costs ~65 ms to import: only where it is drawn

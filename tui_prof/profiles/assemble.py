@@ -25,6 +25,7 @@ from tui_prof.model import (
     StepAverage,
     StepBreakdown,
     TensorCoreUse,
+    UnreadableProfile,
 )
 from tui_prof.printable import printable, printable_fields
 from tui_prof.profiles import advice
@@ -80,6 +81,40 @@ def tensor_core_use(ks: Sequence[KernelStat]) -> TensorCoreUse | None:
     )
 
 
+# The longest time a profile may hold: a day. Longer, or not finite, is a damaged file, refused here
+# (where numbers enter the summary) rather than drawn as a bar no terminal can hold.
+MAX_MS = 86_400_000.0
+
+
+def check_numbers(
+    session: Session,
+    steps: Sequence[StepBreakdown],
+    ops: Sequence[OpStat],
+    kernels: Sequence[KernelStat],
+) -> None:
+    """UnreadableProfile, naming the file, for a time that is not finite, negative or absurd."""
+
+    def bad(ms: float) -> bool:
+        return not (-1e-3 <= ms <= MAX_MS)  # NaN fails both; rounding may leave -1e-12
+
+    def refuse(what: str, ms: float) -> UnreadableProfile:
+        return UnreadableProfile(
+            f"{session.file_names}: damaged times ({what} of {ms!r} ms; "
+            "times must be finite, not negative and at most a day)"
+        )
+
+    for s in steps:
+        for what, ms in (("a step", s.step_time_ms), *s.breakdown_ms.items()):
+            if bad(ms):
+                raise refuse(what if what == "a step" else f"step {s.step}'s {what}", ms)
+    for what, us in (
+        *((f"op {o.name}", o.total_self_time_us) for o in ops),
+        *((f"kernel {k.name}", k.total_duration_us) for k in kernels),
+    ):
+        if bad(us / 1000):
+            raise refuse(what, us / 1000)
+
+
 def assemble(
     session: Session,
     steps: list[StepBreakdown],
@@ -101,6 +136,7 @@ def assemble(
     """The verdict and advice come from the same rules whichever reader found the numbers;
     a profile without steps gets how to mark them (and the programs that could be steps);
     `framework` picks the advice's vocabulary (advice.TIPS_BY_FRAMEWORK)."""
+    check_numbers(session, steps, ops, kernels)
     avg = average(steps)
     tc = tensor_core_use(kernels)
     verdict, flagged = advice.bottleneck(avg, env.device_type)

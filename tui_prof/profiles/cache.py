@@ -25,6 +25,8 @@ from tui_prof.model import (
     DeviceUtilization,
     Efficiency,
     Environment,
+    GpuMetric,
+    GpuStepMetric,
     KernelStat,
     MemoryUse,
     OpStat,
@@ -44,7 +46,8 @@ from tui_prof.profiles.discover import Session, display_path
 # 4: kernels carry their launch shape (grid, block).
 # 5: names made printable (tui_prof.printable) before they are stored.
 # 6: efficiency (FLOPs, MFU) and memory; ops carry their FLOPs and bytes.
-SCHEMA = 6
+# 7: PyTorch traces: the plugin's GPU figures (gpu_metrics).
+SCHEMA = 7
 
 
 def cache_dir() -> Path:
@@ -120,6 +123,7 @@ def summary_from_dict(d: dict[str, Any]) -> ProfileSummary:
         programs=tuple(ProgramStat(**p) for p in d.get("xla_programs") or ()),
         framework=d.get("framework", ""),
         ranks=tuple(RankSummary(**r) for r in d.get("ranks", ())),
+        gpu_metrics=tuple(_gpu_metric(g) for g in d.get("gpu_metrics", ())),
         efficiency=_efficiency(d.get("efficiency")),
         memory=_memory(d.get("memory")),
     )
@@ -161,6 +165,23 @@ def _memory(d: dict[str, Any] | None) -> MemoryUse | None:
     )
 
 
+def _gpu_metric(d: dict[str, Any]) -> GpuMetric:
+    def figures(x: dict[str, Any]) -> tuple[float, float | None, float | None]:
+        return (
+            x["gpu_utilization_percent"],
+            x["est_sm_efficiency_percent"],
+            x["est_achieved_occupancy_percent"],
+        )
+
+    return GpuMetric(
+        d["rank"],
+        d["device"],
+        d["name"],
+        *figures(d),
+        steps=tuple(GpuStepMetric(s["step"], *figures(s)) for s in d["steps"]),
+    )
+
+
 def _utilization(d: dict[str, Any] | None) -> DeviceUtilization | None:
     if not d:
         return None
@@ -168,6 +189,7 @@ def _utilization(d: dict[str, Any] | None) -> DeviceUtilization | None:
         profile_ms=d["profile_ms"],
         busy_percent=d["busy_percent"],
         devices=tuple(DeviceBusy(**x) for x in d.get("devices") or ()),
+        rule=d.get("rule", "profile"),
     )
 
 

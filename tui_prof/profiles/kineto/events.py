@@ -29,6 +29,7 @@ class Args(msgspec.Struct, gc=False):
     device: int | None = None
     input_type: list[str] | None = msgspec.field(default=None, name="Input type")
     occupancy: float | None = msgspec.field(default=None, name="est. achieved occupancy %")
+    blocks_per_sm: float | None = msgspec.field(default=None, name="blocks per SM")
     # Efficiency (kineto/flop_counts.py, kineto/memory.py). Shapes stay raw JSON (RAW_ARGS)
     # until an op with a FLOP model asks for them: parsing every op's would cost a quarter of
     # the read; empty where not recorded.
