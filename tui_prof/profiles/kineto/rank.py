@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tui_prof.model import GpuMetric, StepBreakdown
+from tui_prof.model import Cancelled, GpuMetric, StepBreakdown
 from tui_prof.profiles.kineto import names
 from tui_prof.profiles.kineto.collect import Array, Collector, Device
 from tui_prof.profiles.kineto.extras import Extras, RankExtras
@@ -151,13 +151,20 @@ def analyse_file(
     ignore_markers: bool = False,
     cancel: threading.Event | None = None,
     progress: Callable[[float], object] | None = None,
+    chunk_bytes: int | None = None,
 ) -> RankResult:
-    stream = TraceStream(path, cancel=cancel, progress=progress)
+    """`chunk_bytes`: unpacked JSON decoded at a time (stream.CHUNK_BYTES by default)."""
+    stream = TraceStream(path, cancel=cancel, progress=progress, chunk_bytes=chunk_bytes)
     c = Collector()
     extras = Extras()
     for batch in stream.batches():
         c.add(batch)
         extras.add(batch)
+
+    def check() -> None:  # the stages after the read take seconds on a large trace
+        if cancel is not None and cancel.is_set():
+            raise Cancelled()
+
     meta = stream.meta
     info = meta.distributedInfo or {}
     warnings: list[str] = []
@@ -168,8 +175,11 @@ def analyse_file(
         )
     if c.negative:
         warnings.append(f"{name}: {c.negative:,} events with negative durations counted as 0")
+    check()
     dev = c.device()
+    check()
     steps = find_steps(c, dev, ignore_markers=ignore_markers)
+    check()
     breakdowns: list[StepBreakdown] = []
     runtime_per_step = 0.0
     if steps is not None and steps.spans:
@@ -192,12 +202,13 @@ def analyse_file(
                 )
             )
         runtime_per_step = float(native[:, NATIVE_ORDER.index("runtime")].mean())
+    check()
+    ops = analyse_ops(c, dev)
     device_names, used = _devices(dev, meta.deviceProperties)
     metrics = []
     if steps is not None and steps.spans:
         names_by_id = _device_names(meta.deviceProperties)
         metrics = gpu_metrics(dev.kernels, steps.spans, steps.numbers, names_by_id, name)
-    ops = analyse_ops(c)
     return RankResult(
         name=name,
         rank=_int(info.get("rank")),
@@ -207,7 +218,9 @@ def analyse_file(
         ops=ops,
         device_names=device_names,
         devices_used=used,
-        on_device=bool(c.kernels or c.memcpy or c.memset or c.runtime_calls or used),
+        on_device=bool(
+            c.kernel_count or c.memcpy_count or c.memset_count or c.runtime_calls or used
+        ),
         runtime_ms_per_step=runtime_per_step,
         runtime_2021=c.runtime_2021 > 0,
         warnings=warnings,
