@@ -62,6 +62,9 @@ from tui_prof.model import (
 
 EventCallback = Callable[[Any], None]
 MAX_LINES_PER_EVENT = 1000
+# A run's log and metrics files are read every poll_interval_s while it writes, backing off to
+# QUIET_POLL_S while it is quiet: the observer stays out of what it measures (issue 18).
+QUIET_POLL_S = 0.5
 LOG_TAIL_LINES = 30
 
 
@@ -443,8 +446,9 @@ class Runner:
         if handle.state() != QUEUED:
             t_run = time.perf_counter()
             self._on_running(run_id, handle, port)
+        interval = self.poll_interval_s
         while True:
-            code = handle.wait(self.poll_interval_s)
+            code = handle.wait(interval)
             if t_run is None and (code is not None or handle.state() != QUEUED):
                 t_run = time.perf_counter()
                 if code is None or handle.outcome().ran:  # one never placed did not run
@@ -460,7 +464,12 @@ class Runner:
                         *lines[-MAX_LINES_PER_EVENT:],
                     ]
                 self._emit(ev.RunOutput(run_id, tuple(lines)))
+            # Quiet: look less often, up to QUIET_POLL_S (an exit still ends the wait at once).
+            interval = min(interval * 2, max(QUIET_POLL_S, self.poll_interval_s))
+            if lines:
+                interval = self.poll_interval_s
             if metrics.poll(final=final):
+                interval = self.poll_interval_s
                 progress = metrics.state.progress()
                 if progress != last_progress:
                     last_progress = progress

@@ -70,8 +70,10 @@ def _nest(c: Collector) -> _Tree:
     h = c.host
     assert h is not None, "device() first"
     order = np.lexsort((h.nid * 16 + h.flags, -h.end, h.ts, h.thread))
-    thread, ts, end = h.thread[order], h.ts[order], h.end[order]
-    flags, nid = h.flags[order], h.nid[order]
+    for col in ("thread", "ts", "end", "nid", "flags", "corr"):  # sorted in place: no 2nd copy
+        setattr(h, col, getattr(h, col)[order])
+    del order
+    thread, ts, end, flags, nid = h.thread, h.ts, h.end, h.flags, h.nid
     is_op = (flags & IS_RUNTIME) == 0
     op_rows = np.flatnonzero(is_op)
     rt_rows = np.flatnonzero(~is_op)
@@ -115,7 +117,7 @@ def _nest(c: Collector) -> _Tree:
         host_self=host_self,
         eligible=eligible,
         sixteen=(flags[op_rows] & HAS_16BIT_INPUT) != 0,
-        launch_corr=h.corr[order][rt_rows],
+        launch_corr=h.corr[rt_rows],
         launch_op=cur,
     )
 

@@ -31,7 +31,8 @@ def union(x: Ranges) -> Ranges:
     """The ranges' union as sorted, disjoint ranges (what the priority rule depends on)."""
     if len(x) < 2:
         return x
-    x = x[np.argsort(x[:, 0], kind="stable")]
+    if (x[1:, 0] < x[:-1, 0]).any():
+        x = x[np.argsort(x[:, 0], kind="stable")]
     reach = np.maximum.accumulate(x[:, 1])
     new = np.ones(len(x), dtype=bool)
     new[1:] = x[1:, 0] > reach[:-1]

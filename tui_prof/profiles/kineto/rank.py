@@ -30,7 +30,7 @@ from tui_prof.profiles.kineto.collect import Array, Collector, Device
 from tui_prof.profiles.kineto.extras import Extras, RankExtras
 from tui_prof.profiles.kineto.gpu_metrics import gpu_metrics
 from tui_prof.profiles.kineto.ops import OpsResult, analyse_ops
-from tui_prof.profiles.kineto.ranges import Ranges, as_ranges, partition
+from tui_prof.profiles.kineto.ranges import Ranges, as_ranges, partition, union
 from tui_prof.profiles.kineto.steps import Steps, find_steps
 from tui_prof.profiles.kineto.stream import TraceStream
 
@@ -96,8 +96,8 @@ def _roles(c: Collector, dev: Device, base: float) -> tuple[list[Ranges], list[R
     rt = dev.runtimes
     waits = np.isin(rt[:, 3], _ids_where(c, rt[:, 3], lambda n: WAIT_CALL.search(n) is not None))
 
-    def span(rows: Array) -> Ranges:
-        return rows[:, :2] - base
+    def span(rows: Array) -> Ranges:  # merged at once: a role's union is what counts
+        return union(rows[:, :2] - base)
 
     memcpy, memset = span(dev.memcpy), span(dev.memset)
     host_comm = as_ranges(c.comm_host, base)
@@ -107,15 +107,15 @@ def _roles(c: Collector, dev: Device, base: float) -> tuple[list[Ranges], list[R
         span(k[~by_ext]),
         memcpy,
         memset,
-        np.concatenate([span(k[by_ext]), host_comm]),
+        union(np.concatenate([span(k[by_ext]), host_comm])),
         span(rt),
         dataloader,
         cpu,
     ]
     ours = [
         span(k[~collective]),
-        np.concatenate([memcpy, memset]),
-        np.concatenate([span(k[collective]), host_comm]),
+        union(np.concatenate([memcpy, memset])),
+        union(np.concatenate([span(k[collective]), host_comm])),
         span(rt[~waits]),
         dataloader,
         span(rt[waits]),
@@ -188,6 +188,7 @@ def analyse_file(
         spans = as_ranges(steps.spans, base)
         native = partition(native_roles, spans) / 1000.0
         ours = partition(our_roles, spans) / 1000.0
+        del native_roles, our_roles  # before the op tree needs the memory
         for i, n in enumerate(steps.numbers):
             length = (steps.spans[i][1] - steps.spans[i][0]) / 1000.0
             mine: dict[str, float] = {}

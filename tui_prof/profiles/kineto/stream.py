@@ -173,9 +173,9 @@ class TraceStream:
                 break
             saved = buf[close + 1]
             buf[close + 1] = ord("]")
-            try:
-                with memoryview(buf) as view, view[: close + 2] as part:
-                    events = self._decode_events(part)
+            try:  # a copy: the events' Raw args point into what they were decoded from
+                with memoryview(buf) as view:
+                    events = self._decode_events(bytes(view[: close + 2]))
             except msgspec.DecodeError:
                 buf[close + 1] = saved
                 continue
@@ -186,9 +186,9 @@ class TraceStream:
             return events
         return None
 
-    def _decode_events(self, part: memoryview) -> list[Event]:
+    def _decode_events(self, part: bytes) -> list[Event]:
         try:
-            return _events_decoder.decode(bytes(part))  # a copy: raw args point into it
+            return _events_decoder.decode(part)
         except msgspec.ValidationError:
             return self._salvage(msgspec.json.decode(part))
 
@@ -200,10 +200,11 @@ class TraceStream:
             if isinstance(item, dict):
                 args = item.get("args")
                 if isinstance(args, dict) and any(k in args for k in RAW_ARGS):
-                    raw = {
-                        k: msgspec.Raw(msgspec.json.encode(args[k])) for k in RAW_ARGS if k in args
+                    item = dict(item)
+                    item["args"] = {
+                        k: msgspec.Raw(msgspec.json.encode(v)) if k in RAW_ARGS else v
+                        for k, v in args.items()
                     }
-                    item = {**item, "args": {**args, **raw}}
                 for candidate in (item, {k: v for k, v in item.items() if k != "args"}):
                     try:
                         ev = msgspec.convert(candidate, Event, strict=False)
@@ -233,7 +234,7 @@ class TraceStream:
         self._buf[0:0] = b'{"traceEvents":'
         self.parts += 1
         try:
-            trace = self._decode_trace(bytes(self._buf))  # a copy: raw args point into it
+            trace = self._decode_trace(bytes(self._buf))  # a copy: Raw args point into it
         except msgspec.DecodeError as exc:
             raise ProfileError(f"{self.name}: {self._describe(exc)}") from exc
         finally:
