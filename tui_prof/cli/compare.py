@@ -174,8 +174,19 @@ def to_markdown(report: ComparisonReport) -> str:
         lines += ["", f"… {report.pending_runs} run(s) pending or running: numbers will change."]
     if report.tradeoff is not None:
         lines += _tradeoff_markdown(report.tradeoff)
-    for m in report.metrics:
+    from tui_prof.render.stats_table import MAX_METRIC_SECTIONS
+
+    for m in report.metrics[:MAX_METRIC_SECTIONS]:
         lines += _metric_markdown(m, report.baseline)
+    rest = report.metrics[MAX_METRIC_SECTIONS:]
+    if rest:  # sections (with box plots) for thousands of names: a row each instead
+        lines += ["", f"## {len(rest):,} more metrics", "", "| metric | verdicts |", "|---|---|"]
+        lines += [
+            f"| {_cell(m.name)} | "
+            + _cell("; ".join(f"{c.variant}: {c.verdict}" for c in m.comparisons))
+            + " |"
+            for m in rest
+        ]
     return "\n".join(lines) + "\n"
 
 

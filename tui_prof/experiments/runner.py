@@ -17,6 +17,7 @@ node was lost is retried on another node up to `[backend] retries` times.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import threading
@@ -38,7 +39,7 @@ from tui_prof.experiments.backends import (
 )
 from tui_prof.experiments.fingerprint import host_fingerprint, run_fingerprint
 from tui_prof.experiments.noise import MachineProbe
-from tui_prof.experiments.protocol import MetricsReader, tail_text
+from tui_prof.experiments.protocol import MAX_NAMES, MetricsReader, tail_text
 from tui_prof.experiments.runio import LineTail, describe_exit, expand_args, free_port
 from tui_prof.experiments.samples import seed_for
 from tui_prof.experiments.spec import (
@@ -503,6 +504,14 @@ class Runner:
     ) -> None:
         out: RunOutcome = handle.outcome()
         state = self._readers.pop(run_id).state
+        if state.dropped_names:  # protocol.MAX_NAMES: said where the run's output is read
+            note = (
+                f"[tuiprof: the job reported more than {MAX_NAMES} metric names; "
+                f"{state.dropped_names} reports of further names were left out]"
+            )
+            with contextlib.suppress(OSError), open(request.log_path, "a") as f:
+                f.write(note + "\n")
+            self._emit(ev.RunOutput(run_id, (note,)))
         code = out.exit_code
         if out.wall_time_s is not None:
             wall = out.wall_time_s  # measured around the process itself, where it ran
