@@ -22,6 +22,7 @@ from tui_prof.model import (
     DeviceBusy,
     DeviceUtilization,
     Environment,
+    Finding,
     KernelStat,
     OpStat,
     Precision,
@@ -31,13 +32,15 @@ from tui_prof.model import (
     StepAverage,
     StepBreakdown,
     TensorCoreUse,
+    Verdict,
 )
 from tui_prof.profiles.discover import Session, display_path
 
 # 2: top_ops holds every op (the diff needs them all), no longer the first 50.
 # 3: device utilisation, XLA programs, the precision's source.
 # 4: kernels carry their launch shape (grid, block).
-SCHEMA = 4
+# 5: the verdict's parts (dominant, secondary, start-up) and start-up calls.
+SCHEMA = 5
 
 
 def cache_dir() -> Path:
@@ -111,6 +114,19 @@ def summary_from_dict(d: dict[str, Any]) -> ProfileSummary:
         programs=tuple(ProgramStat(**p) for p in d.get("xla_programs") or ()),
         framework=d.get("framework", ""),
         ranks=tuple(RankSummary(**r) for r in d.get("ranks", ())),
+        verdict=_verdict(d.get("verdict")),
+        startup_calls=tuple((c["name"], c["ms"]) for c in d.get("startup_calls") or ()),
+    )
+
+
+def _verdict(d: dict[str, Any] | None) -> Verdict | None:
+    if not d:
+        return None
+    return Verdict(
+        kind=d["kind"],
+        dominant=Finding(d["category"], d["percent"], d["ms"]),
+        secondary=tuple(Finding(**f) for f in d.get("secondary") or ()),
+        startup_ms=d.get("startup_ms", 0.0),
     )
 
 

@@ -265,6 +265,7 @@ def summarize(
     if compute:
         p16 = 100.0 * sixteen / compute
         prec = Precision(p16, 100.0 - p16, source="kernels_and_op_types")
+    startup_ms, startup_calls = _startup(results)
     report(1.0, "done")
     return assemble(
         session,
@@ -278,4 +279,18 @@ def summarize(
         warnings,
         framework="pytorch",
         ranks=ranks,
+        startup_ms=startup_ms,
+        startup_calls=startup_calls,
     )
+
+
+def _startup(results: Sequence[RankResult]) -> tuple[float, list[tuple[str, float]]]:
+    """One-off start-up calls inside the steps: ms per average step (the mean over ranks that
+    have steps) and each call's total, largest first."""
+    per_rank = [sum(r.startup_ms) / len(r.startup_ms) for r in results if r.startup_ms]
+    calls: dict[str, float] = {}
+    for r in results:
+        for name, ms in r.startup_calls.items():
+            calls[name] = calls.get(name, 0.0) + ms
+    mean = sum(per_rank) / len(per_rank) if per_rank else 0.0
+    return mean, sorted(calls.items(), key=lambda kv: -kv[1])

@@ -38,6 +38,7 @@ from tui_prof.model import (
 from tui_prof.profiles.assemble import assemble
 from tui_prof.profiles.discover import Session
 from tui_prof.profiles.xplane import converter, op_precision, tb_tables
+from tui_prof.profiles.xplane.framework import framework_of
 
 if TYPE_CHECKING:
     from tui_prof.profiles.xplane.steps import FoundSteps
@@ -215,6 +216,7 @@ def summarize(
     )
     kernels = tb_tables.kernels(tables[converter.KERNEL_STATS])
     official = tb_tables.precision(props) if own.source == STEP_SOURCE_OFFICIAL else None
+    training = props.get("is_training")
     prec = _precision(device_type, official, tables, own.found, kernels)
     report(1.0, "done")
     return assemble(
@@ -229,6 +231,8 @@ def summarize(
         warnings + _pace_warning(own),
         utilization=utilization,
         programs=own.programs,
+        framework=framework_of(paths),
+        is_training=True if training == "true" else None,
     )
 
 
@@ -278,4 +282,5 @@ def _summarize_streaming(
         warnings + _pace_warning(own),
         utilization=utilization,
         programs=own.programs,
+        framework=framework_of(paths),
     )
