@@ -83,9 +83,9 @@ def _check_framework(tips: str, framework: str, where: str) -> None:
 def _check_vendor_word(text: str, vendor: str, where: str) -> None:
     for word in re.findall(ALL_UNIT_WORDS, text):
         assert vendor in VENDOR_WORDS, f"{where}: '{word}' for a device of unknown vendor"
-        assert word.rstrip("s").replace("TensorCore", "Tensor Core") == VENDOR_WORDS[
-            vendor
-        ].rstrip("s"), f"{where}: '{word}' on {vendor} hardware"
+        assert word.rstrip("s").replace("TensorCore", "Tensor Core") == VENDOR_WORDS[vendor].rstrip(
+            "s"
+        ), f"{where}: '{word}' on {vendor} hardware"
 
 
 def _check_verdict(s: ProfileSummary, where: str) -> None:
@@ -169,7 +169,7 @@ def test_rules_hold_for_every_row_and_framework(key: str, framework: str, p16: f
     f = facts(env, prec, framework)
     tc = None if spec.kind == "CPU" else TensorCoreUse(10.0, 20.0)
     for dominant in CATEGORIES:
-        sentence, v, flagged = advice.verdict(average(_steps(dominant)), f)
+        _, v, flagged = advice.verdict(average(_steps(dominant)), f)
         assert v is not None and v.dominant.category == dominant
         assert flagged[0] == dominant
         tips = "\n".join(advice.recommendations(flagged, f, tc))

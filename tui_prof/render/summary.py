@@ -367,8 +367,11 @@ def kernels_table(summary: ProfileSummary, limit: int = 15) -> Table:
     t.add_column("Op", overflow="ellipsis", no_wrap=True, ratio=1)
     t.add_column("Calls", justify="right")
     t.add_column("Total ms", justify="right")
-    t.add_column("TC elig.", justify="center")
-    t.add_column("TC used", justify="center")
+    word = {"Tensor Cores": "TC", "Matrix Cores": "MC", "MXU": "MXU"}.get(
+        matrix_units(summary.environment), "MU"
+    )
+    t.add_column(f"{word} elig.", justify="center")
+    t.add_column(f"{word} used", justify="center")
     kernels = summary.kernels[:limit]
     names = kernel_names([k.name for k in kernels])  # what tells them apart, not `void Eigen::…`
     shapes = len(set(names)) < len(names)  # one kernel in several launch shapes: say which

@@ -75,7 +75,7 @@ class BrowseScreen(TuiprofScreen):
             "Kernels tab",
             id="tab_kernels",
             show=False,
-            tooltip="GPU kernels, TensorCore use, launch shape",
+            tooltip="GPU kernels, Tensor Core / Matrix Core use, launch shape",
         ),
         Binding(
             "w",

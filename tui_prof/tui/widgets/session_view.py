@@ -13,6 +13,7 @@ from textual.widget import Widget
 from textual.widgets import DataTable, ProgressBar, Static, TabbedContent, TabPane
 
 from tui_prof.model import CATEGORY_LABELS, ProfileSummary
+from tui_prof.profiles.assemble import matrix_units
 from tui_prof.render.names import TailCut, cut_middle, fit_kernels, fit_paths, kernel_names
 from tui_prof.render.summary import (
     fmt_ms,
@@ -160,7 +161,7 @@ class KernelTable(FittedTable):
             Column("total", "Total ms", 8, 0),
             Column("calls", "Calls", 6, 1),
             Column("grid", "Grid", 7, 2 if repeated else 6),
-            Column("tc", "TensorCore", 10, 3),
+            Column("tc", matrix_units(summary.environment) or "Matrix units", 12, 3),
             Column("occupancy", "Occ. %", 6, 4),
             Column("op", "Op", 14, 5),
         ]
