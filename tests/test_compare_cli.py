@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from conftest import REPO
 
 from tui_prof.cli.main import main
 from tui_prof.comparison.report import compare_experiment
@@ -31,7 +32,6 @@ from tui_prof.model import (
     RunRecord,
 )
 
-REPO = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "PYTHONPATH": str(REPO)}
 WALL = {"fp32": [10.0, 10.2, 10.1, 10.3, 10.15], "mixed": [9.4, 9.5, 9.45, 9.6, 9.5]}
 ACC = {"fp32": [0.931, 0.932, 0.930, 0.931, 0.933], "mixed": [0.93, 0.91, 0.94, 0.92, 0.935]}

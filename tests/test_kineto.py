@@ -212,7 +212,7 @@ def test_any_trace_name_works_on_the_command_line(tmp_path: Path) -> None:
     doc = json.loads(r.stdout)["sessions"][0]
     assert doc["framework"] == "pytorch"
     assert doc["average"]["native_breakdown_ms"]["kernel"] == pytest.approx(4.1)
-    other = tmp_path / "other.json"
+    other = tmp_path / "other.txt"
     other.write_text("{}")
     r = _cli("summary", str(other))
     assert r.returncode == 2

@@ -154,6 +154,10 @@ class OpStat:
     occurrences: int
     total_self_time_us: float
     self_time_percent: float  # of its side's (host or device) total self time
+    # Floating-point operations over all its calls (XLA's cost, the profiler's `flops` or its
+    # shapes) and bytes it moved (XLA's cost); None where the profile cannot say.
+    flops: float | None = None
+    bytes_accessed: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -163,6 +167,8 @@ class OpStat:
             "occurrences": self.occurrences,
             "total_self_time_us": self.total_self_time_us,
             "self_time_percent": self.self_time_percent,
+            "flops": self.flops,
+            "bytes": self.bytes_accessed,
         }
 
 
@@ -337,6 +343,125 @@ class Verdict:
 
 
 @dataclass(frozen=True)
+class UnmodelledOp:
+    """An op that carries matrix math but got no FLOP count, and its share of device time."""
+
+    name: str
+    device_time_percent: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "device_time_percent": self.device_time_percent}
+
+
+@dataclass(frozen=True)
+class Efficiency:
+    """FLOPs per step, the FLOP rate they were done at and its share of the devices' peak (MFU).
+
+    `flops_source` says where the FLOPs come from: "xla_cost" (XLA's own cost per HLO op, as the
+    converter reports it), "flops_arg" (the PyTorch profiler's `flops`, `with_flops=True`),
+    "shapes" (tuiprof's models of GEMMs, convolutions and attention from recorded shapes), or
+    both joined by "+". The peak is per device, for the number format most of the FLOPs ran in
+    (`formats`: share of FLOPs per format); `peak_source` names the hardware table's row or the
+    user's `--peak-tflops`. MFU = achieved ÷ (peak × devices); None where a part is unknown.
+    """
+
+    flops_source: str
+    flops_total: float
+    flops_per_step: float | None
+    achieved_tflops: float | None
+    peak_tflops: float | None
+    peak_format: str | None
+    peak_source: str
+    devices: int
+    mfu_percent: float | None
+    step_flops: tuple[float, ...] = ()
+    formats: dict[str, float] = field(default_factory=dict)
+    modelled_device_percent: float | None = None
+    unmodelled: tuple[UnmodelledOp, ...] = ()
+    memory_bandwidth_gbs: float | None = None  # per device, for the roofline
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "flops_per_step": self.flops_per_step,
+            "achieved_tflops": self.achieved_tflops,
+            "peak_tflops": self.peak_tflops,
+            "peak_format": self.peak_format,
+            "mfu_percent": self.mfu_percent,
+            "flops_source": self.flops_source,
+            "peak_source": self.peak_source,
+            "devices": self.devices,
+            "flops_total": self.flops_total,
+            "step_flops": list(self.step_flops),
+            "formats": dict(self.formats),
+            "modelled_device_percent": self.modelled_device_percent,
+            "unmodelled_ops": [u.to_dict() for u in self.unmodelled],
+            "memory_bandwidth_gbs": self.memory_bandwidth_gbs,
+        }
+
+
+@dataclass(frozen=True)
+class DeviceMemory:
+    """One device's (or allocator's) memory peaks, in MB (2**20 bytes)."""
+
+    name: str
+    peak_allocated_mb: float | None
+    peak_reserved_mb: float | None = None
+    capacity_mb: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "peak_allocated_mb": self.peak_allocated_mb,
+            "peak_reserved_mb": self.peak_reserved_mb,
+            "capacity_mb": self.capacity_mb,
+        }
+
+
+@dataclass(frozen=True)
+class Allocator:
+    """An op by the memory its calls allocated (MB over the profile) and how many allocations."""
+
+    op: str
+    allocated_mb: float
+    allocations: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"op": self.op, "allocated_mb": self.allocated_mb, "allocations": self.allocations}
+
+
+@dataclass(frozen=True)
+class MemoryUse:
+    """Device memory over the profile: peaks per device, per step, a series, the top allocators.
+
+    `source`: "kineto_memory_events" (PyTorch `profile_memory=True`), "xla_memory_profile"
+    (the converter's memory profile) or "memory_profile_json" (an older session's file).
+    `relative`: the trace recorded allocations but not the allocator's totals, so peaks are
+    above the memory in use when the profile began. Peaks are of the device with the highest.
+    """
+
+    source: str
+    peak_allocated_mb: float | None
+    peak_reserved_mb: float | None
+    devices: tuple[DeviceMemory, ...] = ()
+    step_peak_allocated_mb: tuple[float, ...] = ()
+    series_mb: tuple[tuple[float, float], ...] = ()  # (ms from the profile's start, MB)
+    top_allocators: tuple[Allocator, ...] = ()
+    relative: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "peak_allocated_mb": self.peak_allocated_mb,
+            "peak_reserved_mb": self.peak_reserved_mb,
+            "source": self.source,
+            "relative": self.relative,
+            "devices": [d.to_dict() for d in self.devices],
+            "step_peak_allocated_mb": list(self.step_peak_allocated_mb),
+            "series_mb": [list(p) for p in self.series_mb],
+            "top_allocators": [a.to_dict() for a in self.top_allocators],
+        }
+
+
+@dataclass(frozen=True)
 class ProfileSummary:
     """Everything tuiprof knows about one profile session (all its hosts)."""
 
@@ -364,9 +489,13 @@ class ProfileSummary:
     verdict: Verdict | None = None
     # One-off start-up runtime calls (name, ms in the steps), largest first, where found.
     startup_calls: tuple[tuple[str, float], ...] = ()
+    efficiency: Efficiency | None = None
+    memory: MemoryUse | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d = self._core_dict()
+        d["efficiency"] = self.efficiency.to_dict() if self.efficiency else None
+        d["memory"] = self.memory.to_dict() if self.memory else None
         if self.framework:
             d["framework"] = self.framework
         if self.ranks:

@@ -24,6 +24,7 @@ from tui_prof.live.capture import (
     capture_series,
     parse_addresses,
 )
+from tui_prof.printable import printable
 
 
 def register(sub: Any) -> None:
@@ -98,7 +99,7 @@ def register(sub: Any) -> None:
 
 
 def _err(msg: str) -> None:
-    print(f"tuiprof capture: {msg}", file=sys.stderr)
+    print(f"tuiprof capture: {printable(msg)}", file=sys.stderr)
 
 
 class _Status:

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import argparse
 import io
-import json
 import sys
 from typing import Any
 
 from tui_prof.comparison.report import ComparisonReport, MetricReport, build_report
 from tui_prof.comparison.tradeoff import Tradeoff
+from tui_prof.printable import printable, strict_json
 
 MARKDOWN_WIDTH = 80
 
@@ -59,7 +59,7 @@ def register(subparsers: Any) -> None:
 
 
 def _fail(message: str) -> int:
-    print(f"tuiprof compare: {message}", file=sys.stderr)
+    print(f"tuiprof compare: {printable(message)}", file=sys.stderr)
     return 2
 
 
@@ -71,12 +71,11 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         return _fail(str(exc))
     if args.json:
-        print(json.dumps(report.to_dict(), indent=2, allow_nan=False))
+        print(strict_json(report.to_dict()))
     elif args.markdown:
         print(to_markdown(report), end="")
     else:
-        from rich.console import Console
-
+        from tui_prof.render.console import SafeConsole as Console
         from tui_prof.render.stats_table import report_view
 
         Console().print(report_view(report))
@@ -97,7 +96,7 @@ def _table(header: list[str], rows: list[list[str]], right: range) -> list[str]:
 
 def plain_text(renderable: Any, width: int = MARKDOWN_WIDTH) -> str:
     """A renderable as monochrome text, the way a NO_COLOR terminal shows it."""
-    from rich.console import Console
+    from tui_prof.render.console import SafeConsole as Console
 
     console = Console(width=width, color_system=None, record=True, file=io.StringIO())
     console.print(renderable)

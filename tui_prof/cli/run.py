@@ -22,6 +22,7 @@ from typing import Any
 
 from tui_prof.experiments import events as ev
 from tui_prof.model import RUN_FINISHED, RUN_PENDING, RUN_QUEUED, RUN_RUNNING, RunRecord
+from tui_prof.printable import printable
 
 
 def register(subparsers: Any) -> None:
@@ -114,7 +115,7 @@ def register(subparsers: Any) -> None:
 
 
 def _fail(msg: str) -> int:
-    print(f"tuiprof run: {msg}", file=sys.stderr)
+    print(f"tuiprof run: {printable(msg)}", file=sys.stderr)
     return 2
 
 
@@ -172,7 +173,7 @@ def _make_runner(args: argparse.Namespace, on_event: Any) -> Any:
             except Exception:  # the resume below says what is wrong with it
                 raise StoreError(f"{args.resume}: not a tuiprof experiment") from None
             override = with_options(stored, **options)
-        return Runner.resume(
+        resumed = Runner.resume(
             args.resume,
             repeats=args.repeats,
             on_event=on_event,
@@ -180,6 +181,13 @@ def _make_runner(args: argparse.Namespace, on_event: Any) -> Any:
             profiler_ports=not args.no_profiler_port,
             backend_spec=override,
         )
+        if stopped := resumed.store.stopped_orphans:
+            print(
+                f"tuiprof run: stopped {', '.join(stopped)}, still running after its tuiprof "
+                "had gone; running it again",
+                file=sys.stderr,
+            )
+        return resumed
     spec = _spec_from_args(args)
     spec = replace(spec, backend=with_options(spec.backend, **options))
     runner = Runner.create(
@@ -192,7 +200,7 @@ def _make_runner(args: argparse.Namespace, on_event: Any) -> Any:
     try:
         save_spec(spec, runner.experiment_dir / SPEC_FILE)  # for people and `tuiprof run` again
     except SpecError as exc:  # the store has the spec too: say so and run
-        print(f"tuiprof run: warning: {exc}", file=sys.stderr)
+        print(f"tuiprof run: warning: {printable(str(exc))}", file=sys.stderr)
     return runner
 
 
@@ -340,11 +348,10 @@ def _wait(runner: Any, tick: Any) -> bool:
 
 
 def run_command(args: argparse.Namespace) -> int:
-    from rich.console import Console
-
     from tui_prof.experiments.backends import BackendError
     from tui_prof.experiments.spec import SpecError
     from tui_prof.experiments.store import StoreError
+    from tui_prof.render.console import SafeConsole as Console
 
     board = _Board()
     try:
@@ -378,7 +385,7 @@ def _run_and_report(args: argparse.Namespace, runner: Any, board: _Board, consol
 
     def print_lines() -> None:
         for line in board.take_lines():
-            print(line, file=sys.stderr, flush=True)
+            print(printable(line), file=sys.stderr, flush=True)
 
     runner.start()
     if live_ok:

@@ -8,7 +8,7 @@ repeat where every repeat has one counted run of each (tui_prof.comparison.paire
 (node and repeat: design "blocked") where the runs ran on several cluster nodes, else as
 independent samples; each comparison says which (`design`), and `runs` lists every run with its
 status, node and wall time. `ComparisonReport.to_dict()` is the
-`tuiprof compare --json` document: the README's contract (metrics → variants/comparisons,
+`tuiprof compare --json` document: the contract in docs/json.md (metrics → variants/comparisons,
 comparability, failed_runs, tradeoff) plus extra fields. The TUI and the CLI render the same
 report, so they cannot disagree.
 """

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from tui_prof.experiments.samples import MAX_DISTRIBUTIONS, Reservoir, summarise
+from tui_prof.printable import printable
 
 # Keys that describe where in training a line is, or the training setup, rather than a result.
 CONTEXT_KEYS = ("epoch", "step", "epochs", "batch_size", "steps_per_epoch")
@@ -77,15 +78,29 @@ def parse_line(line: str) -> dict[str, Any] | None:
         return None
     try:
         obj = json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nesting deeper than Python's stack
         return None
     if not isinstance(obj, dict):
         return None
+    obj = _printable(obj)  # names, progress and information are shown: no escape sequences
+    assert isinstance(obj, dict)
     if "metric" in obj and "value" in obj and isinstance(obj["metric"], str):
         out = {k: v for k, v in obj.items() if k not in ("metric", "value")}
         out[obj["metric"]] = obj["value"]
         return out
     return obj
+
+
+def _printable(value: Any, depth: int = 3) -> Any:
+    """Strings made printable down to `depth` (a line's names, `info`'s; deeper values are shown
+    only through repr, which escapes)."""
+    if isinstance(value, str):
+        return printable(value)
+    if depth and isinstance(value, dict):
+        return {printable(str(k)): _printable(v, depth - 1) for k, v in value.items()}
+    if depth and isinstance(value, list):
+        return [_printable(v, depth - 1) for v in value]
+    return value
 
 
 def _sample_of(obj: dict[str, Any]) -> str | None:

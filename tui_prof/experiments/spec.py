@@ -15,25 +15,20 @@ import os
 import re
 import shutil
 import stat
-import sys
 import time
+import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from tui_prof.experiments.backend_spec import BackendSpec, parse_backend
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
-
 WALL_TIME = "wall_time_s"
 ORDERS = ("interleaved", "sequential")
 _NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")  # fullmatch: "$" would allow "a\n"
 _CONTROL_RE = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
-# Limits, each with its reason (README "Limits" says the same). Counts: every run is a whole
+# Limits, each with its reason (docs/experiments.md "Limits" says the same). Counts: every run is a whole
 # process, a row in the store and a row in the live tables, so a typo such as 1000000000 must be
 # refused before anything is planned, not discovered as a machine out of memory.
 MAX_REPEATS = 1000  # per variant: a 95% interval of the mean is then ±6% of the runs' std;

@@ -25,7 +25,7 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -116,7 +116,7 @@ def _session_state(profile_root: Path) -> dict[Path, tuple[int, int]]:
 def _wait_for_fresh_second(profile_root: Path) -> None:
     """Sessions are named by the second; never let two captures share (and overwrite) one."""
     for _ in range(3):
-        now = datetime.now(timezone.utc)
+        now = datetime.now(UTC)
         names = {t.strftime("%Y_%m_%d_%H_%M_%S") for t in (now, now.astimezone())}
         if not any((profile_root / name).exists() for name in names):
             return

@@ -24,6 +24,7 @@ from tui_prof.model import (
     StepBreakdown,
 )
 from tui_prof.profiles.assemble import matrix_units
+from tui_prof.render.efficiency import efficiency_text, memory_text
 from tui_prof.render.names import TailCut, kernel_names
 
 # Colour and a monochrome glyph per category; the glyph is also drawn in colour terminals' legend.
@@ -409,6 +410,10 @@ def overview_sections(
     if summary.steps and summary.device_utilization is not None:
         prec.append("\n")
         prec.append_text(utilization_text(summary.device_utilization))
+    for extra in (efficiency_text(summary), memory_text(summary)):
+        if extra is not None:
+            prec.append("\n")
+            prec.append_text(extra)
     if summary.steps:
         return BreakdownBars(summary.steps), averages_table(summary), prec
     return no_steps_text(summary), programs_table(summary) if summary.programs else None, prec

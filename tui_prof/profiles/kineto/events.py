@@ -24,6 +24,16 @@ class Args(msgspec.Struct, gc=False):
     device: int | None = None
     input_type: list[str] | None = msgspec.field(default=None, name="Input type")
     occupancy: float | None = msgspec.field(default=None, name="est. achieved occupancy %")
+    # Efficiency (kineto/flop_counts.py, kineto/memory.py). `object`: a TensorList input nests
+    # one level deeper, and a wrong type would cost the event its other args.
+    input_dims: list[object] | None = msgspec.field(default=None, name="Input Dims")
+    concrete_inputs: list[object] | None = msgspec.field(default=None, name="Concrete Inputs")
+    flops: float | None = None
+    nbytes: float | None = msgspec.field(default=None, name="Bytes")
+    total_allocated: float | None = msgspec.field(default=None, name="Total Allocated")
+    total_reserved: float | None = msgspec.field(default=None, name="Total Reserved")
+    device_id: int | None = msgspec.field(default=None, name="Device Id")
+    device_type: int | None = msgspec.field(default=None, name="Device Type")
 
 
 class Event(msgspec.Struct, gc=False):

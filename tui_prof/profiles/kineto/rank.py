@@ -28,6 +28,7 @@ import numpy.typing as npt
 from tui_prof.model import StepBreakdown
 from tui_prof.profiles.kineto import names
 from tui_prof.profiles.kineto.collect import Array, Collector, Device
+from tui_prof.profiles.kineto.extras import Extras, RankExtras
 from tui_prof.profiles.kineto.ops import OpsResult, analyse_ops
 from tui_prof.profiles.kineto.ranges import Ranges, as_ranges, partition
 from tui_prof.profiles.kineto.steps import Steps, find_steps
@@ -76,6 +77,7 @@ class RankResult:
     startup_calls: dict[str, float] = field(default_factory=dict)  # name -> ms in the steps
     gpu_step_marks: int = 0  # see Collector
     dataloader_annotations: int = 0
+    extras: RankExtras | None = None  # FLOPs and memory (kineto/extras.py)
 
 
 def _int(v: object) -> int | None:
@@ -177,8 +179,10 @@ def analyse_file(
 ) -> RankResult:
     stream = TraceStream(path, cancel=cancel, progress=progress)
     c = Collector()
+    extras = Extras()
     for batch in stream.batches():
         c.add(batch)
+        extras.add(batch)
     meta = stream.meta
     info = meta.distributedInfo or {}
     warnings: list[str] = []
@@ -221,13 +225,14 @@ def analyse_file(
         if any(startup_ms):
             startup_calls = _startup_calls(c, dev, steps.spans)
     device_names, used = _devices(dev, meta.deviceProperties)
+    ops = analyse_ops(c)
     return RankResult(
         name=name,
         rank=_int(info.get("rank")),
         world_size=_int(info.get("world_size")),
         steps=steps,
         breakdowns=breakdowns,
-        ops=analyse_ops(c),
+        ops=ops,
         device_names=device_names,
         devices_used=used,
         on_device=bool(c.kernels or c.memcpy or c.memset or c.runtime_calls or used),
@@ -238,4 +243,5 @@ def analyse_file(
         startup_ms=startup_ms,
         startup_calls=startup_calls,
         dataloader_annotations=c.dataloader_annotations,
+        extras=extras.result(c, steps),
     )

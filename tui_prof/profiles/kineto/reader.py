@@ -30,6 +30,7 @@ from tui_prof.profiles.discover import Session
 from tui_prof.profiles.kineto import names
 from tui_prof.profiles.kineto.ops import KernelTotals, OpTotals
 from tui_prof.profiles.kineto.rank import RankResult, analyse_file
+from tui_prof.profiles.kineto.session_efficiency import combine
 
 TOP_OPS_PER_SIDE = 100
 STRAGGLER_PERCENT = 10.0  # a rank this much slower than the median rank is called out
@@ -185,7 +186,7 @@ def _kernels(results: Sequence[RankResult]) -> list[KernelStat]:
     return out
 
 
-def _ops(results: Sequence[RankResult]) -> list[OpStat]:
+def _ops(results: Sequence[RankResult], flops: dict[str, float]) -> list[OpStat]:
     total: dict[str, OpTotals] = {}
     for r in results:
         for name, o in r.ops.ops.items():
@@ -203,7 +204,13 @@ def _ops(results: Sequence[RankResult]) -> list[OpStat]:
                 break
             out.append(
                 OpStat(
-                    name, names.op_type(name), where, t.calls, v, 100.0 * v / side if side else 0.0
+                    name,
+                    names.op_type(name),
+                    where,
+                    t.calls,
+                    v,
+                    100.0 * v / side if side else 0.0,
+                    flops=flops.get(name),
                 )
             )
     out.sort(key=lambda o: o.total_self_time_us, reverse=True)
@@ -266,6 +273,11 @@ def summarize(
         p16 = 100.0 * sixteen / compute
         prec = Precision(p16, 100.0 - p16, source="kernels_and_op_types")
     startup_ms, startup_calls = _startup(results)
+    device_us: dict[str, float] = {}
+    for r in results:
+        for name, o in r.ops.ops.items():
+            device_us[name] = device_us.get(name, 0.0) + o.device_self_us
+    eff, memory, flops = combine(results, steps, env, device_us)
     report(1.0, "done")
     return assemble(
         session,
@@ -275,12 +287,14 @@ def summarize(
         env,
         prec,
         _kernels(results),
-        _ops(results),
+        _ops(results, flops),
         warnings,
         framework="pytorch",
         ranks=ranks,
         startup_ms=startup_ms,
         startup_calls=startup_calls,
+        efficiency=eff,
+        memory=memory,
     )
 
 

@@ -84,6 +84,16 @@ def precision(props: dict[str, str]) -> Precision | None:
     return Precision(p16, p32)
 
 
+def _cost(rate: Any, self_us: float) -> float | None:
+    """XLA's cost back from the converter's rate over the op's self time: its rates are the
+    op's FLOPs (bytes) per nanosecond, GFLOP/s (GB/s); None where it has none."""
+    try:
+        value = float(rate or 0.0)
+    except (TypeError, ValueError):
+        return None
+    return value * self_us * 1e3 if value > 0 and self_us > 0 else None
+
+
 def top_ops(op_stats: list[dict[str, Any]]) -> list[OpStat]:
     """Every framework op by total self time, idle excluded (TensorBoard's default view).
 
@@ -104,14 +114,17 @@ def top_ops(op_stats: list[dict[str, Any]]) -> list[OpStat]:
             if where == "Device"
             else "host_total_self_time_percent"
         )
+        self_us = float(r.get("total_self_time") or 0.0)
         ops.append(
             OpStat(
                 name=str(r.get("operation") or ""),
                 op_type=str(r.get("type") or ""),
                 where=where,
                 occurrences=int(r.get("occurrences") or 0),
-                total_self_time_us=float(r.get("total_self_time") or 0.0),
+                total_self_time_us=self_us,
                 self_time_percent=100.0 * float(frac or 0.0),
+                flops=_cost(r.get("model_flop_rate"), self_us),
+                bytes_accessed=_cost(r.get("measured_memory_bw"), self_us),
             )
         )
     ops.sort(key=lambda o: o.total_self_time_us, reverse=True)

@@ -19,8 +19,15 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import DataTable, Header, RichLog, Select, Static
 
 from tui_prof.experiments import events as ev
-from tui_prof.experiments.store import IN_FLIGHT, StoreError, find_experiments, load_experiment
+from tui_prof.experiments.store import (
+    IN_FLIGHT,
+    ORPHAN_NOTE,
+    StoreError,
+    find_experiments,
+    load_experiment,
+)
 from tui_prof.model import ExperimentRecord, RunRecord
+from tui_prof.printable import printable
 from tui_prof.tui.messages import (
     ComparisonReady,
     ExperimentLoaded,
@@ -179,8 +186,11 @@ class ExperimentsScreen(TuiprofScreen):
             table.upsert(run)
         self.refresh_comparison()
         self.refresh_bindings()
-        if any(r.backend_ref and r.status in IN_FLIGHT for r in message.record.runs):
-            self.app.reattach(message.directory)  # a cluster still runs them
+        if any(
+            r.status in IN_FLIGHT and (r.backend_ref or r.error == ORPHAN_NOTE)
+            for r in message.record.runs
+        ):  # a cluster still runs them, or an earlier tuiprof left them running here
+            self.app.reattach(message.directory)
 
     @work(
         thread=True,
@@ -221,6 +231,12 @@ class ExperimentsScreen(TuiprofScreen):
         if isinstance(event, ev.ExperimentStarted):
             if self.current != event.experiment_dir:
                 self.show_experiment(event.experiment_dir)
+            else:  # reopened: runs an earlier tuiprof left running are stopped now
+                table = self.query_one(RunTable)
+                for found in event.runs:
+                    shown = table.runs.get(found.run_id)
+                    if shown is not None and shown.status != found.status:
+                        table.upsert(found)
             return
         if message.directory != self.current:
             return
@@ -279,7 +295,9 @@ class ExperimentsScreen(TuiprofScreen):
                 *lines,
             ]
         if lines:
-            self.query_one("#run-log", RichLog).write(Text("\n".join(lines)))
+            # A job's output is data: escape sequences in it are shown, never obeyed.
+            text = printable("\n".join(lines), multiline=True)
+            self.query_one("#run-log", RichLog).write(Text(text))
 
     @on(DataTable.RowHighlighted, "#runs")
     def _run_highlighted(self, event: DataTable.RowHighlighted) -> None:

@@ -148,14 +148,32 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("`", "'")
 
 
-def help_markdown() -> str:
-    parts = [INTRO]
+def _key_tables(heading: str) -> list[str]:
+    parts = []
     for title, rows in key_sections():
-        parts.append(f"## Keys: {title}\n| Key | Action |\n|---|---|")
+        parts.append(f"{heading.format(title)}\n| Key | Action |\n|---|---|")
         parts.extend(f"| `{_cell(k)}` | {_cell(what)} |" for k, what in rows)
         parts.append("")
-    parts.append(NUMBERS)
-    return "\n".join(parts)
+    return parts
+
+
+def help_markdown() -> str:
+    return "\n".join([INTRO, *_key_tables("## Keys: {}"), NUMBERS])
+
+
+KEYS_PAGE = """\
+# Keys
+
+<!-- Generated from the key bindings: python -m tui_prof.tui.screens.help > docs/keys.md -->
+
+The footer shows the keys that apply where you are; `?` in the app shows these tables, built from
+the same bindings.
+"""
+
+
+def keys_page() -> str:
+    """docs/keys.md: the help's key tables, so the docs site cannot drift from the bindings."""
+    return "\n".join([KEYS_PAGE, *_key_tables("## {}\n")]).rstrip() + "\n"
 
 
 class HelpScreen(ModalScreen[None]):
@@ -164,3 +182,7 @@ class HelpScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="help"):
             yield Markdown(help_markdown())
+
+
+if __name__ == "__main__":
+    print(keys_page(), end="")

@@ -14,6 +14,7 @@ from textual.widgets import DataTable, ProgressBar, Static, TabbedContent, TabPa
 
 from tui_prof.model import CATEGORY_LABELS, ProfileSummary
 from tui_prof.profiles.assemble import matrix_units
+from tui_prof.render.efficiency import bound_cell, kernel_op_rates, op_cost_text, op_rate_cell
 from tui_prof.render.names import TailCut, cut_middle, fit_kernels, fit_paths, kernel_names
 from tui_prof.render.summary import (
     fmt_ms,
@@ -111,6 +112,8 @@ class TopOpsTable(FittedTable):
             Column("calls", "Calls", 5, 3),
             Column("where", "Where", 6, 4),
         ]
+        if any(o.flops for o in ops):  # efficiency columns give way first on narrow screens
+            columns += [Column("rate", "FLOP/s", 13, 5), Column("bound", "Bound by", 12, 6)]
         shown = {c.key: w for c, w in fit_columns(columns, width)}
         names = fit_paths([o.name for o in ops], shown["name"])
         rows: list[dict[str, object]] = [
@@ -121,6 +124,8 @@ class TopOpsTable(FittedTable):
                 "calls": str(o.occurrences),
                 "self": fmt_ms(o.total_self_time_us / 1000),
                 "percent": f"{o.self_time_percent:.1f}",
+                "rate": op_rate_cell(o),
+                "bound": bound_cell(o, summary.efficiency),
             }
             for o, name in zip(ops, names, strict=True)
         ]
@@ -133,6 +138,9 @@ class TopOpsTable(FittedTable):
         o = self.summary.top_ops[self.cursor_row]
         t = Text(o.name, style="bold")
         t.append(f"\n{o.op_type} · {o.where} · {o.occurrences} calls", style="dim")
+        cost = op_cost_text(o, self.summary.efficiency)
+        if cost:
+            t.append(f" · {cost}", style="dim")
         return t
 
 
@@ -165,6 +173,9 @@ class KernelTable(FittedTable):
             Column("occupancy", "Occ. %", 6, 4),
             Column("op", "Op", 14, 5),
         ]
+        rates = kernel_op_rates(summary)
+        if rates:  # the launching op's FLOP/s: gives way first on narrow screens
+            columns.append(Column("rate", "Op FLOP/s", 13, 6))
         if not any(k.grid for k in kernels):
             columns = [c for c in columns if c.key != "grid"]
         if not any(k.op_name for k in kernels):
@@ -187,6 +198,7 @@ class KernelTable(FittedTable):
                     "tc": tc,
                     "occupancy": occupancy,
                     "op": Text(op or "–"),
+                    "rate": rates.get(k.op_name, "–"),
                 }
             )
         self.add_fitted(columns, rows, width)

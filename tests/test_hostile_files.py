@@ -1,0 +1,125 @@
+"""Hostile files: each is one line naming the file, never a crash, a traceback or a NaN in JSON.
+
+Each generator is a few lines; the XSpace ones damage a real sample profile."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import REPO, sample_session
+
+from tui_prof.profiles.xplane.proto import XSpace
+
+TF22_SESSION = REPO / "tests" / "data" / "legacy_tf22" / "plugins" / "profile" / "GPU-input-bound"
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.run(
+        [sys.executable, "-m", "tui_prof.cli", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+
+
+def _one_line(r: subprocess.CompletedProcess[str], name: str, why: str) -> None:
+    assert r.returncode in (1, 2), (r.returncode, r.stderr)  # diff: 2, as for any bad input
+    assert r.stderr.count("\n") == 1 and "Traceback" not in r.stderr, r.stderr
+    assert name in r.stderr and why in r.stderr, r.stderr
+
+
+def _xspace(tmp: Path, damage) -> Path:
+    src = next(sample_session("keras_fit_float32").glob("vm.xplane.pb"))
+    space = XSpace()
+    space.ParseFromString(src.read_bytes())
+    for plane in space.planes:
+        for line in plane.lines:
+            damage(line)
+    d = tmp / "run" / "plugins" / "profile" / "s"
+    d.mkdir(parents=True)
+    (d / "vm.xplane.pb").write_bytes(space.SerializeToString())
+    return d
+
+
+def _negate(line) -> None:
+    for e in line.events:
+        e.offset_ps = -e.offset_ps
+
+
+def test_a_file_that_crashes_the_converter_is_one_line(tmp_path: Path) -> None:
+    """Negated offsets make xprof's native code segfault: its process dies, tuiprof does not."""
+    d = _xspace(tmp_path, _negate)
+    for args in (["summary"], ["summary", "--fallback"], ["summary", "--json"], ["diff"]):
+        extra = [str(sample_session("keras_fit_float32"))] if args == ["diff"] else []
+        r = _cli(*args, str(d), *extra)
+        _one_line(r, "vm.xplane.pb", "converter crashed reading it (killed by SIGSEGV)")
+
+
+def test_a_timestamp_of_2_to_the_62(tmp_path: Path) -> None:
+    d = _xspace(tmp_path, lambda line: setattr(line, "timestamp_ns", 2**62))
+    for args in (["summary"], ["summary", "--fallback"]):
+        _one_line(_cli(*args, str(d)), "vm.xplane.pb", "damaged")
+
+
+def _trace(tmp: Path, event: str) -> Path:
+    path = tmp / "w.pt.trace.json"
+    path.write_text('{"schemaVersion": 1, "traceEvents": [' + event + "]}")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("event", "why"),
+    [
+        (
+            '{"ph": "X", "cat": "cpu_op", "name": "x", "pid": 1, "tid": 1, "ts": 1, "dur": 2, '
+            '"args": ' + "[" * 200_000 + "]" * 200_000 + "}",
+            "nested too deeply",
+        ),
+        (
+            '{"ph": "X", "cat": "cpu_op", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 1, '
+            '"dur": "Infinity"}',
+            "damaged times",
+        ),
+        (
+            '{"ph": "X", "cat": "cpu_op", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 1, '
+            '"dur": 1e300}',
+            "damaged times",
+        ),
+    ],
+    ids=["deep", "infinity", "absurd"],
+)
+def test_bad_numbers_and_nesting_in_a_pytorch_trace(tmp_path: Path, event: str, why: str) -> None:
+    path = _trace(tmp_path, event)
+    for args in (["summary"], ["summary", "--json"], ["diff", str(path)]):
+        _one_line(_cli(*args, str(path)), "w.pt.trace.json", why)
+
+
+def test_a_legacy_overview_with_nan_step_times(tmp_path: Path) -> None:
+    from xprof.protobuf import input_pipeline_pb2, overview_page_pb2
+
+    d = tmp_path / "plugins" / "profile" / "s"
+    shutil.copytree(TF22_SESSION, d)
+    page = overview_page_pb2.OverviewPage()
+    page.ParseFromString((d / "localhost.overview_page.pb").read_bytes())
+    for packed in page.input_analysis.step_details:
+        step = input_pipeline_pb2.PerGenericStepDetails()
+        packed.Unpack(step)
+        step.step_time_ms = float("nan")
+        packed.Pack(step)
+    (d / "localhost.overview_page.pb").write_bytes(page.SerializeToString())
+    _one_line(_cli("summary", str(d)), "localhost.overview_page.pb", "a step of nan ms")
+
+
+def test_json_is_strict() -> None:
+    """Python's json parses NaN; a strict parser does not. No token of the kind may appear."""
+    r = _cli("summary", "--json", str(sample_session("keras_fit_float32")))
+    assert r.returncode == 0
+    json.loads(r.stdout, parse_constant=lambda c: pytest.fail(f"non-standard JSON: {c}"))
