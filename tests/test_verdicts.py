@@ -189,3 +189,43 @@ def test_startup_is_left_out_of_the_verdict() -> None:
     assert v is not None and v.dominant.category == "host_compute"
     assert v.startup_ms == pytest.approx(995.0)
     assert "Start-up" in sentence and "launch-bound" not in sentence.lower()
+
+
+def test_a100_startup_is_startup_not_launch_bound(summaries: dict[Path, ProfileSummary]) -> None:
+    """HTA's A100 benchmark trace: a 30 s cudaDeviceGetStreamPriorityRange and a 6.5 s cudaFree
+    among 79 launches; was "Kernel launch is 97.4% of step time"."""
+    path = SHARED_TRACES / "kineto" / "benchmark_result_2869224_1695835535_trace.json.gz"
+    if path not in summaries:
+        pytest.skip(f"public traces not found at {SHARED_TRACES}")
+    s = summaries[path]
+    assert s.verdict is not None and s.verdict.kind != "launch-bound"
+    assert s.verdict.startup_ms > 40_000
+    names = [n for n, _ in s.startup_calls]
+    assert names[:2] == ["cudaDeviceGetStreamPriorityRange", "cudaFree"]
+    assert "Start-up took" in s.bottleneck and "cudaDeviceGetStreamPriorityRange" in s.bottleneck
+    assert not any("CUDA graphs" in r or "CUDAGraph" in r for r in s.recommendations)
+
+
+def test_v100_verdict_and_advice(summaries: dict[Path, ProfileSummary]) -> None:
+    """The plugin's V100 ResNet-50 sample: compute-bound first, input second; float16 autocast
+    with a GradScaler, no bfloat16 or TF32 (issue 16)."""
+    path = SHARED_TRACES / "kineto_tb_plugin" / "worker0.1623143089861.pt.trace.json.gz"
+    if path not in summaries:
+        pytest.skip(f"public traces not found at {SHARED_TRACES}")
+    s = summaries[path]
+    assert s.bottleneck.startswith("Compute-bound on the GPU: device compute is 55.5%")
+    assert s.verdict is not None and [f.category for f in s.verdict.secondary] == ["input"]
+    tips = "\n".join(s.recommendations)
+    assert "dtype=torch.float16" in tips and "GradScaler" in tips
+    assert "bfloat16" not in tips and "tf32" not in tips.lower()
+
+
+def test_jax_on_mi300x_gets_jax_words(summaries: dict[Path, ProfileSummary]) -> None:
+    path = SHARED_TRACES / "jax_gpu_gemm" / "plugins" / "profile" / "2025_gemm"
+    if path not in summaries:
+        pytest.skip(f"public traces not found at {SHARED_TRACES}")
+    s = summaries[path]
+    tips = "\n".join(s.recommendations)
+    assert s.framework == "jax" and "jax.jit" in tips
+    assert "Tensor" not in tips and "mixed precision" not in tips.lower()
+    assert "Matrix Cores:" in str(precision_text(s))

@@ -94,7 +94,10 @@ def _ms(v: float) -> str:
 
 
 def verdict(
-    avg: StepAverage | None, f: Facts, startup_ms: float = 0.0
+    avg: StepAverage | None,
+    f: Facts,
+    startup_ms: float = 0.0,
+    startup_calls: Sequence[tuple[str, float]] = (),
 ) -> tuple[str, Verdict | None, list[str]]:
     """(the sentence, its parts, the categories that deserve a remedy: dominant first)."""
     if avg is None:
@@ -131,9 +134,10 @@ def verdict(
             + "."
         )
     if startup > 0 and 100.0 * startup / avg.step_time_ms >= STARTUP_NOTE_PERCENT:
+        calls = ", ".join(f"{n} {_ms(ms)} ms" for n, ms in startup_calls[:3])
         text += (
-            f" Start-up (one-off runtime calls: context, streams, first allocations and launches) took "
-            f"{_ms(startup)} ms more and is left out."
+            f" Start-up took {_ms(startup)} ms more and is left out: one-off runtime calls "
+            f"({calls or 'context, streams, first allocations and launches'})."
         )
     v = Verdict(kind=kind, dominant=dominant, secondary=secondary, startup_ms=startup)
     return text, v, [top, *(s.category for s in secondary)]

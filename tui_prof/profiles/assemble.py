@@ -181,7 +181,7 @@ def assemble(
     avg = average(steps)
     tc = tensor_core_use(kernels)
     f = facts(env, prec, framework, is_training)
-    sentence, verdict, flagged = advice.verdict(avg, f, startup_ms)
+    sentence, verdict, flagged = advice.verdict(avg, f, startup_ms, startup_calls)
     tips = advice.recommendations(flagged, f, tc)
     if avg is None:
         repeated = [p for p in programs if p.runs >= 2]
