@@ -123,3 +123,67 @@ def test_json_is_strict() -> None:
     r = _cli("summary", "--json", str(sample_session("keras_fit_float32")))
     assert r.returncode == 0
     json.loads(r.stdout, parse_constant=lambda c: pytest.fail(f"non-standard JSON: {c}"))
+
+
+def test_a_spec_nested_100k_deep_is_one_line(tmp_path: Path) -> None:
+    from tui_prof.experiments.spec import SpecError, load_spec
+
+    spec = tmp_path / "deep.toml"
+    spec.write_text('name = "x"\ncommand = ["true"]\nx = ' + "[" * 100_000 + "]" * 100_000 + "\n")
+    with pytest.raises(SpecError, match="nested too deeply"):  # what the `r` dialog shows too
+        load_spec(spec)
+    r = _cli("run", "--headless", str(spec))
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "nested too deeply" in r.stderr
+
+
+def _experiment(tmp: Path, value: float) -> Path:
+    (tmp / "job.py").write_text(
+        "import json, os\n"
+        "with open(os.environ['TUIPROF_METRICS_FILE'], 'a') as f:\n"
+        f"    f.write(json.dumps({{'metric': 'big', 'value': {value!r}}}) + '\\n')\n"
+    )
+    out = tmp / "out"
+    job = f"{sys.executable} {tmp / 'job.py'}"
+    r = _cli("run", "--headless", "--repeats", "2", "--output", str(out), "--variant",
+             f"a={job}", "--variant", f"b={job}")  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    return out
+
+
+def test_a_metric_of_1e308_is_left_out_of_compare(tmp_path: Path) -> None:
+    out = _experiment(tmp_path, 1e308)
+    for fmt in ([], ["--json"], ["--markdown"]):
+        r = _cli("compare", *fmt, str(out))
+        assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+        assert "non-finite big, or one beyond" in r.stdout
+
+
+def test_a_damaged_row_in_the_store(tmp_path: Path) -> None:
+    import sqlite3
+
+    out = _experiment(tmp_path, 1.0)
+    with sqlite3.connect(out / "experiment.sqlite") as db:
+        db.execute("UPDATE runs SET metrics = '{bad' WHERE run_id = 'a-r0'")
+    r = _cli("compare", str(out))
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+    r = _cli("run", "--resume", str(out))
+    assert "Traceback" not in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "why"),
+    [
+        (["--log", "/"], "is a directory"),
+        (["--log", "/nonexistent-dir/x.log"], "no such directory"),
+        (["--timeout", "nan"], "--timeout must be positive (seconds), got nan"),
+        (["--every", "nan"], "--every must be positive (seconds), got nan"),
+    ],
+)
+def test_capture_options_are_checked_first(args: list[str], why: str) -> None:
+    r = _cli("capture", "127.0.0.1:1", *args)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and why in r.stderr, r.stderr
+
+
+def test_diff_limit_cannot_be_negative() -> None:
+    r = _cli("diff", "--limit", "-5", "a", "b")
+    assert r.returncode == 2 and "--limit must be 0" in r.stderr

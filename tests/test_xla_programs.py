@@ -276,12 +276,14 @@ def test_tpu_planes_are_listed_and_shown_without_steps(tmp_path: Path) -> None:
     assert not s.steps and s.step_source == "none"
     assert "no launch ids" in s.step_source_detail
     u = s.device_utilization
-    assert u is not None  # the XLA Ops line only: 50 µs of each 200, waits and modules aside
-    assert [round(d.busy_percent, 6) for d in u.devices] == [20.0, 20.0]
+    # the converter's duty cycle: the XLA Ops line only (50 µs of each run; waits aside), over
+    # the span of the programs (10 to 710 µs), not the whole 1,000 µs profile
+    assert u is not None and u.rule == "duty_cycle"
+    assert [round(d.busy_percent, 6) for d in u.devices] == [28.571429, 28.571429]
     assert [(p.name, p.runs, round(p.time_ms, 6)) for p in s.programs] == [("jit_f", 4, 0.8)]
     text = _text(s)
-    assert "No step-time breakdown" in text and "Devices busy 20.0%" in text
-    assert "TPU:0 20.0%, TPU:1 20.0%" in text
+    assert "No step-time breakdown" in text and "TPU duty cycle 28.6% (2 cores)" in text
+    assert "TPU:0 28.6%, TPU:1 28.6%" in text
     assert "--step-program" not in " ".join(s.recommendations)  # TPU runs cannot be split here
 
 

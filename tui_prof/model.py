@@ -282,12 +282,60 @@ class DeviceUtilization:
     profile_ms: float
     busy_percent: float
     devices: tuple[DeviceBusy, ...] = ()
+    # "profile": busy over the profile's span (GPUs); "duty_cycle": the converter's TPU duty
+    # cycle, each core over its own span of XLA programs (profiles/xplane/utilization.py)
+    rule: str = "profile"
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "profile_ms": self.profile_ms,
             "busy_percent": self.busy_percent,
             "devices": [d.to_dict() for d in self.devices],
+            "rule": self.rule,
+        }
+
+
+@dataclass(frozen=True)
+class GpuStepMetric:
+    """One step's GPU figures on one device (see GpuMetric)."""
+
+    step: int
+    utilization_percent: float
+    sm_efficiency_percent: float | None = None
+    occupancy_percent: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "step": self.step,
+            "gpu_utilization_percent": self.utilization_percent,
+            "est_sm_efficiency_percent": self.sm_efficiency_percent,
+            "est_achieved_occupancy_percent": self.occupancy_percent,
+        }
+
+
+@dataclass(frozen=True)
+class GpuMetric:
+    """The PyTorch profiler plugin's GPU figures for one device over all steps, and per step:
+    utilisation (time any kernel runs), estimated SM efficiency and estimated achieved
+    occupancy (None where the trace has no `blocks per SM` / occupancy args)."""
+
+    rank: str  # the trace (rank) the device is in; "" for a one-trace session
+    device: int
+    name: str
+    utilization_percent: float
+    sm_efficiency_percent: float | None = None
+    occupancy_percent: float | None = None
+    steps: tuple[GpuStepMetric, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "rank": self.rank,
+            "device": self.device,
+            "name": self.name,
+            "gpu_utilization_percent": self.utilization_percent,
+            "est_sm_efficiency_percent": self.sm_efficiency_percent,
+            "est_achieved_occupancy_percent": self.occupancy_percent,
+            "steps": [s.to_dict() for s in self.steps],
         }
 
 
@@ -489,6 +537,8 @@ class ProfileSummary:
     verdict: Verdict | None = None
     # One-off start-up runtime calls (name, ms in the steps), largest first, where found.
     startup_calls: tuple[tuple[str, float], ...] = ()
+    # PyTorch traces: the plugin's GPU utilisation, SM efficiency and occupancy per device.
+    gpu_metrics: tuple[GpuMetric, ...] = ()
     efficiency: Efficiency | None = None
     memory: MemoryUse | None = None
 
@@ -498,6 +548,8 @@ class ProfileSummary:
         d["memory"] = self.memory.to_dict() if self.memory else None
         if self.framework:
             d["framework"] = self.framework
+        if self.gpu_metrics:
+            d["gpu_metrics"] = [g.to_dict() for g in self.gpu_metrics]
         if self.ranks:
             d["ranks"] = [r.to_dict() for r in self.ranks]
             slowest = next((r.name for r in self.ranks if r.slowest), None)

@@ -135,9 +135,12 @@ def to_markdown(summaries: list[ProfileSummary]) -> str:
         u = s.device_utilization
         if u is not None:
             busiest = max(u.devices, key=lambda d: d.busy_percent)
+            duty = u.rule == "duty_cycle"
+            where = "TPU duty cycle" if duty else f"of the {u.profile_ms:.1f} ms profile"
+            of = f"{len(u.devices)} cores" if duty else f"mean of {len(u.devices)}"
             out.append(
-                f"- Device utilisation: {u.busy_percent:.1f}% of the {u.profile_ms:.1f} ms profile "
-                f"(mean of {len(u.devices)}; busiest {busiest.name} {busiest.busy_percent:.1f}%)"
+                f"- Device utilisation: {u.busy_percent:.1f}% {where} "
+                f"({of}; busiest {busiest.name} {busiest.busy_percent:.1f}%)"
             )
         if avg:
             sd = f" ± {avg.step_time_std_ms:.2f}" if avg.step_time_std_ms is not None else ""

@@ -206,6 +206,15 @@ def available_metrics(exp: ExperimentRecord) -> list[str]:
     return names + [k for k in reported if k not in names]
 
 
+# The largest magnitude a metric may have to be compared: squares and sums of such values stay
+# finite (1e308 overflowed the statistics' sums); no real measurement comes near it.
+MAX_METRIC = 1e100
+
+
+def _usable(x: float) -> bool:
+    return math.isfinite(x) and abs(x) <= MAX_METRIC
+
+
 def _metric_report(
     name: str,
     runs: Sequence[RunRecord],
@@ -219,13 +228,16 @@ def _metric_report(
     warnings: list[str] = []
     for v in variants:
         raw = [(blocking.key(r), metric_value(r, name)) for r in runs if r.variant == v]
-        bad = sum(1 for _, x in raw if x is not None and not math.isfinite(x))
+        bad = sum(1 for _, x in raw if x is not None and not _usable(x))
         missing = sum(1 for _, x in raw if x is None)
         if bad:
-            warnings.append(f"{v}: {bad} run(s) reported a non-finite {name} (left out)")
+            warnings.append(
+                f"{v}: {bad} run(s) reported a non-finite {name}, or one beyond "
+                f"±{MAX_METRIC:.0e} (left out)"
+            )
         if missing and len(raw) > missing:
             warnings.append(f"{v}: {missing} finished run(s) did not report {name}")
-        kept = [(k, x) for k, x in raw if x is not None and math.isfinite(x)]
+        kept = [(k, x) for k, x in raw if x is not None and _usable(x)]
         values[v] = tuple(x for _, x in kept)
         blocks[v] = tuple(k for k, _ in kept)
     report = MetricReport(

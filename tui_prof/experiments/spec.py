@@ -355,6 +355,8 @@ def load_spec(path: str | Path) -> ExperimentSpec:
         raise SpecError(f"{p}: not UTF-8 text") from None
     except tomllib.TOMLDecodeError as exc:
         raise SpecError(f"{p}: invalid TOML: {exc}") from None
+    except RecursionError:  # tomllib recurses per nested array: 100,000 `[` exhaust the stack
+        raise SpecError(f"{p}: invalid TOML: nested too deeply") from None
     return parse_spec(data, p)
 
 

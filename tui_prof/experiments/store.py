@@ -176,8 +176,15 @@ class PlannedRun:
         return f"{self.variant}-{'w' if self.is_warmup else 'r'}{self.repeat}"
 
 
-def _json(text: str) -> Any:
-    return {} if text == "{}" else json.loads(text)  # most rows: a pending run's empty maps
+def _json(text: str) -> dict[str, Any] | None:
+    """A row's JSON map; None where it is damaged (not JSON, or not an object)."""
+    if text == "{}":  # most rows: a pending run's empty maps
+        return {}
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None
 
 
 def _row_to_record(row: sqlite3.Row, directory: Path) -> RunRecord:
@@ -198,6 +205,12 @@ def _row_to_record(row: sqlite3.Row, directory: Path) -> RunRecord:
             error = error or ORPHAN_NOTE
         else:
             status, error = RUN_INTERRUPTED, error or "tuiprof stopped while this run was running"
+    metrics, environment = _json(row["metrics"]), _json(row["environment"])
+    if metrics is None or environment is None:  # a damaged row: its result is lost, run it again
+        status, error = (
+            RUN_INTERRUPTED,
+            "its stored result is damaged (not JSON); --resume runs it again",
+        )
     return RunRecord(
         run_id=row["run_id"],
         variant=row["variant"],
@@ -208,8 +221,8 @@ def _row_to_record(row: sqlite3.Row, directory: Path) -> RunRecord:
         ended_at=row["ended_at"],
         wall_time_s=row["wall_time_s"],
         exit_code=row["exit_code"],
-        metrics=_json(row["metrics"]),
-        environment=_json(row["environment"]),
+        metrics=metrics or {},
+        environment=environment or {},
         run_dir=run_dir,
         log_path=f"{run_dir}{os.sep}{LOG_NAME}",
         error=error,

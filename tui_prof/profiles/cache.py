@@ -26,6 +26,8 @@ from tui_prof.model import (
     Efficiency,
     Environment,
     Finding,
+    GpuMetric,
+    GpuStepMetric,
     KernelStat,
     MemoryUse,
     OpStat,
@@ -46,8 +48,9 @@ from tui_prof.profiles.discover import Session, display_path
 # 4: kernels carry their launch shape (grid, block).
 # 5: names made printable (tui_prof.printable) before they are stored.
 # 6: efficiency (FLOPs, MFU) and memory; ops carry their FLOPs and bytes.
-# 7: the verdict's parts (dominant, secondary, start-up) and start-up calls.
-SCHEMA = 7
+# 7: PyTorch traces: the plugin's GPU figures (gpu_metrics).
+# 8: the verdict's parts (dominant, secondary, start-up) and start-up calls.
+SCHEMA = 8
 
 
 def cache_dir() -> Path:
@@ -125,6 +128,7 @@ def summary_from_dict(d: dict[str, Any]) -> ProfileSummary:
         ranks=tuple(RankSummary(**r) for r in d.get("ranks", ())),
         verdict=_verdict(d.get("verdict")),
         startup_calls=tuple((c["name"], c["ms"]) for c in d.get("startup_calls") or ()),
+        gpu_metrics=tuple(_gpu_metric(g) for g in d.get("gpu_metrics", ())),
         efficiency=_efficiency(d.get("efficiency")),
         memory=_memory(d.get("memory")),
     )
@@ -177,6 +181,23 @@ def _memory(d: dict[str, Any] | None) -> MemoryUse | None:
     )
 
 
+def _gpu_metric(d: dict[str, Any]) -> GpuMetric:
+    def figures(x: dict[str, Any]) -> tuple[float, float | None, float | None]:
+        return (
+            x["gpu_utilization_percent"],
+            x["est_sm_efficiency_percent"],
+            x["est_achieved_occupancy_percent"],
+        )
+
+    return GpuMetric(
+        d["rank"],
+        d["device"],
+        d["name"],
+        *figures(d),
+        steps=tuple(GpuStepMetric(s["step"], *figures(s)) for s in d["steps"]),
+    )
+
+
 def _utilization(d: dict[str, Any] | None) -> DeviceUtilization | None:
     if not d:
         return None
@@ -184,6 +205,7 @@ def _utilization(d: dict[str, Any] | None) -> DeviceUtilization | None:
         profile_ms=d["profile_ms"],
         busy_percent=d["busy_percent"],
         devices=tuple(DeviceBusy(**x) for x in d.get("devices") or ()),
+        rule=d.get("rule", "profile"),
     )
 
 

@@ -20,6 +20,7 @@ from tui_prof.model import (
     NATIVE_CATEGORIES,
     NATIVE_LABELS,
     DeviceUtilization,
+    GpuMetric,
     ProfileSummary,
     StepBreakdown,
 )
@@ -275,10 +276,13 @@ def utilization_text(u: DeviceUtilization) -> Text:
     """Device busy time over the whole profile: the mean, then each device (idle ones counted)."""
     t = Text()
     n = len(u.devices)
-    t.append(
-        f"Devices busy {u.busy_percent:.1f}% of the {fmt_ms(u.profile_ms)} ms profile"
-        + (f" (mean of {n})" if n > 1 else "")
-    )
+    if u.rule == "duty_cycle":  # TPUs: the converter's duty cycle (each over its programs' span)
+        t.append(f"TPU duty cycle {u.busy_percent:.1f}%" + (f" ({n} cores)" if n > 1 else ""))
+    else:
+        t.append(
+            f"Devices busy {u.busy_percent:.1f}% of the {fmt_ms(u.profile_ms)} ms profile"
+            + (f" (mean of {n})" if n > 1 else "")
+        )
     # A device with any event is busy, however little (never "idle" beside device compute);
     # devices without a single event are listed apart.
     busy = sorted((d for d in u.devices if d.busy_percent > 0), key=lambda d: -d.busy_percent)
@@ -296,6 +300,34 @@ def utilization_text(u: DeviceUtilization) -> Text:
 
 def _pct(v: float) -> str:
     return f"{v:.1f}%" if v >= 0.05 else "<0.1%"
+
+
+def _pct_range(values: Sequence[float | None]) -> str:
+    found = [v for v in values if v is not None]
+    if len(found) < 2:
+        return ""
+    return f" (steps {min(found):.1f}–{max(found):.1f}%)"
+
+
+def gpu_metrics_text(metrics: Sequence[GpuMetric], limit: int = 4) -> Text:
+    """The PyTorch plugin's GPU figures over all steps, one line per device, with the spread of
+    the per-step utilisation."""
+    t = Text()
+    for i, m in enumerate(metrics[:limit]):
+        if i:
+            t.append("\n")
+        if len(metrics) > 1:
+            where = f"{m.rank} " if m.rank else ""
+            t.append(f"{where}GPU {m.device}: ", style="bold")
+        t.append(f"GPU utilization {m.utilization_percent:.1f}%")
+        t.append(_pct_range([s.utilization_percent for s in m.steps]), style="dim")
+        if m.sm_efficiency_percent is not None:
+            t.append(f", est. SM efficiency {m.sm_efficiency_percent:.1f}%")
+        if m.occupancy_percent is not None:
+            t.append(f", est. achieved occupancy {m.occupancy_percent:.1f}%")
+    if len(metrics) > limit:
+        t.append(f"\n… {len(metrics) - limit} more GPUs (`--json`: gpu_metrics)", style="dim")
+    return t
 
 
 def no_steps_text(summary: ProfileSummary) -> Text:
@@ -410,6 +442,9 @@ def overview_sections(
     if summary.steps and summary.device_utilization is not None:
         prec.append("\n")
         prec.append_text(utilization_text(summary.device_utilization))
+    if summary.gpu_metrics:  # PyTorch: the plugin's figures, from the kernels' own args
+        prec.append("\n")
+        prec.append_text(gpu_metrics_text(summary.gpu_metrics))
     for extra in (efficiency_text(summary), memory_text(summary)):
         if extra is not None:
             prec.append("\n")

@@ -45,8 +45,9 @@ HAS_16BIT_INPUT = 4
 NOT_CPU_EXEC = 8  # an op the plugin counts as DataLoader or Communication, not CPU Exec
 
 Span = tuple[float, float]
-# A kernel: (ts, end, name id, correlation, external id, device, occupancy or -1)
-KernelRow = tuple[float, float, int, int, int, int, float]
+# A kernel: (ts, end, name id, correlation, external id, device, occupancy or -1,
+# blocks per SM or -1)
+KernelRow = tuple[float, float, int, int, int, int, float, float]
 
 
 def is_dataloader(name: str) -> bool:
@@ -74,7 +75,7 @@ def table(rows: Sequence[tuple[float, ...]], width: int) -> Array:
 class Device:
     """The device events and runtime calls as arrays, for the vectorised stages."""
 
-    kernels: Array  # ts, end, name id, correlation, external id, device, occupancy
+    kernels: Array  # ts, end, name id, correlation, external id, device, occupancy, blocks/SM
     runtimes: Array  # ts, end, correlation, name id
     copies: Array  # memcpy then memset rows: ts, end, correlation, device
     memcpy_rows: int
@@ -113,7 +114,7 @@ class Collector:
     threads: dict[tuple[int | str, int | str], list[tuple[float, float, int, int, int]]] = field(
         default_factory=dict
     )
-    # (ts, end, name id, correlation, external id, device, occupancy or -1)
+    # (ts, end, name id, correlation, external id, device, occupancy or -1, blocks/SM or -1)
     kernels: list[KernelRow] = field(default_factory=list)
     memcpy: list[tuple[float, float, int, int]] = field(default_factory=list)  # ts, end, corr, dev
     memset: list[tuple[float, float, int, int]] = field(default_factory=list)
@@ -148,7 +149,7 @@ class Collector:
         is_op = (flags & IS_OP) != 0
         cpu = rows[is_op & ((flags & NOT_CPU_EXEC) == 0)]
         dev = Device(
-            kernels=table(self.kernels, 7),
+            kernels=table(self.kernels, 8),
             runtimes=np.column_stack([rt[:, 0], -rt[:, 1], rt[:, 4], rt[:, 2]]),
             copies=table(self.memcpy + self.memset, 4),
             memcpy_rows=len(self.memcpy),
@@ -282,7 +283,7 @@ class Collector:
                 nid = known if known is not None else self._id(name)
                 corr = ext = -1
                 dev = e.pid if isinstance(e.pid, int) else 0
-                occ = -1.0
+                occ = blocks = -1.0
                 if args is not None:
                     if args.correlation is not None:
                         corr = args.correlation
@@ -295,7 +296,9 @@ class Collector:
                         dev = args.device
                     if args.occupancy is not None:
                         occ = args.occupancy
-                kernels.append((ts, end, nid, corr, ext, dev, occ))
+                    if args.blocks_per_sm is not None:
+                        blocks = args.blocks_per_sm
+                kernels.append((ts, end, nid, corr, ext, dev, occ, blocks))
             elif kind is MEMCPY or kind is MEMSET:
                 corr = dev = -1
                 if args is not None:

@@ -24,6 +24,7 @@ class Args(msgspec.Struct, gc=False):
     device: int | None = None
     input_type: list[str] | None = msgspec.field(default=None, name="Input type")
     occupancy: float | None = msgspec.field(default=None, name="est. achieved occupancy %")
+    blocks_per_sm: float | None = msgspec.field(default=None, name="blocks per SM")
     # Efficiency (kineto/flop_counts.py, kineto/memory.py). `object`: a TensorList input nests
     # one level deeper, and a wrong type would cost the event its other args.
     input_dims: list[object] | None = msgspec.field(default=None, name="Input Dims")

@@ -101,7 +101,7 @@ def analyse_ops(c: Collector) -> OpsResult:
     none = _OUTSIDE
     collective: dict[int, bool] = {}
     tc: dict[int, bool] = {}
-    for ts, end, nid, corr, _ext, _dev, occ in c.kernels:
+    for ts, end, nid, corr, _ext, _dev, occ, _blocks in c.kernels:
         dur = end - ts
         la = launchers.get(corr, none) if corr >= 0 else none
         op = c.names[la[0]] if la[0] >= 0 else ""

@@ -25,10 +25,11 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from tui_prof.model import StepBreakdown
+from tui_prof.model import GpuMetric, StepBreakdown
 from tui_prof.profiles.kineto import names
 from tui_prof.profiles.kineto.collect import Array, Collector, Device
 from tui_prof.profiles.kineto.extras import Extras, RankExtras
+from tui_prof.profiles.kineto.gpu_metrics import gpu_metrics
 from tui_prof.profiles.kineto.ops import OpsResult, analyse_ops
 from tui_prof.profiles.kineto.ranges import Ranges, as_ranges, partition
 from tui_prof.profiles.kineto.steps import Steps, find_steps
@@ -77,6 +78,7 @@ class RankResult:
     startup_calls: dict[str, float] = field(default_factory=dict)  # name -> ms in the steps
     gpu_step_marks: int = 0  # see Collector
     dataloader_annotations: int = 0
+    gpu_metrics: list[GpuMetric] = field(default_factory=list)  # the plugin's GPU figures
     extras: RankExtras | None = None  # FLOPs and memory (kineto/extras.py)
 
 
@@ -155,15 +157,21 @@ def _startup_calls(c: Collector, dev: Device, spans: list[tuple[float, float]]) 
     return out
 
 
-def _devices(dev: Device, props: list[dict[str, object]] | None) -> tuple[list[str], int]:
-    used = sorted(
-        int(d) for d in np.unique(np.concatenate([dev.kernels[:, 5], dev.copies[:, 3]])) if d >= 0
-    )
+def _device_names(props: list[dict[str, object]] | None) -> dict[int, str]:
+    """deviceProperties' names by device id."""
     by_id: dict[int, str] = {}
     for i, p in enumerate(props or []):
         if isinstance(p, dict):
             did = _int(p.get("id"))
             by_id[did if did is not None else i] = str(p.get("name") or "")
+    return by_id
+
+
+def _devices(dev: Device, props: list[dict[str, object]] | None) -> tuple[list[str], int]:
+    used = sorted(
+        int(d) for d in np.unique(np.concatenate([dev.kernels[:, 5], dev.copies[:, 3]])) if d >= 0
+    )
+    by_id = _device_names(props)
     if not used:  # no device events (a counter trace, a CPU job): what the trace lists, if any
         return [n for n in by_id.values() if n], len(by_id)
     return [by_id[d] for d in used if by_id.get(d)], len(used)
@@ -225,6 +233,10 @@ def analyse_file(
         if any(startup_ms):
             startup_calls = _startup_calls(c, dev, steps.spans)
     device_names, used = _devices(dev, meta.deviceProperties)
+    metrics = []
+    if steps is not None and steps.spans:
+        names_by_id = _device_names(meta.deviceProperties)
+        metrics = gpu_metrics(dev.kernels, steps.spans, steps.numbers, names_by_id, name)
     ops = analyse_ops(c)
     return RankResult(
         name=name,
@@ -243,5 +255,6 @@ def analyse_file(
         startup_ms=startup_ms,
         startup_calls=startup_calls,
         dataloader_annotations=c.dataloader_annotations,
+        gpu_metrics=metrics,
         extras=extras.result(c, steps),
     )

@@ -10,6 +10,7 @@ on this trace, a warning says so and by how much. Never imports a framework or t
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 import threading
 from collections.abc import Sequence
@@ -279,7 +280,7 @@ def summarize(
             device_us[name] = device_us.get(name, 0.0) + o.device_self_us
     eff, memory, flops = combine(results, steps, env, device_us)
     report(1.0, "done")
-    return assemble(
+    summary = assemble(
         session,
         steps,
         source,
@@ -296,6 +297,10 @@ def summarize(
         efficiency=eff,
         memory=memory,
     )
+    metrics = [g for r in results for g in r.gpu_metrics]
+    if len(results) == 1:  # one trace: no rank to tell its devices apart
+        metrics = [dataclasses.replace(g, rank="") for g in metrics]
+    return dataclasses.replace(summary, gpu_metrics=tuple(metrics))
 
 
 def _startup(results: Sequence[RankResult]) -> tuple[float, list[tuple[str, float]]]:
