@@ -39,6 +39,7 @@ from tui_prof.profiles.assemble import assemble
 from tui_prof.profiles.discover import Session
 from tui_prof.profiles.xplane import converter, op_precision, tb_tables
 from tui_prof.profiles.xplane.cost import xla_efficiency
+from tui_prof.profiles.xplane.device_ops import with_device_ops
 from tui_prof.profiles.xplane.framework import framework_of
 from tui_prof.profiles.xplane.memory import memory_use
 
@@ -226,6 +227,7 @@ def summarize(
     training = props.get("is_training")
     prec = _precision(device_type, official, tables, own.found, kernels)
     ops = tb_tables.top_ops(tables[converter.OP_STATS])
+    ops, kernels = with_device_ops(paths, ops, kernels)  # ops only in kernels' annotations
     report(1.0, "done")
     return assemble(
         session,
