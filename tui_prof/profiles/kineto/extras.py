@@ -41,7 +41,7 @@ class Extras:
             if a is None:
                 continue
             if e.ph == "X":
-                if a.input_dims is None and a.flops is None:
+                if not a.input_dims and a.flops is None:
                     continue
                 is_op = ops.get(e.cat)
                 if is_op is None:

@@ -16,7 +16,7 @@ import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from tui_prof.profiles.kineto.events import Args, Event
+from tui_prof.profiles.kineto.events import Args, Event, raw_list
 from tui_prof.profiles.kineto.flop_models import MODELLED, flops, is_math_op, number_format
 
 # (ts, end, name, flops or -1.0 where unknown, number format, from the `flops` arg)
@@ -55,8 +55,8 @@ class FlopCounter:
         arg = False
         if a.flops is not None and a.flops > 0:
             f, arg = float(a.flops), True
-        elif modelled and a.input_dims is not None:
-            f = _shape_flops(name, a)
+        elif modelled and (dims := raw_list(a.input_dims)) is not None:
+            f = _shape_flops(name, dims, a)
         elif not math:
             return
         if f < 0 and not math:
@@ -91,9 +91,8 @@ class FlopCounter:
         return out
 
 
-def _shape_flops(name: str, a: Args) -> float:
-    dims = a.input_dims or []
-    concrete = a.concrete_inputs
+def _shape_flops(name: str, dims: list[object], a: Args) -> float:
+    concrete = raw_list(a.concrete_inputs)
     shaped = [d if isinstance(d, list) else [] for d in dims]
     if not all(isinstance(x, int) for d in shaped for x in d):
         return -1.0

@@ -14,6 +14,8 @@ import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from tui_prof.model import Allocator, DeviceMemory
 from tui_prof.profiles.kineto.collect import IS_OP, Collector
 from tui_prof.profiles.kineto.events import Args, Event
@@ -107,9 +109,22 @@ class MemoryRecorder:
         """Bytes allocated per op: the innermost op around each allocation on its thread."""
         out: dict[str, tuple[float, int]] = {}
         # Old traces write an op's tid as a string and a memory event's as a number.
-        threads = {(str(p), str(t)): rows for (p, t), rows in c.threads.items()}
+        threads = {(str(p), str(t)): i for i, (p, t) in enumerate(c.thread_keys)}
+        h = c.host
         for (pid, tid), allocs in self.allocations.items():
-            ops = sorted(r for r in threads.get((str(pid), str(tid)), ()) if r[3] & IS_OP)
+            ops: list[tuple[float, float, int]] = []
+            th = threads.get((str(pid), str(tid)))
+            if h is not None and th is not None:  # that thread's ops by (ts, -end, name, flags)
+                rows = np.flatnonzero((h.thread == th) & ((h.flags & IS_OP) != 0))
+                rows = rows[np.lexsort((h.flags[rows], h.nid[rows], -h.end[rows], h.ts[rows]))]
+                ops = list(
+                    zip(
+                        h.ts[rows].tolist(),
+                        (-h.end[rows]).tolist(),
+                        h.nid[rows].tolist(),
+                        strict=True,
+                    )
+                )
             allocs.sort()
             stack: list[tuple[float, int]] = []  # (end, name id)
             i = 0
