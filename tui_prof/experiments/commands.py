@@ -150,6 +150,9 @@ def spec_to_toml(spec: ExperimentSpec) -> str:
     ]
     if spec.timeout_s is not None:
         lines.append(f"timeout_s = {spec.timeout_s!r}")
+    if spec.min_difference_pct:
+        pairs = ", ".join(f"{_toml_str(k)} = {x!r}" for k, x in spec.min_difference_pct.items())
+        lines.append(f"min_difference_pct = {{ {pairs} }}")
     for v in spec.variants:
         lines += ["", f"[variants.{_toml_str(v.name)}]", f"args = {_toml_list(v.args)}"]
         if v.env:

@@ -56,6 +56,7 @@ _TOP_KEYS = {
     "variants",
     "kill_grace_s",
     "backend",
+    "min_difference_pct",
 }
 
 
@@ -90,6 +91,9 @@ class ExperimentSpec:
     kill_grace_s: float = 5.0  # SIGTERM to SIGKILL on timeout or stop
     source: str = ""  # the spec file, for messages
     backend: BackendSpec = field(default_factory=BackendSpec)  # where runs execute
+    # The smallest difference that matters, in percent, per metric ("*": every metric); unset
+    # metrics: 5% for times (tui_prof.comparison.names.min_difference_pct)
+    min_difference_pct: dict[str, float] = field(default_factory=dict)
 
     def variant(self, name: str) -> VariantSpec:
         for v in self.variants:
@@ -116,6 +120,7 @@ class ExperimentSpec:
             "kill_grace_s": self.kill_grace_s,
             "source": self.source,
             "backend": self.backend.to_dict(),
+            "min_difference_pct": dict(self.min_difference_pct),
         }
 
     @classmethod
@@ -140,6 +145,7 @@ class ExperimentSpec:
             kill_grace_s=float(d.get("kill_grace_s", 5.0)),
             source=d.get("source", ""),
             backend=BackendSpec.from_dict(d.get("backend")),
+            min_difference_pct=dict(d.get("min_difference_pct") or {}),
         )
 
 
@@ -233,6 +239,32 @@ def _variant(path: Path, name: str, table: Any) -> VariantSpec:
     return VariantSpec(name, args, dict(env))
 
 
+def parse_min_difference(value: str | dict[str, Any]) -> dict[str, float]:
+    """The smallest difference that matters: `5` (every metric) or `wall_time_s=5,acc=0.5`
+    (text, as `--min-difference` and the `r` dialog take it) or a {metric: percent} table; each
+    a percentage above 0 and at most 100 (ValueError: one line saying what was expected)."""
+    if isinstance(value, str):
+        table: dict[str, Any] = {}
+        for part in (p.strip() for p in value.split(",")):
+            if part:
+                name, eq, pct = part.rpartition("=")
+                table[name.strip() if eq else "*"] = pct.strip().removesuffix("%")
+        value = table
+    out: dict[str, float] = {}
+    for name, pct in value.items():
+        try:
+            x = float(pct) if not isinstance(pct, bool) else math.nan
+        except (TypeError, ValueError):
+            x = math.nan
+        if not (0 < x <= 100) or not name:
+            raise ValueError(
+                f"expected a percentage above 0 and at most 100 (5, or wall_time_s=5), got "
+                f"{name + '=' if name != '*' else ''}{pct!r}"
+            )
+        out[str(name)] = x
+    return out
+
+
 def check_executable(spec: ExperimentSpec) -> None:
     """Raise SpecError if the command's program cannot be found for some variant (here: a
     cluster's runs find theirs on their node, and one that is missing fails with that reason)."""
@@ -309,6 +341,11 @@ def parse_spec(data: dict[str, Any], path: Path) -> ExperimentSpec:
         names = ", ".join(v.name for v in variants)
         raise _err(path, "baseline", f"expected one of the variants ({names}), got {baseline!r}")
     backend = parse_backend(data["backend"], path, base) if "backend" in data else BackendSpec()
+    matters = data.get("min_difference_pct", {})
+    try:
+        matters = parse_min_difference(matters if isinstance(matters, dict) else {"*": matters})
+    except ValueError as exc:
+        raise _err(path, "min_difference_pct", str(exc)) from None
     spec = ExperimentSpec(
         name=name,
         command=command,
@@ -324,6 +361,7 @@ def parse_spec(data: dict[str, Any], path: Path) -> ExperimentSpec:
         kill_grace_s=grace,
         source=str(path),
         backend=backend,
+        min_difference_pct=matters,
     )
     check_counts(spec)
     check_executable(spec)
