@@ -26,7 +26,9 @@ def test_load_gives_steps_ops_and_kernels_as_frames() -> None:
     assert steps["step_time_ms"].tolist() == [st.step_time_ms for st in reference.steps]
     for category, ms in reference.steps[0].breakdown_ms.items():
         assert math.isclose(steps[category].iloc[0], ms)
-    assert len(s.ops) == len(reference.top_ops) and s.ops["name"].iloc[0] == reference.top_ops[0].name
+    assert (
+        len(s.ops) == len(reference.top_ops) and s.ops["name"].iloc[0] == reference.top_ops[0].name
+    )
     kernels = s.kernels
     assert len(kernels) == len(reference.kernels) > 0
     assert {"name", "total_duration_us", "uses_tensor_core"} <= set(kernels.columns)

@@ -109,6 +109,8 @@ def _targets(args: argparse.Namespace) -> tuple[Target, Target]:
 def run(args: argparse.Namespace) -> int:
     from tui_prof.comparison.profile_diff import diff_targets
 
+    if args.limit < 0:
+        return _fail(f"--limit must be 0 (all rows) or more, got {args.limit}")
     try:
         a, b = _targets(args)
         if args.format == "rich" and sys.stderr.isatty():

@@ -176,8 +176,15 @@ class PlannedRun:
         return f"{self.variant}-{'w' if self.is_warmup else 'r'}{self.repeat}"
 
 
-def _json(text: str) -> Any:
-    return {} if text == "{}" else json.loads(text)  # most rows: a pending run's empty maps
+def _json(text: str) -> dict[str, Any] | None:
+    """A row's JSON map; None where it is damaged (not JSON, or not an object)."""
+    if text == "{}":  # most rows: a pending run's empty maps
+        return {}
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None
 
 
 def _row_to_record(row: sqlite3.Row, directory: Path) -> RunRecord:
@@ -198,6 +205,12 @@ def _row_to_record(row: sqlite3.Row, directory: Path) -> RunRecord:
             error = error or ORPHAN_NOTE
         else:
             status, error = RUN_INTERRUPTED, error or "tuiprof stopped while this run was running"
+    metrics, environment = _json(row["metrics"]), _json(row["environment"])
+    if metrics is None or environment is None:  # a damaged row: its result is lost, run it again
+        status, error = (
+            RUN_INTERRUPTED,
+            "its stored result is damaged (not JSON); --resume runs it again",
+        )
     return RunRecord(
         run_id=row["run_id"],
         variant=row["variant"],
@@ -208,8 +221,8 @@ def _row_to_record(row: sqlite3.Row, directory: Path) -> RunRecord:
         ended_at=row["ended_at"],
         wall_time_s=row["wall_time_s"],
         exit_code=row["exit_code"],
-        metrics=_json(row["metrics"]),
-        environment=_json(row["environment"]),
+        metrics=metrics or {},
+        environment=environment or {},
         run_dir=run_dir,
         log_path=f"{run_dir}{os.sep}{LOG_NAME}",
         error=error,
@@ -389,8 +402,12 @@ class ExperimentStore:
     ) -> ExperimentStore:
         """A new experiment directory with every planned run recorded as pending."""
         d = Path(directory).resolve()
+        if any(c in str(d) for c in "\n\r\0"):  # the path is printed as the last line
+            raise StoreError(f"{str(d)!r}: a path with a line break or NUL; choose another")
         if (d / DB_NAME).exists():
             raise StoreError(f"{d}: already holds an experiment (use --resume)")
+        if d.is_dir() and any(d.iterdir()):  # never write over files tuiprof did not create
+            raise StoreError(f"{d}: exists and is not empty; name a new or empty directory")
         try:
             (d / RUNS_DIR).mkdir(parents=True, exist_ok=True)
         except OSError as exc:

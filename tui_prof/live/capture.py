@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from tui_prof.live.capture_client import CONNECT_WAIT_S, classify
-from tui_prof.model import Progress
+from tui_prof.model import Progress, os_reason
 
 # An empty trace from a live server is at most this big (an XSpace with no events: ~200 bytes).
 EMPTY_XPLANE_BYTES = 1024
@@ -192,7 +192,12 @@ def capture(
         log = Path(tmp)
     else:
         log = Path(log_path)
-        log.write_bytes(b"")
+        try:
+            log.write_bytes(b"")
+        except OSError as exc:  # a directory, a missing or read-only place: one line, no capture
+            raise CaptureError(
+                "bad_request", f"cannot write the log {log}: {os_reason(exc)}"
+            ) from None
     request: dict[str, Any] = {
         "service_addr": ",".join(addrs),
         "logdir": str(root),

@@ -65,6 +65,14 @@ class Session:
     def size(self) -> int:
         return sum(h.size for h in self.hosts)
 
+    @property
+    def file_names(self) -> str:
+        """Its files' names, printable, for a one-line error that names the file."""
+        names = [h.path.name for h in self.hosts] or [self.path.name]
+        return display_name(
+            ", ".join(names[:3]) + (f" (+{len(names) - 3})" if len(names) > 3 else "")
+        )
+
 
 @dataclass(frozen=True)
 class Run:

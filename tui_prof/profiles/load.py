@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, cast
 
-from tui_prof.model import ProfileError, ProfileSummary, Progress
+from tui_prof.model import ProfileError, ProfileSummary, Progress, UnreadableProfile
 from tui_prof.profiles import cache
 from tui_prof.profiles.discover import Session, discover
 
@@ -100,22 +100,31 @@ def summarize_session(
     if entry is None:
         raise ProfileError(f"{session.path}: no reader for {session.format} profiles")
     module = importlib.import_module(entry.module)
-    if step_program:
-        if not entry.step_programs:
-            raise ProfileError(
-                f"--step-program applies to XLA profiles (*.xplane.pb), not {session.format} ones"
-            )
-        return cast(ProgramReader, module).summarize(
-            session,
-            force_fallback=force_fallback,
-            full=full,
-            cancel=cancel,
-            progress=progress,
-            step_program=step_program,
+    if step_program and not entry.step_programs:
+        raise ProfileError(
+            f"--step-program applies to XLA profiles (*.xplane.pb), not {session.format} ones"
         )
-    return cast(Reader, module).summarize(
-        session, force_fallback=force_fallback, full=full, cancel=cancel, progress=progress
-    )
+    try:
+        if step_program:
+            return cast(ProgramReader, module).summarize(
+                session,
+                force_fallback=force_fallback,
+                full=full,
+                cancel=cancel,
+                progress=progress,
+                step_program=step_program,
+            )
+        return cast(Reader, module).summarize(
+            session, force_fallback=force_fallback, full=full, cancel=cancel, progress=progress
+        )
+    except RecursionError:  # a value nested deeper than any parser's stack (200,000 `[`)
+        raise UnreadableProfile(
+            f"{session.file_names}: nested too deeply to read (not a profile)"
+        ) from None
+    except (OverflowError, ValueError) as exc:  # a number no profile holds (1e400, NaN as an int)
+        raise UnreadableProfile(
+            f"{session.file_names}: damaged numbers ({type(exc).__name__}: {exc})"
+        ) from None
 
 
 def load_summary(
