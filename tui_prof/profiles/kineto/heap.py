@@ -5,7 +5,7 @@ Contract: `release()` after a stage dropped large arrays; a no-op where the C li
 many batch-sized numpy chunks (each well under glibc's mmap threshold, so they live on the
 heap); once they are concatenated and dropped, glibc keeps the freed pages, and on a 2 GiB trace
 that was ≈ 180 MB of resident memory counted against the next stages' peak
-(benchmarks/README.md, section 8).
+(benchmarks/README.md, section 9).
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ named in events.py (0.17 s, 96 MB peak); neither streams, which the chunking abo
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 from collections.abc import Callable, Iterator
@@ -34,6 +35,34 @@ CUT_ATTEMPTS = 8
 KEY = b'"traceEvents"'
 _WS = b" \t\r\n"
 _UNQUOTED_NA = re.compile(rb'(?<!")N/A(?!")')  # old Kineto wrote N/A bare (the plugin fixes it too)
+
+# What reading costs: the compact rows of a trace's events peak at up to 3× its unpacked JSON
+# (benchmarks/bench_kineto.py), so a trace may unpack to a third of the memory free when reading
+# starts, and no less than MIN_UNPACK_LIMIT. Beyond it the reader stops and says so: a 12 MB gzip
+# that unpacks to 4 GB of events would otherwise take the machine's memory before failing.
+ROWS_PER_UNPACKED_BYTE = 3
+MIN_UNPACK_LIMIT = 512 * 2**20
+
+
+def unpack_limit() -> int:
+    """The most unpacked JSON a trace may hold here and now (see ROWS_PER_UNPACKED_BYTE)."""
+    free = _available_memory()
+    return max(MIN_UNPACK_LIMIT, free // ROWS_PER_UNPACKED_BYTE) if free else 2**62
+
+
+def _available_memory() -> int | None:
+    try:
+        with open("/proc/meminfo", "rb") as f:
+            for line in f:
+                if line.startswith(b"MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, AttributeError):
+        return None
+
 
 _events_decoder = msgspec.json.Decoder(list[Event])
 _trace_decoder = msgspec.json.Decoder(Trace)
@@ -54,6 +83,7 @@ class TraceStream:
         cancel: threading.Event | None = None,
         progress: Callable[[float], object] | None = None,
         chunk_bytes: int | None = None,
+        max_unpacked: int | None = None,
     ) -> None:
         self.path = path
         self.name = path.name
@@ -61,6 +91,7 @@ class TraceStream:
         self.progress = progress
         self.chunk_bytes = chunk_bytes or CHUNK_BYTES
         self.read_bytes = min(READ_BYTES, self.chunk_bytes)
+        self.max_unpacked = max_unpacked or unpack_limit()
         self.parts = 0  # how many parts the events were decoded in
         self.meta = Meta()
         self.skipped = 0  # events dropped: fields of the wrong type
@@ -79,6 +110,12 @@ class TraceStream:
                 break
             self._buf += data
             self.unpacked += len(data)
+            if self.unpacked > self.max_unpacked:
+                raise ProfileError(
+                    f"{self.name}: more than {_mb(self.max_unpacked)} of JSON (unpacked); "
+                    f"stopped there: its events would need about {ROWS_PER_UNPACKED_BYTE}× that "
+                    "in memory, more than this machine has free"
+                )
             if self.progress is not None:
                 self.progress(min(1.0, source.consumed / source.size))
 
