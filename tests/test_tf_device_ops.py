@@ -47,6 +47,15 @@ def tf_gpu_profile(root: Path, stat: str, nested: bool = False) -> Path:
             stats = {stat: label, "correlation_id": 10 * i + k, "kernel_details": DETAILS}
             kernels.append((kernel, t + start, dur, stats))
     gpu.line(1, "Stream #7(Kernel)", kernels)
+    copy = "kind_src:pageable kind_dst:device size:4096 dest:0 async:0"
+    gpu.line(
+        2,
+        "Stream #123(MemcpyH2D)",
+        [
+            ("MemcpyH2D", 105 + 900 * i, 40, {stat: "MakeTensorFromProto", "memcpy_details": copy})
+            for i in range(3)
+        ],
+    )
     return sp.save(root, "s1")
 
 
@@ -90,7 +99,8 @@ def test_the_converter_alone_names_no_op_from_the_annotation(tmp_path: Path) -> 
             "train_function::model/conv2d/Conv2D:Conv2D#id=3,bytes=9#",
             ("model/conv2d/Conv2D", "Conv2D"),
         ),
-        ("model/dense/BiasAdd", ("model/dense/BiasAdd", "BiasAdd")),
+        ("model/dense/BiasAdd", ("model/dense/BiasAdd", "Unknown")),
+        ("MemcpyHToD", ("MemcpyHToD", "MemcpyHToD")),
     ],
 )
 def test_op_annotations(annotation: str, parsed: tuple[str, str]) -> None:

@@ -275,6 +275,15 @@ def utilization_text(u: DeviceUtilization) -> Text:
     return t
 
 
+def step_gpu_utilization(metrics: Sequence[GpuMetric]) -> dict[int, float]:
+    """Each step's GPU utilization (the mean over GPUs where there are several), by step."""
+    per: dict[int, list[float]] = {}
+    for m in metrics:
+        for s in m.steps:
+            per.setdefault(s.step, []).append(s.utilization_percent)
+    return {step: sum(v) / len(v) for step, v in per.items()}
+
+
 def _pct_range(values: Sequence[float | None]) -> str:
     found = [v for v in values if v is not None]
     if len(found) < 2:

@@ -24,13 +24,18 @@ from tui_prof.profiles.xplane.xspace import XSpaceFile, read_plane
 OP_STATS = ("tf_op", "level 0")  # the converter's stat first, then the annotation
 
 
+_MEMCPY_TYPES = ("MemcpyHToD", "MemcpyDToH", "MemcpyDToD", "MemcpyHToH")
+
+
 def parse_op(annotation: str) -> tuple[str, str]:
     """(name, type) of a TensorFlow op annotation, as tsl's ParseTfOpFullname reads
-    `name:type` (the innermost of nested `outer::inner` scopes, `#arguments#` dropped)."""
+    `name:type` (the innermost of nested `outer::inner` scopes, `#arguments#` dropped); a name
+    without a type is "Unknown" as the converter's op table shows it, but copies (`MemcpyHToD…`)."""
     inner = annotation.split("::")[-1].split("#")[0].strip()
-    name, _, op_type = inner.rpartition(":")
-    if not name:  # no type: the name's last component stands for it
-        return inner, inner.rsplit("/", 1)[-1]
+    name, colon, op_type = inner.partition(":")
+    if not colon:
+        low = inner.lower()
+        return inner, next((t for t in _MEMCPY_TYPES if low.startswith(t.lower())), "Unknown")
     return name, op_type
 
 
