@@ -144,6 +144,9 @@ def test_gemm_flops_equal_2mnk_from_the_recorded_shapes() -> None:
     assert e.achieved_tflops == pytest.approx(
         e.flops_per_step / (s.average.step_time_ms / 1e3) / 1e12  # type: ignore[union-attr]
     )
+    # the hardware table's A100 80GB SXM: fp32 on CUDA cores, 19.5 TFLOP/s (NVIDIA's datasheet)
+    assert e.peak_tflops == 19.5 and e.peak_format == "fp32" and "A100" in e.peak_source
+    assert e.mfu_percent == pytest.approx(100 * e.achieved_tflops / 19.5)
 
 
 @needs_shared

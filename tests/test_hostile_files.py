@@ -187,3 +187,32 @@ def test_capture_options_are_checked_first(args: list[str], why: str) -> None:
 def test_diff_limit_cannot_be_negative() -> None:
     r = _cli("diff", "--limit", "-5", "a", "b")
     assert r.returncode == 2 and "--limit must be 0" in r.stderr
+
+
+def test_inflating_stops_at_the_bound_and_says_so(tmp_path: Path) -> None:
+    """A gzip bomb: ~60 MB of events from a file of a few hundred KB. With the bound at 16 MB
+    (as on a machine with 48 MB free) reading stops there, in bounded memory, with one line."""
+    import gzip
+
+    from kineto_factory import two_steps
+
+    from tui_prof.model import ProfileError
+    from tui_prof.profiles.kineto import stream
+
+    event = (
+        '{"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": 5, "dur": 1},'
+    )
+    doc = two_steps().write(tmp_path / "t.json").read_text()
+    head, tail = doc.split('"traceEvents": [', 1)
+    bomb = tmp_path / "w.pt.trace.json.gz"
+    with gzip.open(bomb, "wt", compresslevel=1) as f:
+        f.write(head + '"traceEvents": [')
+        f.writelines(event for _ in range(600_000))
+        f.write(tail)
+    assert bomb.stat().st_size < 2_000_000
+    s = stream.TraceStream(bomb, max_unpacked=16 * 2**20)
+    with pytest.raises(ProfileError, match=r"more than 16.0 MB of JSON \(unpacked\); stopped"):
+        for _ in s.batches():
+            pass
+    assert s.unpacked <= 16 * 2**20 + stream.READ_BYTES
+    assert stream.unpack_limit() >= stream.MIN_UNPACK_LIMIT

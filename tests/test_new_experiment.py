@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from conftest import SAMPLES, settle
-from textual.widgets import Static, TextArea
+from textual.widgets import Input, Static, TextArea
 
 from tui_prof.experiments.spec import load_spec
 from tui_prof.experiments.store import load_experiment
@@ -52,6 +52,7 @@ async def test_variants_typed_as_commands_run_and_the_spec_is_saved(tmp_path: Pa
         dialog.query_one("#repeats").value = "2"  # type: ignore[attr-defined]
         dialog.query_one("#workdir").value = str(tmp_path)  # type: ignore[attr-defined]
         dialog.query_one("#save").value = "amp.toml"  # type: ignore[attr-defined]
+        dialog.query_one("#matters").value = "wall_time_s=2"  # type: ignore[attr-defined]
         await pilot.click("#start")
         await _wait_for(pilot, lambda: app.screen is app.get_screen("experiments"))
         table = app.get_screen("experiments").query_one(RunTable)
@@ -67,6 +68,7 @@ async def test_variants_typed_as_commands_run_and_the_spec_is_saved(tmp_path: Pa
         saved = load_spec(tmp_path / "amp.toml")
         assert saved.command == (sys.executable, "job.py") and saved.variant("b").args == ("0.8",)
         assert load_spec(Path(exp_dir) / "spec.toml").variants == saved.variants
+        assert saved.min_difference_pct == {"wall_time_s": 2.0}  # "Matters", kept with it
 
 
 async def test_a_bad_command_stays_in_the_dialog_in_one_line(tmp_path: Path) -> None:
@@ -80,6 +82,14 @@ async def test_a_bad_command_stays_in_the_dialog_in_one_line(tmp_path: Path) -> 
         await pilot.pause()
         assert isinstance(app.screen, StartDialog)
         assert "different programs" in _plain(app, "#start-error")
+        assert not app.runners
+        app.screen.query_one("#variants", TextArea).text = "a=python x.py\nb=python x.py -O"
+        matters = app.screen.query_one("#matters", Input)
+        matters.value = "0"
+        matters.focus()
+        await pilot.press("enter")
+        await pilot.pause()
+        assert "Matters: expected a percentage" in _plain(app, "#start-error")
         assert not app.runners
 
 

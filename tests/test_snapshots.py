@@ -94,6 +94,8 @@ def test_start_experiment_dialog(snap_compare, size: tuple[int, int]) -> None:
         await _keys("r")(pilot)
         # "Run in" shows the absolute working directory, which differs from clone to clone.
         pilot.app.screen.query_one("#workdir", Input).value = "/srv/project"
+        for field in pilot.app.screen.query("Input, TextArea"):  # a blinking cursor: flaky
+            field.cursor_blink = False  # type: ignore[attr-defined]
         await settle(pilot)
 
     assert snap_compare(TuiprofApp(_rel(SAMPLES)), terminal_size=size, run_before=run)

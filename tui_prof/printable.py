@@ -62,10 +62,20 @@ def _walk(value: Any) -> Any:
     return value
 
 
+# Indenting makes json use its pure-Python encoder (~1 µs a value): a document of more values than
+# this (a job's 10,000 metrics) is written compact by the C encoder instead, 10× faster.
+MAX_INDENTED_BYTES = 4 * 2**20
+
+
 def strict_json(doc: Any, indent: int | None = 2) -> str:
     """`doc` as standard JSON: NaN and infinities (which strict parsers reject) become null;
-    control and non-ASCII characters are escaped (`ensure_ascii`), so none reach a terminal."""
-    return json.dumps(_finite(doc), indent=indent, allow_nan=False, ensure_ascii=True)
+    control and non-ASCII characters are escaped (`ensure_ascii`), so none reach a terminal.
+    Indented where it is small enough (MAX_INDENTED_BYTES compact), else compact."""
+    clean = _finite(doc)
+    compact = json.dumps(clean, allow_nan=False, ensure_ascii=True)
+    if indent is None or len(compact) > MAX_INDENTED_BYTES:
+        return compact
+    return json.dumps(clean, indent=indent, allow_nan=False, ensure_ascii=True)
 
 
 def _finite(value: Any) -> Any:

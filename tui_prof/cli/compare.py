@@ -55,6 +55,14 @@ def register(subparsers: Any) -> None:
         metavar="NAME",
         help="the trade-off's quality metric (default: the first accuracy-like metric)",
     )
+    p.add_argument(
+        "--min-difference",
+        metavar="PCT|METRIC=PCT,…",
+        help="the smallest difference that matters, in percent: 5 (every metric) or "
+        "wall_time_s=5,accuracy=0.5 (default: the spec's, else 5%% for times). An interval "
+        "within it says 'no difference larger than 5%%'; more repeats are advised only to "
+        "resolve that much",
+    )
     p.set_defaults(func=run)
 
 
@@ -64,9 +72,16 @@ def _fail(message: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    from tui_prof.experiments.spec import parse_min_difference
+
     try:
+        matters = parse_min_difference(args.min_difference or "")
         report = build_report(
-            args.experiment_dir, args.metric, speed=args.speed, quality=args.quality
+            args.experiment_dir,
+            args.metric,
+            speed=args.speed,
+            quality=args.quality,
+            matters=matters,
         )
     except ValueError as exc:
         return _fail(str(exc))
@@ -157,8 +172,19 @@ def to_markdown(report: ComparisonReport) -> str:
         lines += ["", f"… {report.pending_runs} run(s) pending or running: numbers will change."]
     if report.tradeoff is not None:
         lines += _tradeoff_markdown(report.tradeoff)
-    for m in report.metrics:
+    from tui_prof.render.stats_table import MAX_METRIC_SECTIONS
+
+    for m in report.metrics[:MAX_METRIC_SECTIONS]:
         lines += _metric_markdown(m, report.baseline)
+    rest = report.metrics[MAX_METRIC_SECTIONS:]
+    if rest:  # sections (with box plots) for thousands of names: a row each instead
+        lines += ["", f"## {len(rest):,} more metrics", "", "| metric | verdicts |", "|---|---|"]
+        lines += [
+            f"| {_cell(m.name)} | "
+            + _cell("; ".join(f"{c.variant}: {c.verdict}" for c in m.comparisons))
+            + " |"
+            for m in rest
+        ]
     return "\n".join(lines) + "\n"
 
 

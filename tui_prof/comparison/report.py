@@ -221,6 +221,7 @@ def _metric_report(
     variants: Sequence[str],
     baseline: str,
     blocking: Blocking = PAIRED_BY_REPEAT,
+    matters: Mapping[str, float] | None = None,
 ) -> MetricReport:
     lib = lower_is_better(name)
     values: dict[str, tuple[float, ...]] = {}
@@ -259,6 +260,7 @@ def _metric_report(
             baseline_name=baseline,
             variant_name=v,
             blocking=blocking,
+            matters=matters,
         )
         for v in variants
         if v != baseline
@@ -284,6 +286,7 @@ def compare_experiment(
     quality: str | None = None,
     blocking: Blocking | None = None,
     distributions: Mapping[str, Any] | None = None,
+    matters: Mapping[str, float] | None = None,
 ) -> ComparisonReport:
     """Statistics, verdicts, the trade-off and the comparability check for `exp` (see the
     module contract).
@@ -293,7 +296,8 @@ def compare_experiment(
     variants change on purpose (see `tui_prof.comparison.comparability.intentional_fields`).
     `speed` and `quality` are the trade-off's axes (default: wall time and the first
     accuracy-like metric); `blocking` says how runs pair up (default: by node and repeat where
-    the runs spread over several cluster nodes, else by repeat).
+    the runs spread over several cluster nodes, else by repeat); `matters` the smallest
+    difference that matters per metric, in percent (default: 5% for times).
     """
     variants = list(exp.variants)
     for r in exp.runs:
@@ -311,12 +315,13 @@ def compare_experiment(
         if r.status in FAILED_STATUSES
     )
     pending = sum(1 for r in exp.runs if r.status not in (RUN_FINISHED, *FAILED_STATUSES))
-    reports = {n: _metric_report(n, runs, variants, baseline, blocking) for n in names}
+    reports = {n: _metric_report(n, runs, variants, baseline, blocking, matters) for n in names}
     axes = default_axes(names, speed, quality)  # --metric X alone leaves the trade-off out
     tradeoff = None
     if axes is not None:
         pair = [
-            reports.get(a) or _metric_report(a, runs, variants, baseline, blocking) for a in axes
+            reports.get(a) or _metric_report(a, runs, variants, baseline, blocking, matters)
+            for a in axes
         ]
         tradeoff = build_tradeoff(pair[0], pair[1], blocking)
     return ComparisonReport(
@@ -346,8 +351,10 @@ def build_report(
     *,
     speed: str | None = None,
     quality: str | None = None,
+    matters: Mapping[str, float] | None = None,
 ) -> ComparisonReport:
-    """Load and compare; raises ValueError with a one-line message for the user."""
+    """Load and compare; raises ValueError with a one-line message for the user. The smallest
+    difference that matters is the spec's, overridden per metric by `matters`."""
     from tui_prof.comparison.comparability import intentional_fields
     from tui_prof.experiments.store import (
         StoreError,
@@ -366,11 +373,14 @@ def build_report(
     except StoreError as exc:
         raise ValueError(str(exc)) from None
     intended: set[str] = set()
+    given: dict[str, float] = {}
     try:
         spec = load_spec_from(path)
         intended = intentional_fields({v.name: (v.args, v.env) for v in spec.variants})
+        given = dict(spec.min_difference_pct)
     except Exception:  # an older or partial spec: check everything rather than fail
         intended = set()
+    given.update(matters or {})
     known, reported = available_metrics(exp), _reported(exp)
     if metrics:
         metrics = expand_metrics(metrics, reported)
@@ -386,4 +396,5 @@ def build_report(
         speed=speed,
         quality=quality,
         distributions=sample_counts(path),
+        matters=given,
     )

@@ -17,6 +17,7 @@ node was lost is retried on another node up to `[backend] retries` times.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import threading
@@ -37,7 +38,7 @@ from tui_prof.experiments.backends import (
     get_backend,
 )
 from tui_prof.experiments.fingerprint import host_fingerprint, run_fingerprint
-from tui_prof.experiments.protocol import MetricsReader, tail_text
+from tui_prof.experiments.protocol import MAX_NAMES, MetricsReader, tail_text
 from tui_prof.experiments.runio import LineTail, describe_exit, expand_args, free_port
 from tui_prof.experiments.samples import seed_for
 from tui_prof.experiments.spec import (
@@ -62,6 +63,9 @@ from tui_prof.model import (
 
 EventCallback = Callable[[Any], None]
 MAX_LINES_PER_EVENT = 1000
+# A run's log and metrics files are read every poll_interval_s while it writes, backing off to
+# QUIET_POLL_S while it is quiet: the observer stays out of what it measures (issue 18).
+QUIET_POLL_S = 0.5
 LOG_TAIL_LINES = 30
 
 
@@ -443,8 +447,9 @@ class Runner:
         if handle.state() != QUEUED:
             t_run = time.perf_counter()
             self._on_running(run_id, handle, port)
+        interval = self.poll_interval_s
         while True:
-            code = handle.wait(self.poll_interval_s)
+            code = handle.wait(interval)
             if t_run is None and (code is not None or handle.state() != QUEUED):
                 t_run = time.perf_counter()
                 if code is None or handle.outcome().ran:  # one never placed did not run
@@ -460,7 +465,12 @@ class Runner:
                         *lines[-MAX_LINES_PER_EVENT:],
                     ]
                 self._emit(ev.RunOutput(run_id, tuple(lines)))
+            # Quiet: look less often, up to QUIET_POLL_S (an exit still ends the wait at once).
+            interval = min(interval * 2, max(QUIET_POLL_S, self.poll_interval_s))
+            if lines:
+                interval = self.poll_interval_s
             if metrics.poll(final=final):
+                interval = self.poll_interval_s
                 progress = metrics.state.progress()
                 if progress != last_progress:
                     last_progress = progress
@@ -490,6 +500,14 @@ class Runner:
     ) -> None:
         out: RunOutcome = handle.outcome()
         state = self._readers.pop(run_id).state
+        if state.dropped_names:  # protocol.MAX_NAMES: said where the run's output is read
+            note = (
+                f"[tuiprof: the job reported more than {MAX_NAMES} metric names; "
+                f"{state.dropped_names} reports of further names were left out]"
+            )
+            with contextlib.suppress(OSError), open(request.log_path, "a") as f:
+                f.write(note + "\n")
+            self._emit(ev.RunOutput(run_id, (note,)))
         code = out.exit_code
         if out.wall_time_s is not None:
             wall = out.wall_time_s  # measured around the process itself, where it ran

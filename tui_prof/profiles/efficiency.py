@@ -92,7 +92,25 @@ def efficiency(
         unmodelled=tuple(unmodelled),
         memory_bandwidth_gbs=bandwidth,
     )
-    return _with_mfu(eff)
+    eff = _with_mfu(eff)
+    return _tf32(eff, env) if fmt == "fp32" else eff
+
+
+def _tf32(e: Efficiency, env: Environment) -> Efficiency:
+    """fp32 math above the fp32 peak ran as TF32 on Tensor Cores (cuDNN's default for
+    convolutions): MFU against the tf32 peak then, and the source says so."""
+    row = peaks.device_row(env)
+    tf32 = row.peak_tflops("tf32") if row is not None else None
+    if e.mfu_percent is None or e.mfu_percent <= 100.0 or tf32 is None or row is None:
+        return e
+    return _with_mfu(
+        dataclasses.replace(
+            e,
+            peak_tflops=tf32,
+            peak_format="tf32",
+            peak_source=f"{row.name} tf32 dense (fp32 math faster than the fp32 peak ran as TF32)",
+        )
+    )
 
 
 def _with_mfu(e: Efficiency) -> Efficiency:

@@ -33,6 +33,13 @@ def rate(tflops: float) -> str:
     return f"{tflops * 1e9:,.3g} kFLOP/s"
 
 
+def percent(v: float) -> str:
+    """38% / 3.8% / 0.042%: two figures where small, so a tiny MFU does not read 0."""
+    if v >= 10:
+        return f"{v:.0f}%"
+    return f"{v:.1f}%" if v >= 1 else f"{v:.2g}%"
+
+
 def count(flops: float) -> str:
     for scale, unit in ((1e15, "PFLOP"), (1e12, "TFLOP"), (1e9, "GFLOP"), (1e6, "MFLOP")):
         if flops >= scale:
@@ -54,7 +61,7 @@ def efficiency_text(summary: ProfileSummary) -> Text | None:
         return None
     t = Text()
     if e.mfu_percent is not None and e.achieved_tflops is not None:
-        t.append(f"MFU {e.mfu_percent:.1f}%", style="bold")
+        t.append(f"MFU {percent(e.mfu_percent)}", style="bold")
         t.append(f" of {_peak_words(e)}; {rate(e.achieved_tflops)} achieved")
     elif e.achieved_tflops is not None:
         t.append(f"{rate(e.achieved_tflops)} achieved", style="bold")

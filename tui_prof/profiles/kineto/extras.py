@@ -31,18 +31,25 @@ class RankExtras:
 class Extras:
     flops: FlopCounter = field(default_factory=FlopCounter)
     memory: MemoryRecorder = field(default_factory=MemoryRecorder)
-    _ops: dict[str, bool] = field(default_factory=dict)
+    _ops: dict[str, bool] = field(default_factory=dict)  # category → is an op
+    _names: dict[str, bool] = field(default_factory=dict)  # op name → FlopCounter wants it
 
     def add(self, batch: Sequence[Event]) -> None:
-        ops = self._ops
+        ops, names = self._ops, self._names
         counter, memory = self.flops, self.memory
         for e in batch:
             a = e.args
             if a is None:
                 continue
             if e.ph == "X":
-                if a.input_dims is None and a.flops is None:
-                    continue
+                if a.flops is None:  # else the profiler counted it (with_flops)
+                    if not a.input_dims:
+                        continue
+                    wanted = names.get(e.name)
+                    if wanted is None:
+                        wanted = names[e.name] = counter.wants(e.name)
+                    if not wanted:
+                        continue
                 is_op = ops.get(e.cat)
                 if is_op is None:
                     is_op = ops[e.cat] = kind_of(e.cat) is Kind.OP

@@ -16,11 +16,15 @@ import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import msgspec
+
 from tui_prof.profiles.kineto.events import Args, Event
 from tui_prof.profiles.kineto.flop_models import MODELLED, flops, is_math_op, number_format
 
-# (ts, end, name, flops or -1.0 where unknown, number format, from the `flops` arg)
-_Record = tuple[float, float, str, float, str, bool]
+_lists = msgspec.json.Decoder(list[object])
+
+# (ts, end, name, flops or -1.0 where unknown, input types, from the `flops` arg)
+_Record = tuple[float, float, str, float, Sequence[str] | None, bool]
 
 
 @dataclass
@@ -44,19 +48,33 @@ class FlopCounter:
 
     threads: dict[tuple[int | str, int | str], list[_Record]] = field(default_factory=dict)
     _names: dict[str, tuple[bool, bool]] = field(default_factory=dict)  # modelled, math
+    # a step repeats the same calls: FLOPs by (op, shapes, concrete inputs) as recorded
+    _shapes: dict[tuple[str, bytes, bytes], float] = field(default_factory=dict)
 
-    def add(self, e: Event, a: Args, ts: float, end: float) -> None:
-        name = e.name
+    def wants(self, name: str) -> bool:
+        """Whether calls of `name` without a `flops` arg matter: a model or matrix math."""
+        modelled, math = self._info(name)
+        return modelled or math
+
+    def _info(self, name: str) -> tuple[bool, bool]:
         info = self._names.get(name)
         if info is None:
             info = self._names[name] = (name in MODELLED, is_math_op(name))
-        modelled, math = info
+        return info
+
+    def add(self, e: Event, a: Args, ts: float, end: float) -> None:
+        name = e.name
+        modelled, math = self._info(name)
         f = -1.0
         arg = False
         if a.flops is not None and a.flops > 0:
             f, arg = float(a.flops), True
-        elif modelled and a.input_dims is not None:
-            f = _shape_flops(name, a)
+        elif modelled and a.input_dims:
+            key = (name, bytes(a.input_dims), bytes(a.concrete_inputs))
+            known = self._shapes.get(key)
+            if known is None:
+                known = self._shapes[key] = _shape_flops(name, a)
+            f = known
         elif not math:
             return
         if f < 0 and not math:
@@ -64,15 +82,16 @@ class FlopCounter:
         rows = self.threads.get((e.pid, e.tid))
         if rows is None:
             rows = self.threads[(e.pid, e.tid)] = []
-        rows.append((ts, end, name, f, number_format(a.input_type), arg))
+        rows.append((ts, end, name, f, a.input_type, arg))
 
     def result(self, spans: Sequence[tuple[float, float]], numbers: Sequence[int]) -> FlopCounts:
         """Count each call once (the innermost with a count) and place it in its step."""
         out = FlopCounts()
         starts = [s for s, _ in spans]
+        formats: dict[tuple[str, ...], str] = {}
         for rows in self.threads.values():
             for rec, counted, covered in _innermost(rows):
-                ts, _end, name, f, fmt, arg = rec
+                ts, _end, name, f, types, arg = rec
                 if not counted:
                     if covered:
                         out.covered.add(name)
@@ -82,7 +101,11 @@ class FlopCounter:
                 total, calls = out.per_op.get(name, (0.0, 0))
                 out.per_op[name] = (total + f, calls + 1)
                 out.total += f
-                key = fmt or "unknown"
+                sig = tuple(types or ())
+                fmt = formats.get(sig)
+                if fmt is None:
+                    fmt = formats[sig] = number_format(sig) or "unknown"
+                key = fmt
                 out.by_format[key] = out.by_format.get(key, 0.0) + f
                 out.sources.add("flops_arg" if arg else "shapes")
                 i = bisect.bisect_right(starts, ts) - 1
@@ -92,8 +115,11 @@ class FlopCounter:
 
 
 def _shape_flops(name: str, a: Args) -> float:
-    dims = a.input_dims or []
-    concrete = a.concrete_inputs
+    try:
+        dims = _lists.decode(a.input_dims)
+        concrete = _lists.decode(a.concrete_inputs) if a.concrete_inputs else None
+    except msgspec.DecodeError:  # ValidationError included: not a list
+        return -1.0
     shaped = [d if isinstance(d, list) else [] for d in dims]
     if not all(isinstance(x, int) for d in shaped for x in d):
         return -1.0

@@ -14,13 +14,16 @@ import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from tui_prof.model import Allocator, DeviceMemory
 from tui_prof.profiles.kineto.collect import IS_OP, Collector
 from tui_prof.profiles.kineto.events import Args, Event
+from tui_prof.profiles.memory_series import MB, downsample
 
-MB = float(2**20)
-SERIES_POINTS = 120
 TOP_ALLOCATORS = 5
+LOOK_BACK = 256  # ops that ended before an allocation, passed over to find the one around it
+OUTSIDE = "(outside any op)"
 CPU = 0
 
 # (ts, bytes, total allocated or -1, total reserved or -1)
@@ -104,25 +107,34 @@ class MemoryRecorder:
         )
 
     def _allocators(self, c: Collector) -> dict[str, tuple[float, int]]:
-        """Bytes allocated per op: the innermost op around each allocation on its thread."""
+        """Bytes allocated per op: the innermost op around each allocation on its thread (the
+        last op to start before it that has not ended: any op inside it would start later)."""
         out: dict[str, tuple[float, int]] = {}
         # Old traces write an op's tid as a string and a memory event's as a number.
-        threads = {(str(p), str(t)): rows for (p, t), rows in c.threads.items()}
+        threads = {(str(p), str(t)): i for i, (p, t) in enumerate(c.thread_keys)}
+        h = c.host
         for (pid, tid), allocs in self.allocations.items():
-            ops = sorted(r for r in threads.get((str(pid), str(tid)), ()) if r[3] & IS_OP)
-            allocs.sort()
-            stack: list[tuple[float, int]] = []  # (end, name id)
-            i = 0
+            ops: list[tuple[float, float, int]] = []
+            th = threads.get((str(pid), str(tid)))
+            if h is not None and th is not None:  # that thread's ops by (ts, -end, name, flags)
+                rows = np.flatnonzero((h.thread == th) & ((h.flags & IS_OP) != 0))
+                rows = rows[np.lexsort((h.flags[rows], h.nid[rows], -h.end[rows], h.ts[rows]))]
+                ops = list(
+                    zip(
+                        h.ts[rows].tolist(),
+                        (-h.end[rows]).tolist(),
+                        h.nid[rows].tolist(),
+                        strict=True,
+                    )
+                )
+            starts = [r[0] for r in ops]
             for ts, nbytes in allocs:
-                while i < len(ops) and ops[i][0] <= ts:
-                    start, negend, nid = ops[i][0], ops[i][1], ops[i][2]
-                    while stack and stack[-1][0] <= start:
-                        stack.pop()
-                    stack.append((-negend, nid))
-                    i += 1
-                while stack and stack[-1][0] < ts:
-                    stack.pop()
-                op = c.names[stack[-1][1]] if stack else "(outside any op)"
+                op = OUTSIDE
+                i = bisect.bisect_right(starts, ts) - 1
+                for j in range(i, max(-1, i - LOOK_BACK), -1):
+                    if -ops[j][1] >= ts:
+                        op = c.names[ops[j][2]]
+                        break
                 total, n = out.get(op, (0.0, 0))
                 out[op] = (total + nbytes, n + 1)
         return out
@@ -142,20 +154,6 @@ def _curve(rows: Sequence[_Row]) -> tuple[list[tuple[float, float]], bool]:
         level += nbytes
         out.append((ts, level))
     return out, False
-
-
-def downsample(curve: list[tuple[float, float]]) -> list[tuple[float, float]]:
-    """At most SERIES_POINTS points: each bin's highest, so no peak is lost."""
-    if len(curve) <= SERIES_POINTS:
-        return [(t, v / MB) for t, v in curve]
-    lo, hi = curve[0][0], curve[-1][0]
-    width = (hi - lo) / SERIES_POINTS or 1.0
-    bins: dict[int, tuple[float, float]] = {}
-    for t, v in curve:
-        b = min(SERIES_POINTS - 1, int((t - lo) / width))
-        if b not in bins or v > bins[b][1]:
-            bins[b] = (lo + b * width, v)
-    return [(t, v / MB) for _, (t, v) in sorted(bins.items())]
 
 
 def _step_peaks(

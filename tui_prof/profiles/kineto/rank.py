@@ -24,13 +24,13 @@ from pathlib import Path
 
 import numpy as np
 
-from tui_prof.model import GpuMetric, StepBreakdown
+from tui_prof.model import Cancelled, GpuMetric, StepBreakdown
 from tui_prof.profiles.kineto import names
 from tui_prof.profiles.kineto.collect import Array, Collector, Device
 from tui_prof.profiles.kineto.extras import Extras, RankExtras
 from tui_prof.profiles.kineto.gpu_metrics import gpu_metrics
 from tui_prof.profiles.kineto.ops import OpsResult, analyse_ops
-from tui_prof.profiles.kineto.ranges import Ranges, as_ranges, partition
+from tui_prof.profiles.kineto.ranges import Ranges, as_ranges, partition, union
 from tui_prof.profiles.kineto.steps import Steps, find_steps
 from tui_prof.profiles.kineto.stream import TraceStream
 
@@ -96,8 +96,8 @@ def _roles(c: Collector, dev: Device, base: float) -> tuple[list[Ranges], list[R
     rt = dev.runtimes
     waits = np.isin(rt[:, 3], _ids_where(c, rt[:, 3], lambda n: WAIT_CALL.search(n) is not None))
 
-    def span(rows: Array) -> Ranges:
-        return rows[:, :2] - base
+    def span(rows: Array) -> Ranges:  # merged at once: a role's union is what counts
+        return union(rows[:, :2] - base)
 
     memcpy, memset = span(dev.memcpy), span(dev.memset)
     host_comm = as_ranges(c.comm_host, base)
@@ -107,15 +107,15 @@ def _roles(c: Collector, dev: Device, base: float) -> tuple[list[Ranges], list[R
         span(k[~by_ext]),
         memcpy,
         memset,
-        np.concatenate([span(k[by_ext]), host_comm]),
+        union(np.concatenate([span(k[by_ext]), host_comm])),
         span(rt),
         dataloader,
         cpu,
     ]
     ours = [
         span(k[~collective]),
-        np.concatenate([memcpy, memset]),
-        np.concatenate([span(k[collective]), host_comm]),
+        union(np.concatenate([memcpy, memset])),
+        union(np.concatenate([span(k[collective]), host_comm])),
         span(rt[~waits]),
         dataloader,
         span(rt[waits]),
@@ -151,13 +151,20 @@ def analyse_file(
     ignore_markers: bool = False,
     cancel: threading.Event | None = None,
     progress: Callable[[float], object] | None = None,
+    chunk_bytes: int | None = None,
 ) -> RankResult:
-    stream = TraceStream(path, cancel=cancel, progress=progress)
+    """`chunk_bytes`: unpacked JSON decoded at a time (stream.CHUNK_BYTES by default)."""
+    stream = TraceStream(path, cancel=cancel, progress=progress, chunk_bytes=chunk_bytes)
     c = Collector()
     extras = Extras()
     for batch in stream.batches():
         c.add(batch)
         extras.add(batch)
+
+    def check() -> None:  # the stages after the read take seconds on a large trace
+        if cancel is not None and cancel.is_set():
+            raise Cancelled()
+
     meta = stream.meta
     info = meta.distributedInfo or {}
     warnings: list[str] = []
@@ -168,8 +175,11 @@ def analyse_file(
         )
     if c.negative:
         warnings.append(f"{name}: {c.negative:,} events with negative durations counted as 0")
+    check()
     dev = c.device()
+    check()
     steps = find_steps(c, dev, ignore_markers=ignore_markers)
+    check()
     breakdowns: list[StepBreakdown] = []
     runtime_per_step = 0.0
     if steps is not None and steps.spans:
@@ -178,6 +188,7 @@ def analyse_file(
         spans = as_ranges(steps.spans, base)
         native = partition(native_roles, spans) / 1000.0
         ours = partition(our_roles, spans) / 1000.0
+        del native_roles, our_roles  # before the op tree needs the memory
         for i, n in enumerate(steps.numbers):
             length = (steps.spans[i][1] - steps.spans[i][0]) / 1000.0
             mine: dict[str, float] = {}
@@ -192,12 +203,13 @@ def analyse_file(
                 )
             )
         runtime_per_step = float(native[:, NATIVE_ORDER.index("runtime")].mean())
+    check()
+    ops = analyse_ops(c, dev)
     device_names, used = _devices(dev, meta.deviceProperties)
     metrics = []
     if steps is not None and steps.spans:
         names_by_id = _device_names(meta.deviceProperties)
         metrics = gpu_metrics(dev.kernels, steps.spans, steps.numbers, names_by_id, name)
-    ops = analyse_ops(c)
     return RankResult(
         name=name,
         rank=_int(info.get("rank")),
@@ -207,7 +219,9 @@ def analyse_file(
         ops=ops,
         device_names=device_names,
         devices_used=used,
-        on_device=bool(c.kernels or c.memcpy or c.memset or c.runtime_calls or used),
+        on_device=bool(
+            c.kernel_count or c.memcpy_count or c.memset_count or c.runtime_calls or used
+        ),
         runtime_ms_per_step=runtime_per_step,
         runtime_2021=c.runtime_2021 > 0,
         warnings=warnings,

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from tui_prof.model import DeviceMemory, MemoryUse
-from tui_prof.profiles.kineto.memory import MB, downsample
+from tui_prof.profiles.memory_series import MB, downsample
 
 
 def _num(v: Any) -> float | None:

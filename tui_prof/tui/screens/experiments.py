@@ -43,6 +43,8 @@ LOG_TAIL_LINES = 400
 # The live log is drawn at most every LIVE_FLUSH_S with at most LIVE_LINES_PER_FLUSH new lines: RichLog
 # renders each line as it is written (~0.1 ms a line here), so drawing all of four fast streams' output
 # stalled the screen > 100 ms at a time (benchmarks/ui_responsiveness.py). The run's log file has it all.
+# The flush is a one-shot timer set by the first line that waits, not an interval: between output
+# bursts nothing wakes the screen (benchmarks/observer_cpu.py), but for the elapsed times once a second.
 LIVE_FLUSH_S = 0.1
 LIVE_LINES_PER_FLUSH = 50
 
@@ -82,6 +84,7 @@ class ExperimentsScreen(TuiprofScreen):
         self._live_runs: dict[str, RunRecord] = {}  # the shown experiment's runs, from events
         self._pending: list[str] = []  # the selected run's lines not drawn yet
         self._pending_skipped = 0
+        self._flush_due = False  # a flush timer is set for the pending lines
 
     def compose(self) -> ComposeResult:
         yield Header(show_clock=False)
@@ -100,13 +103,13 @@ class ExperimentsScreen(TuiprofScreen):
     def on_mount(self) -> None:
         self._composed = True  # (is_mounted turns True only after on_mount)
         self.set_interval(1.0, self._tick)
-        self.set_interval(LIVE_FLUSH_S, self._flush_log)
         if self.current is not None:
             self.show_experiment(self.current)
         self.scan()
 
     def _tick(self) -> None:
-        self.query_one(RunTable).tick()
+        if self.is_current:  # a hidden screen's table is not drawn; it catches up when shown
+            self.query_one(RunTable).tick()
 
     @work(
         thread=True,
@@ -277,8 +280,12 @@ class ExperimentsScreen(TuiprofScreen):
             if len(self._pending) > LIVE_LINES_PER_FLUSH:
                 self._pending_skipped += len(self._pending) - LIVE_LINES_PER_FLUSH
                 del self._pending[:-LIVE_LINES_PER_FLUSH]
+            if not self._flush_due:
+                self._flush_due = True
+                self.set_timer(LIVE_FLUSH_S, self._flush_log)
 
     def _flush_log(self) -> None:
+        self._flush_due = False
         lines, skipped = self._pending, self._pending_skipped
         self._pending, self._pending_skipped = [], 0
         self._write_log(lines, skipped)
