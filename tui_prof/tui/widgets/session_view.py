@@ -13,11 +13,13 @@ from textual.widget import Widget
 from textual.widgets import DataTable, ProgressBar, Static, TabbedContent, TabPane
 
 from tui_prof.model import CATEGORY_LABELS, ProfileSummary
+from tui_prof.profiles.assemble import matrix_units
 from tui_prof.render.efficiency import bound_cell, kernel_op_rates, op_cost_text, op_rate_cell
 from tui_prof.render.names import TailCut, cut_middle, fit_kernels, fit_paths, kernel_names
 from tui_prof.render.summary import (
     fmt_ms,
     headline,
+    headline_folded,
     native_table,
     overview_sections,
     ranks_table,
@@ -172,7 +174,7 @@ class KernelTable(FittedTable):
             Column("total", "Total ms", 8, 0),
             Column("calls", "Calls", 6, 1),
             Column("grid", "Grid", 7, 2 if repeated else 6),
-            Column("tc", "TensorCore", 10, 3),
+            Column("tc", matrix_units(summary.environment) or "Matrix units", 12, 3),
             Column("occupancy", "Occ. %", 6, 4),
             Column("op", "Op", 14, 5),
         ]
@@ -225,7 +227,7 @@ class KernelTable(FittedTable):
 # The same sections `tuiprof summary` prints: bars and averages, or without steps what the devices
 # did and the XLA programs run (never an empty table; a part with nothing to show is hidden).
 PARTS: dict[str, Callable[[ProfileSummary], RenderableType | None]] = {
-    "headline": lambda s: headline(s, source=False),  # above the tabs: kept short for 80x24
+    "headline": headline_folded,  # above the tabs, notes folded to a line: fits 80x24
     "source": step_source_text,
     "bars": lambda s: overview_sections(s)[0],
     "averages": lambda s: overview_sections(s)[1],
@@ -246,7 +248,14 @@ class SummaryPart(Static):
             self.show(shown)
 
     def show(self, summary: ProfileSummary | None) -> None:
-        part = None if summary is None else PARTS[str(self.id)](summary)
+        unfolded = self.id == "headline" and self.query_ancestor(SessionView).notes_open
+        part: RenderableType | None
+        if summary is None:
+            part = None
+        elif unfolded:
+            part = headline(summary, source=False)
+        else:
+            part = PARTS[str(self.id)](summary)
         self.update("" if part is None else part)
         self.display = summary is None or part is not None
 
@@ -292,6 +301,13 @@ class SessionView(Vertical):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.summary: ProfileSummary | None = None
+        self.notes_open = False  # the headline's notes unfolded (`w`)
+
+    def toggle_notes(self) -> None:
+        """Unfold the headline's notes, or fold them back to one line."""
+        self.notes_open = not self.notes_open
+        if self.summary is not None:
+            self.query_one("#headline", SummaryPart).show(self.summary)
 
     def compose(self) -> ComposeResult:
         yield Static(id="status")
@@ -314,9 +330,9 @@ class SessionView(Vertical):
                     *(
                         SummaryPart(id=part)
                         for part in (
-                            "source",
                             "bars",
                             "averages",
+                            "source",
                             "native",
                             "ranks",
                             "precision",
