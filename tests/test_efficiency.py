@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import SHARED_TRACES, needs_shared
+from conftest import SAMPLES, SHARED_TRACES, needs_shared
 
 from tui_prof.model import Environment
 from tui_prof.profiles.cache import summary_from_dict
@@ -236,3 +236,20 @@ def test_torch_trace_flops_equal_torchs_flop_counter(tmp_path: Path) -> None:
     m = s.memory
     assert m is not None and not m.relative
     assert m.peak_allocated_mb == pytest.approx(max(totals) / 2**20)
+
+
+def test_diff_compares_mfu_and_memory() -> None:
+    """`tuiprof diff`'s efficiency block: each side's own figures, B − A."""
+    from tui_prof.profiles.diff import diff_summaries
+
+    a = load_summary(discover(SAMPLES / "torch_cuda_float32").sessions[0], use_cache=False)
+    b = load_summary(discover(SAMPLES / "torch_cuda_autocast").sessions[0], use_cache=False)
+    assert a.efficiency is not None and b.efficiency is not None
+    changes = diff_summaries([a], [b]).to_dict()["efficiency"]
+    mfu = changes["mfu_percent"]  # type: ignore[index]
+    assert mfu["a"] == a.efficiency.mfu_percent and mfu["b"] == b.efficiency.mfu_percent
+    assert mfu["delta"] == pytest.approx(mfu["b"] - mfu["a"])
+    # the same model both times: the same FLOPs per step, fp32 against fp16 peaks
+    assert changes["flops_per_step"]["delta"] == 0  # type: ignore[index]
+    assert a.efficiency.peak_format == "fp32" and b.efficiency.peak_format == "fp16"
+    assert "peak_allocated_mb" not in changes  # neither recorded memory
