@@ -24,7 +24,7 @@ from tui_prof.profiles.diff import (
     ProfileDiff,
     Total,
 )
-from tui_prof.render.efficiency import count, percent, rate
+from tui_prof.render.efficiency import count, megabytes, percent, rate
 from tui_prof.render.names import fit_kernels, fit_paths, kernel_names
 from tui_prof.render.summary import fmt_ms
 
@@ -180,7 +180,7 @@ _EFFICIENCY_LABELS: dict[str, tuple[str, Callable[[float], str]]] = {
     "mfu_percent": ("MFU", percent),
     "achieved_tflops": ("achieved", rate),
     "flops_per_step": ("per step", count),
-    "peak_allocated_mb": ("peak memory", lambda mb: f"{mb:,.0f} MB"),
+    "peak_allocated_mb": ("peak memory", megabytes),
 }
 
 
