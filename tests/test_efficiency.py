@@ -253,3 +253,39 @@ def test_diff_compares_mfu_and_memory() -> None:
     assert changes["flops_per_step"]["delta"] == 0  # type: ignore[index]
     assert a.efficiency.peak_format == "fp32" and b.efficiency.peak_format == "fp16"
     assert "peak_allocated_mb" not in changes  # neither recorded memory
+
+
+def test_mfu_and_peak_memory_are_metrics_of_runs_with_profiles(tmp_path: Path) -> None:
+    """Two variants whose jobs leave a profile in their run directory (a copy of a sample trace:
+    H100, fp32 and autocast); `tuiprof compare` compares their MFU like any metric."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    from conftest import REPO
+
+    for name in ("torch_cuda_float32", "torch_cuda_autocast"):
+        shutil.copy(next((SAMPLES / name).rglob("*.pt.trace.json.gz")), tmp_path / f"{name}.gz")
+    job = "import os, shutil, sys; shutil.copy(sys.argv[1], os.environ['TUIPROF_RUN_DIR'] + '/w.pt.trace.json.gz')"
+    env = {**os.environ, "PYTHONPATH": str(REPO), "TUIPROF_CACHE_DIR": str(tmp_path / "cache")}
+    py = sys.executable
+    run = subprocess.run(
+        [py, "-m", "tui_prof.cli", "run", "--headless", "--no-profiler-port",
+         "--variant", f"fp32={py} -c \"{job}\" torch_cuda_float32.gz",
+         "--variant", f"amp={py} -c \"{job}\" torch_cuda_autocast.gz",
+         "--repeats", "2", "--output", str(tmp_path / "e")],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    out = subprocess.run(
+        [py, "-m", "tui_prof.cli", "compare", str(tmp_path / "e"), "--json"],
+        env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    doc = json.loads(out.stdout)
+    assert "mfu_percent" in doc["metrics"]
+    fp32 = load_summary(discover(SAMPLES / "torch_cuda_float32").sessions[0], use_cache=False)
+    assert fp32.efficiency is not None
+    means = {v: x["mean"] for v, x in doc["metrics"]["mfu_percent"]["variants"].items()}
+    assert means["fp32"] == pytest.approx(fp32.efficiency.mfu_percent)
+    assert means["amp"] < means["fp32"]  # the same FLOPs against the fp16 Tensor Core peak
