@@ -94,7 +94,9 @@ async def test_a_bad_command_stays_in_the_dialog_in_one_line(tmp_path: Path) -> 
 
 
 async def test_the_dialog_opens_with_the_change_the_advice_names() -> None:
-    """A run of the sample experiment: CPU-bound, the advice says larger batch, XLA, bf16."""
+    """A run of the sample experiment: CPU-bound, the advice says larger batch and XLA; not
+    mixed precision, which the CPU row of the hardware table cannot vouch for (and which the
+    sample experiment itself measured as ~4x slower on this CPU)."""
     run = SAMPLES / "experiment_mixed_precision" / "runs" / "float32-r0"
     app = TuiprofApp(run)
     async with app.run_test(size=(120, 40)) as pilot:
@@ -109,7 +111,7 @@ async def test_the_dialog_opens_with_the_change_the_advice_names() -> None:
         assert "'${TUIPROF_REPEAT}'" in text[1]  # quoted: split back, it is replaced per run
         hint = _plain(app, "#start-hint")
         assert "From the advice: a larger batch, by --batch-size in the command." in hint
-        assert "mixed precision (--precision in the command)" in hint
+        assert "mixed precision" not in hint
         assert app.screen.query_one("#repeats").value == "5"  # type: ignore[attr-defined]
         await pilot.press("escape")
 
@@ -188,10 +190,14 @@ def test_a_job_using_instrument_settings_is_offered_env_variants(tmp_path: Path)
 
 
 def test_changes_the_advice_names_in_its_order() -> None:
-    from tui_prof.profiles.advice import TIPS, suggested_changes
+    from tui_prof.profiles.advice import suggested_changes
+    from tui_prof.profiles.hardware import device_spec
+    from tui_prof.profiles.remedies import TENSORFLOW as TIPS
+    from tui_prof.profiles.remedies import Facts, device_compute
 
-    assert suggested_changes([TIPS["host_compute_cpu"]]) == ("batch_size", "xla", "mixed_precision")
-    assert suggested_changes([TIPS["input"], TIPS["device_compute"]]) == (
+    a100 = Facts("tensorflow", "GPU", device_spec(name="NVIDIA A100-SXM4-40GB"), "NVIDIA")
+    assert suggested_changes([TIPS["host_compute_cpu"]]) == ("batch_size", "xla")
+    assert suggested_changes([TIPS["input"], device_compute(a100)]) == (
         "input_pipeline",
         "mixed_precision",
         "xla",

@@ -18,7 +18,6 @@ from rich.console import Console
 from xla_profiles import Space
 
 from tui_prof.model import STEP_SOURCE_OFFICIAL, STEP_SOURCE_PROGRAM_RUNS
-from tui_prof.profiles import advice
 from tui_prof.profiles.load import summarize_session
 from tui_prof.profiles.xplane.op_precision import KERNEL_16BIT, op_is_16bit
 from tui_prof.profiles.xplane.program_runs import find_programs, matches, program_name
@@ -188,11 +187,15 @@ def test_gpu_job_named_program(tmp_path: Path) -> None:
     assert "no XLA program 'nope'" in s.step_source_detail
     assert "jit_train_step ×6" in s.step_source_detail
     assert {p.name for p in s.programs} == {"jit_train_step", "jit_metrics", "jit_init"}
-    assert s.recommendations[0] == advice.STEP_MARKERS_TIP
+    assert s.recommendations[0].startswith("No steps: mark each")
+    assert "jax.profiler.StepTraceAnnotation" in s.recommendations[0]
     text = _text(s)
     assert "Average step-time breakdown" not in text  # no empty table
     assert "No step-time breakdown" in text and "XLA programs run" in text
-    assert "Devices busy 22.1% of the 1.00 ms profile (mean of 2): GPU:0 44.2%; 1 idle" in text
+    assert (
+        "Devices busy 22.1% of the 1.00 ms profile (mean of 2): GPU:0 44.2%; no events on 1 (GPU:1)"
+        in text
+    )
     assert "StepTraceAnnotation" in text
 
 

@@ -356,6 +356,41 @@ class ProgramStat:
 
 
 @dataclass(frozen=True)
+class Finding:
+    """One category's share of the average step (ms and percent of the step)."""
+
+    category: str  # a CATEGORIES key
+    percent: float
+    ms: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"category": self.category, "percent": self.percent, "ms": self.ms}
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What dominates the average step, then the secondary findings, largest first.
+
+    `kind` is XProf's word for the dominant category ("compute-bound", "input-bound",
+    "launch-bound", …). `startup_ms` is one-off start-up time (context creation, first
+    allocations) found inside the steps and kept out of the shares (0 where none).
+    """
+
+    kind: str
+    dominant: Finding
+    secondary: tuple[Finding, ...] = ()
+    startup_ms: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            **self.dominant.to_dict(),
+            "secondary": [f.to_dict() for f in self.secondary],
+            "startup_ms": self.startup_ms,
+        }
+
+
+@dataclass(frozen=True)
 class UnmodelledOp:
     """An op that carries matrix math but got no FLOP count, and its share of device time."""
 
@@ -498,6 +533,10 @@ class ProfileSummary:
     framework: str = ""
     # Multi-rank sessions (PyTorch: one trace per rank): each rank's average, the slowest flagged.
     ranks: tuple[RankSummary, ...] = ()
+    # The verdict's parts (None without steps); `bottleneck` is its sentence.
+    verdict: Verdict | None = None
+    # One-off start-up runtime calls (name, ms in the steps), largest first, where found.
+    startup_calls: tuple[tuple[str, float], ...] = ()
     # PyTorch traces: the plugin's GPU utilisation, SM efficiency and occupancy per device.
     gpu_metrics: tuple[GpuMetric, ...] = ()
     efficiency: Efficiency | None = None
@@ -531,6 +570,8 @@ class ProfileSummary:
             "kernels": [k.to_dict() for k in self.kernels],
             "environment": self.environment.to_dict(),
             "bottleneck": self.bottleneck,
+            "verdict": self.verdict.to_dict() if self.verdict else None,
+            "startup_calls": [{"name": n, "ms": ms} for n, ms in self.startup_calls],
             "recommendations": list(self.recommendations),
             "warnings": list(self.warnings),
             "device_utilization": (

@@ -162,6 +162,8 @@ def to_markdown(report: ComparisonReport) -> str:
     else:
         lines.append("**⚠ Runs are not comparable: check before trusting the verdicts.**")
     lines += [f"- {_cell(d.message)}" for d in comp.differences]
+    if comp.noisy:
+        lines += ["", f"**⚠ {_cell(comp.noise_message)}**"]
     if report.failed:
         lines += ["", f"**✗ {report.failed_runs} run(s) failed** and are left out:"]
         lines += [

@@ -21,6 +21,7 @@ import time
 from typing import Any
 
 from tui_prof.experiments import events as ev
+from tui_prof.experiments.noise import noise_reasons
 from tui_prof.model import RUN_FINISHED, RUN_PENDING, RUN_QUEUED, RUN_RUNNING, RunRecord
 from tui_prof.printable import printable
 
@@ -263,6 +264,8 @@ class _Board:
                     else ""
                 )
                 why = f" ({r.error})" if r.error else ""
+                noise = noise_reasons(r.environment.get("machine_state"))
+                why += f" [⚠ {'; '.join(noise)}]" if noise else ""
                 self.lines.append(f"{self._pos(r.run_id)} {r.run_id} {r.status}{wall}{why}{ms}")
 
     def take_lines(self) -> list[str]:

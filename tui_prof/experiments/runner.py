@@ -38,6 +38,7 @@ from tui_prof.experiments.backends import (
     get_backend,
 )
 from tui_prof.experiments.fingerprint import host_fingerprint, run_fingerprint
+from tui_prof.experiments.noise import MachineProbe
 from tui_prof.experiments.protocol import MAX_NAMES, MetricsReader, tail_text
 from tui_prof.experiments.runio import LineTail, describe_exit, expand_args, free_port
 from tui_prof.experiments.samples import seed_for
@@ -132,6 +133,7 @@ class Runner:
         self._started = False
         self._closed = False
         self._readers: dict[str, MetricsReader] = {}
+        self._probes: dict[str, MachineProbe] = {}  # local runs: the machine's state meanwhile
         self._retried: dict[str, int] = {}  # run id -> retries after a lost node
         self._host: dict[str, Any] = {}  # filled in the background: nvidia-smi can take seconds
         self._experiment_id = store.experiment_id if self.backend.remote else ""
@@ -444,6 +446,8 @@ class Runner:
         if timeout is not None and self.backend.remote:  # enforced on the node; this is a backstop
             timeout += self.spec.kill_grace_s + 30.0
         t_run: float | None = None
+        if not self.backend.remote:  # what else this machine does while the run runs
+            self._probes[run_id] = MachineProbe.start()
         if handle.state() != QUEUED:
             t_run = time.perf_counter()
             self._on_running(run_id, handle, port)
@@ -532,6 +536,10 @@ class Runner:
         rec = self.store.run(run_id)
         started_at = rec.started_at if rec.started_at is not None else time.time() - wall
         env = handle.environment() or self._host
+        environment = run_fingerprint(env, state.info)
+        probe = self._probes.pop(run_id, None)
+        if probe is not None:
+            environment["machine_state"] = probe.finish(getattr(handle, "cpu_time_s", None))
         rec = replace(
             rec,
             status=status,
@@ -540,7 +548,7 @@ class Runner:
             wall_time_s=wall,
             exit_code=code,
             metrics=metrics,
-            environment=run_fingerprint(env, state.info),
+            environment=environment,
             error=error,
             log_tail=tail if status != RUN_FINISHED else "",
             progress=state.progress(),

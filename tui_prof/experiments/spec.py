@@ -156,6 +156,8 @@ def _err(path: Path | str, fieldname: str, expected: str) -> SpecError:
 def _str_list(path: Path, name: str, value: Any) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(a, str) for a in value):
         raise _err(path, name, f"expected a list of strings, got {value!r}")
+    if any("\0" in a for a in value):  # no process can be given one: every run would fail
+        raise _err(path, name, "a NUL byte cannot be passed to a process")
     return tuple(value)
 
 
@@ -236,6 +238,13 @@ def _variant(path: Path, name: str, table: Any) -> VariantSpec:
         isinstance(k, str) and isinstance(v, str) for k, v in env.items()
     ):
         raise _err(path, f"{where}.env", 'expected a table of string values, e.g. {X = "1"}')
+    for k, v in env.items():  # what the OS refuses in an environment, refused before any run
+        if not k or "=" in k or "\0" in k or "\0" in v:
+            raise _err(
+                path,
+                f"{where}.env",
+                f"{k!r}: a name must be non-empty without '=' or NUL, and a value without NUL",
+            )
     return VariantSpec(name, args, dict(env))
 
 
@@ -322,8 +331,8 @@ def parse_spec(data: dict[str, Any], path: Path) -> ExperimentSpec:
     if not wd.is_dir():
         raise _err(path, "workdir", f"expected an existing directory, {wd} is not one")
     output = data.get("output", "tuiprof-experiments")
-    if not isinstance(output, str) or not output:
-        raise _err(path, "output", f"expected a directory path, got {output!r}")
+    if not isinstance(output, str) or not output or any(c in output for c in "\n\r\0"):
+        raise _err(path, "output", f"expected a directory path on one line, got {output!r}")
     metrics = _str_list(path, "metrics", data.get("metrics", []))
     metrics = (WALL_TIME, *[m for m in dict.fromkeys(metrics) if m != WALL_TIME])
     order = data.get("order", "interleaved")

@@ -402,8 +402,12 @@ class ExperimentStore:
     ) -> ExperimentStore:
         """A new experiment directory with every planned run recorded as pending."""
         d = Path(directory).resolve()
+        if any(c in str(d) for c in "\n\r\0"):  # the path is printed as the last line
+            raise StoreError(f"{str(d)!r}: a path with a line break or NUL; choose another")
         if (d / DB_NAME).exists():
             raise StoreError(f"{d}: already holds an experiment (use --resume)")
+        if d.is_dir() and any(d.iterdir()):  # never write over files tuiprof did not create
+            raise StoreError(f"{d}: exists and is not empty; name a new or empty directory")
         try:
             (d / RUNS_DIR).mkdir(parents=True, exist_ok=True)
         except OSError as exc:

@@ -28,8 +28,9 @@ from tui_prof.model import (
     UnreadableProfile,
 )
 from tui_prof.printable import printable, printable_fields
-from tui_prof.profiles import advice
+from tui_prof.profiles import advice, remedies
 from tui_prof.profiles.discover import Session, display_path
+from tui_prof.profiles.hardware import DeviceSpec, device_spec, vendor_of
 
 
 def average(steps: Sequence[StepBreakdown]) -> StepAverage | None:
@@ -81,6 +82,42 @@ def tensor_core_use(ks: Sequence[KernelStat]) -> TensorCoreUse | None:
     )
 
 
+def device_row(env: Environment) -> DeviceSpec | None:
+    """The hardware table's row for a profile's devices: a model's name first (PyTorch's
+    deviceProperties, XLA's device planes), else the device type ("TPU v4", "AMD GPU - gfx942")."""
+    for name in (*env.device_names, env.device_type):
+        spec = device_spec(name=name)
+        if spec is not None:
+            return spec
+    return None
+
+
+def facts(
+    env: Environment,
+    prec: Precision | None,
+    framework: str,
+    is_training: bool | None = None,
+) -> remedies.Facts:
+    spec = device_row(env)
+    vendor = spec.vendor if spec is not None else ""
+    for name in (env.device_type, *env.device_names):
+        vendor = vendor or vendor_of(name)
+    return remedies.Facts(
+        framework=framework,
+        device_type=env.device_type,
+        spec=spec,
+        vendor=vendor,
+        precision=prec,
+        is_training=is_training,
+    )
+
+
+def matrix_units(env: Environment) -> str:
+    """The vendor's word for the profile's matrix units ("Tensor Cores", "Matrix Cores",
+    "MXU"); "" where the device's vendor is unknown."""
+    return facts(env, None, "").matrix_units
+
+
 # The longest time a profile may hold: a day. Longer, or not finite, is a damaged file, refused here
 # (where numbers enter the summary) rather than drawn as a bar no terminal can hold.
 MAX_MS = 86_400_000.0
@@ -130,24 +167,29 @@ def assemble(
     programs: Sequence[ProgramStat] = (),
     framework: str = "",
     ranks: Sequence[RankSummary] = (),
+    is_training: bool | None = None,
+    startup_ms: float = 0.0,
+    startup_calls: Sequence[tuple[str, float]] = (),
     efficiency: Efficiency | None = None,
     memory: MemoryUse | None = None,
 ) -> ProfileSummary:
     """The verdict and advice come from the same rules whichever reader found the numbers;
     a profile without steps gets how to mark them (and the programs that could be steps);
-    `framework` picks the advice's vocabulary (advice.TIPS_BY_FRAMEWORK)."""
+    `framework` picks the advice's vocabulary (remedies.BY_FRAMEWORK), the device's row of the
+    hardware table its number formats; `startup_ms` (per step) is kept out of the verdict."""
     check_numbers(session, steps, ops, kernels)
     avg = average(steps)
     tc = tensor_core_use(kernels)
-    verdict, flagged = advice.bottleneck(avg, env.device_type)
-    tips = advice.recommendations(flagged, env.device_type, prec, tc, framework=framework)
+    f = facts(env, prec, framework, is_training)
+    sentence, verdict, flagged = advice.verdict(avg, f, startup_ms, startup_calls)
+    tips = advice.recommendations(flagged, f, tc)
     if avg is None:
         repeated = [p for p in programs if p.runs >= 2]
         if repeated and "TPU" not in env.device_type:  # TPU events carry no launch ids
             tips.insert(
                 0, advice.PROGRAM_RUNS_TIP.format(name=repeated[0].name, runs=repeated[0].runs)
             )
-        tips.insert(0, advice.STEP_MARKERS_TIP)
+        tips.insert(0, remedies.step_markers(f))
     # Names from the file are data: made printable once here, so no face meets an escape sequence.
     return ProfileSummary(
         path=display_path(session.path),
@@ -161,7 +203,7 @@ def assemble(
         top_ops=printable_fields(tuple(ops)),
         kernels=printable_fields(tuple(kernels)),
         environment=printable_fields(env),
-        bottleneck=verdict,
+        bottleneck=sentence,
         recommendations=printable_fields(tuple(tips)),
         warnings=printable_fields(tuple(warnings)),
         device_utilization=printable_fields(utilization),
@@ -170,4 +212,6 @@ def assemble(
         ranks=printable_fields(tuple(ranks)),
         efficiency=printable_fields(efficiency),
         memory=printable_fields(memory),
+        verdict=verdict,
+        startup_calls=tuple((printable(n), ms) for n, ms in startup_calls),
     )

@@ -25,6 +25,7 @@ from tui_prof.model import (
     DeviceUtilization,
     Efficiency,
     Environment,
+    Finding,
     GpuMetric,
     GpuStepMetric,
     KernelStat,
@@ -38,6 +39,7 @@ from tui_prof.model import (
     StepBreakdown,
     TensorCoreUse,
     UnmodelledOp,
+    Verdict,
 )
 from tui_prof.profiles.discover import Session, display_path
 
@@ -47,7 +49,8 @@ from tui_prof.profiles.discover import Session, display_path
 # 5: names made printable (tui_prof.printable) before they are stored.
 # 6: efficiency (FLOPs, MFU) and memory; ops carry their FLOPs and bytes.
 # 7: PyTorch traces: the plugin's GPU figures (gpu_metrics).
-SCHEMA = 7
+# 8: the verdict's parts (dominant, secondary, start-up) and start-up calls.
+SCHEMA = 8
 
 
 def cache_dir() -> Path:
@@ -123,9 +126,22 @@ def summary_from_dict(d: dict[str, Any]) -> ProfileSummary:
         programs=tuple(ProgramStat(**p) for p in d.get("xla_programs") or ()),
         framework=d.get("framework", ""),
         ranks=tuple(RankSummary(**r) for r in d.get("ranks", ())),
+        verdict=_verdict(d.get("verdict")),
+        startup_calls=tuple((c["name"], c["ms"]) for c in d.get("startup_calls") or ()),
         gpu_metrics=tuple(_gpu_metric(g) for g in d.get("gpu_metrics", ())),
         efficiency=_efficiency(d.get("efficiency")),
         memory=_memory(d.get("memory")),
+    )
+
+
+def _verdict(d: dict[str, Any] | None) -> Verdict | None:
+    if not d:
+        return None
+    return Verdict(
+        kind=d["kind"],
+        dominant=Finding(d["category"], d["percent"], d["ms"]),
+        secondary=tuple(Finding(**f) for f in d.get("secondary") or ()),
+        startup_ms=d.get("startup_ms", 0.0),
     )
 
 

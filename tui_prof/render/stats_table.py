@@ -209,7 +209,15 @@ def tradeoff_view(t: Tradeoff) -> Group:
 
 
 def comparability_view(c: Comparability) -> RenderableType:
-    """Green one-liner when the runs agree; a red panel naming each difference otherwise."""
+    """Green one-liner when the runs agree; a red panel naming each difference otherwise; a
+    yellow line for runs measured under load or throttled."""
+    view = _fields_view(c)
+    if not c.noisy:
+        return view
+    return Group(view, Text("⚠ " + c.noise_message, style="bold yellow"))
+
+
+def _fields_view(c: Comparability) -> RenderableType:
     intended = [d for d in c.differences if d.intentional]
     if c.ok:
         text = Text("✓ runs comparable", style="bold green")

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 
 from tui_prof.model import Cancelled, GpuMetric, StepBreakdown
 from tui_prof.profiles.kineto import names
@@ -42,12 +43,19 @@ OUR_ROLES = (
     "device_compute",
     "device_to_device",
     "device_collectives",
+    "startup",
     "kernel_launch",
     "input",
     "other",
     "host_compute",
 )
 WAIT_CALL = re.compile(r"Synchroni[sz]e|Memcpy", re.IGNORECASE)
+# One-off start-up calls (names.is_startup_call) count as kernel launch in the breakdown, as
+# runtime calls always have; their time is also kept apart so the verdict can leave it out.
+STARTUP_ROLE = "startup"
+# A launch or other non-waiting runtime call this long is not launch overhead (microseconds) but
+# a one-off: lazy module loading or PTX JIT at a kernel's first launch.
+LONG_CALL_US = 50_000.0
 
 
 @dataclass
@@ -66,6 +74,8 @@ class RankResult:
     runtime_ms_per_step: float  # runtime calls' share the plugin would show as 0 on today's traces
     runtime_2021: bool
     warnings: list[str] = field(default_factory=list)
+    startup_ms: list[float] = field(default_factory=list)  # per step, inside kernel launch
+    startup_calls: dict[str, float] = field(default_factory=dict)  # name -> ms in the steps
     gpu_step_marks: int = 0  # see Collector
     dataloader_annotations: int = 0
     gpu_metrics: list[GpuMetric] = field(default_factory=list)  # the plugin's GPU figures
@@ -95,6 +105,7 @@ def _roles(c: Collector, dev: Device, base: float) -> tuple[list[Ranges], list[R
     collective = by_ext | by_name
     rt = dev.runtimes
     waits = np.isin(rt[:, 3], _ids_where(c, rt[:, 3], lambda n: WAIT_CALL.search(n) is not None))
+    startup = ~waits & _startup_rows(c, rt)
 
     def span(rows: Array) -> Ranges:  # merged at once: a role's union is what counts
         return union(rows[:, :2] - base)
@@ -116,12 +127,34 @@ def _roles(c: Collector, dev: Device, base: float) -> tuple[list[Ranges], list[R
         span(k[~collective]),
         union(np.concatenate([memcpy, memset])),
         union(np.concatenate([span(k[collective]), host_comm])),
-        span(rt[~waits]),
+        span(rt[startup]),
+        span(rt[~waits & ~startup]),
         dataloader,
         span(rt[waits]),
         cpu,
     ]
     return native, ours
+
+
+def _startup_rows(c: Collector, rt: Array) -> npt.NDArray[np.bool_]:
+    """Runtime calls that are start-up: by name, or a call too long to be launch overhead."""
+    by_name = np.isin(rt[:, 3], _ids_where(c, rt[:, 3], names.is_startup_call))
+    return by_name | (rt[:, 1] - rt[:, 0] >= LONG_CALL_US)
+
+
+def _startup_calls(c: Collector, dev: Device, spans: list[tuple[float, float]]) -> dict[str, float]:
+    """Each start-up call's time inside the steps (ms), by name."""
+    rt = dev.runtimes
+    waits = np.isin(rt[:, 3], _ids_where(c, rt[:, 3], lambda n: WAIT_CALL.search(n) is not None))
+    rt = rt[~waits & _startup_rows(c, rt)]
+    lo, hi = spans[0][0], spans[-1][1]
+    inside = np.clip(np.minimum(rt[:, 1], hi) - np.maximum(rt[:, 0], lo), 0.0, None)
+    out: dict[str, float] = {}
+    for nid, us in zip(rt[:, 3], inside, strict=True):
+        if us > 0:
+            name = c.names[int(nid)]
+            out[name] = out.get(name, 0.0) + float(us) / 1000.0
+    return out
 
 
 def _device_names(props: list[dict[str, object]] | None) -> dict[int, str]:
@@ -182,6 +215,8 @@ def analyse_file(
     check()
     breakdowns: list[StepBreakdown] = []
     runtime_per_step = 0.0
+    startup_ms: list[float] = []
+    startup_calls: dict[str, float] = {}
     if steps is not None and steps.spans:
         base = steps.spans[0][0]
         native_roles, our_roles = _roles(c, dev, base)
@@ -193,6 +228,9 @@ def analyse_file(
             length = (steps.spans[i][1] - steps.spans[i][0]) / 1000.0
             mine: dict[str, float] = {}
             for k, v in zip((*OUR_ROLES, "other"), ours[i], strict=True):
+                if k == STARTUP_ROLE:
+                    startup_ms.append(float(v))
+                    k = "kernel_launch"
                 mine[k] = mine.get(k, 0.0) + float(v)
             breakdowns.append(
                 StepBreakdown(
@@ -203,6 +241,8 @@ def analyse_file(
                 )
             )
         runtime_per_step = float(native[:, NATIVE_ORDER.index("runtime")].mean())
+        if any(startup_ms):
+            startup_calls = _startup_calls(c, dev, steps.spans)
     check()
     ops = analyse_ops(c, dev)
     device_names, used = _devices(dev, meta.deviceProperties)
@@ -226,6 +266,8 @@ def analyse_file(
         runtime_2021=c.runtime_2021 > 0,
         warnings=warnings,
         gpu_step_marks=c.gpu_step_marks,
+        startup_ms=startup_ms,
+        startup_calls=startup_calls,
         dataloader_annotations=c.dataloader_annotations,
         gpu_metrics=metrics,
         extras=extras.result(c, steps),

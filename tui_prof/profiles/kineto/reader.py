@@ -273,6 +273,7 @@ def summarize(
     if compute:
         p16 = 100.0 * sixteen / compute
         prec = Precision(p16, 100.0 - p16, source="kernels_and_op_types")
+    startup_ms, startup_calls = _startup(results)
     device_us: dict[str, float] = {}
     for r in results:
         for name, o in r.ops.ops.items():
@@ -291,6 +292,8 @@ def summarize(
         warnings,
         framework="pytorch",
         ranks=ranks,
+        startup_ms=startup_ms,
+        startup_calls=startup_calls,
         efficiency=eff,
         memory=memory,
     )
@@ -298,3 +301,15 @@ def summarize(
     if len(results) == 1:  # one trace: no rank to tell its devices apart
         metrics = [dataclasses.replace(g, rank="") for g in metrics]
     return dataclasses.replace(summary, gpu_metrics=tuple(metrics))
+
+
+def _startup(results: Sequence[RankResult]) -> tuple[float, list[tuple[str, float]]]:
+    """One-off start-up calls inside the steps: ms per average step (the mean over ranks that
+    have steps) and each call's total, largest first."""
+    per_rank = [sum(r.startup_ms) / len(r.startup_ms) for r in results if r.startup_ms]
+    calls: dict[str, float] = {}
+    for r in results:
+        for name, ms in r.startup_calls.items():
+            calls[name] = calls.get(name, 0.0) + ms
+    mean = sum(per_rank) / len(per_rank) if per_rank else 0.0
+    return mean, sorted(calls.items(), key=lambda kv: -kv[1])

@@ -40,6 +40,7 @@ from tui_prof.profiles.discover import Session
 from tui_prof.profiles.xplane import converter, op_precision, tb_tables
 from tui_prof.profiles.xplane.cost import xla_efficiency
 from tui_prof.profiles.xplane.device_ops import with_device_ops
+from tui_prof.profiles.xplane.framework import framework_of
 from tui_prof.profiles.xplane.memory import memory_use
 
 if TYPE_CHECKING:
@@ -223,6 +224,7 @@ def summarize(
     )
     kernels = tb_tables.kernels(tables[converter.KERNEL_STATS])
     official = tb_tables.precision(props) if own.source == STEP_SOURCE_OFFICIAL else None
+    training = props.get("is_training")
     prec = _precision(device_type, official, tables, own.found, kernels)
     ops = tb_tables.top_ops(tables[converter.OP_STATS])
     ops, kernels = with_device_ops(paths, ops, kernels)  # ops only in kernels' annotations
@@ -239,6 +241,8 @@ def summarize(
         warnings + _pace_warning(own),
         utilization=utilization,
         programs=own.programs,
+        framework=framework_of(paths),
+        is_training=True if training == "true" else None,
         efficiency=xla_efficiency(ops, own.steps, env, prec, kernels, utilization),
         memory=memory_use(tables.get(converter.MEMORY_PROFILE)),
     )
@@ -290,4 +294,5 @@ def _summarize_streaming(
         warnings + _pace_warning(own),
         utilization=utilization,
         programs=own.programs,
+        framework=framework_of(paths),
     )

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from tui_prof.model import KernelStat, OpStat, Precision, StepBreakdown
+from tui_prof.profiles.kernel_names import uses_matrix_units
 
 # Overview page per-step column ids → our category names.
 STEP_COLUMNS: dict[str, str] = {
@@ -141,7 +142,9 @@ def kernels(kernel_stats: Any) -> list[KernelStat]:
             occurrences=int(r.get("occurrences") or 0),
             total_duration_us=float(r.get("total_duration_us") or 0.0),
             tensor_core_eligible=bool(r.get("is_op_tensor_core_eligible")),
-            uses_tensor_core=bool(r.get("is_kernel_using_tensor_core")),
+            # the converter's list predates Hopper/Blackwell and AMD names: ours as well
+            uses_tensor_core=bool(r.get("is_kernel_using_tensor_core"))
+            or uses_matrix_units(str(r.get("kernel_name") or "")),
             occupancy_percent=(
                 float(r["occupancy_pct"]) if r.get("occupancy_pct") is not None else None
             ),

@@ -75,7 +75,15 @@ class BrowseScreen(TuiprofScreen):
             "Kernels tab",
             id="tab_kernels",
             show=False,
-            tooltip="GPU kernels, TensorCore use, launch shape",
+            tooltip="GPU kernels, Tensor Core / Matrix Core use, launch shape",
+        ),
+        Binding(
+            "w",
+            "toggle_notes",
+            "Notes",
+            id="notes",
+            show=False,
+            tooltip="Show the verdict's notes and caveats in full, or fold them to one line",
         ),
         Binding(
             "F",
@@ -382,6 +390,9 @@ class BrowseScreen(TuiprofScreen):
         if self._current is not None:
             current, self._current = self._current, None
             self.load(current)
+
+    def action_toggle_notes(self) -> None:
+        self.query_one(SessionView).toggle_notes()
 
     def action_toggle_fallback(self) -> None:
         self.force_fallback = not self.force_fallback

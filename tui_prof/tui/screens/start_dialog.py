@@ -113,6 +113,7 @@ class StartDialog(FormDialog[StartRequest]):
         super().__init__()
         self.spec_path = spec_path
         self.prefill = prefill or Prefill()
+        self._replace_ok: Path | None = None  # the "Save spec as" file the user chose to replace
 
     def compose(self) -> ComposeResult:
         p = self.prefill
@@ -178,7 +179,10 @@ class StartDialog(FormDialog[StartRequest]):
             path = Path(save).expanduser()
             if not path.is_absolute():
                 path = Path(self._value("#workdir") or ".") / path
-            save_spec(spec, path)
+            if path.exists() and path != self._replace_ok:  # ask: a second Start replaces it
+                self._replace_ok = path
+                raise SpecError(f"Save spec as: {path} exists; Start again to replace it")
+            save_spec(spec, path, replace=path == self._replace_ok)
             self.notify(f"Spec saved: {path}", markup=False)
         return StartRequest(spec)
 

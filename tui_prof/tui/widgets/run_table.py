@@ -11,6 +11,7 @@ from textual.coordinate import Coordinate
 from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey, RowKey
 
+from tui_prof.experiments.noise import noise_reasons
 from tui_prof.model import RunRecord, RunStatus
 from tui_prof.render.status import status_text
 
@@ -82,10 +83,14 @@ class RunTable(DataTable[object]):
 
     def _cells(self, r: RunRecord, now: float) -> tuple[object, ...]:
         repeat = f"warm-up {r.repeat + 1}" if r.is_warmup else str(r.repeat + 1)
+        status = status_text(r.status)
+        noise = noise_reasons((r.environment or {}).get("machine_state"))
+        if noise:  # measured under load or throttled: said beside the run, not only in the report
+            status.append(" ⚠ " + ("throttled" if "throttled" in noise[-1] else "load"), "yellow")
         return (
             Text(r.variant),
             repeat,
-            status_text(r.status),
+            status,
             *([Text(r.node)] if self.columns_shown is CLUSTER_COLUMNS else []),
             _elapsed(r, now),
             Text(r.progress or ""),

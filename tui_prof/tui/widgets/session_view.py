@@ -13,15 +13,18 @@ from textual.widget import Widget
 from textual.widgets import DataTable, ProgressBar, Static, TabbedContent, TabPane
 
 from tui_prof.model import CATEGORY_LABELS, ProfileSummary
+from tui_prof.profiles.assemble import matrix_units
 from tui_prof.render.efficiency import bound_cell, kernel_op_rates, op_cost_text, op_rate_cell
 from tui_prof.render.names import TailCut, cut_middle, fit_kernels, fit_paths, kernel_names
 from tui_prof.render.summary import (
     fmt_ms,
     headline,
+    headline_folded,
     native_table,
     overview_sections,
     ranks_table,
     recommendations_text,
+    step_gpu_utilization,
     step_source_text,
     used_categories,
 )
@@ -86,11 +89,15 @@ class StepBreakdownTable(FittedTable):
         rank = {c: i for i, c in enumerate(sorted(cats, key=lambda c: -total[c]))}
         columns = [Column("step", "Step", 5, 0), Column("step_time", "Step time ms", 8, 0)]
         columns += [Column(c, CATEGORY_LABELS[c], 8, 1 + rank[c]) for c in cats]
+        util = step_gpu_utilization(summary.gpu_metrics)  # PyTorch: the plugin's figure
+        if util:  # shown after the categories; kept before all but the largest one
+            columns.append(Column("gpu_util", "GPU util %", 10, 2))
         rows: list[dict[str, object]] = [
             {
                 "step": str(s.step),
                 "step_time": fmt_ms(s.step_time_ms),
                 **{c: fmt_ms(s.breakdown_ms.get(c, 0.0)) for c in cats},
+                "gpu_util": f"{util[s.step]:.1f}" if s.step in util else "–",
             }
             for s in summary.steps
         ]
@@ -167,7 +174,7 @@ class KernelTable(FittedTable):
             Column("total", "Total ms", 8, 0),
             Column("calls", "Calls", 6, 1),
             Column("grid", "Grid", 7, 2 if repeated else 6),
-            Column("tc", "TensorCore", 10, 3),
+            Column("tc", matrix_units(summary.environment) or "Matrix units", 12, 3),
             Column("occupancy", "Occ. %", 6, 4),
             Column("op", "Op", 14, 5),
         ]
@@ -220,7 +227,7 @@ class KernelTable(FittedTable):
 # The same sections `tuiprof summary` prints: bars and averages, or without steps what the devices
 # did and the XLA programs run (never an empty table; a part with nothing to show is hidden).
 PARTS: dict[str, Callable[[ProfileSummary], RenderableType | None]] = {
-    "headline": lambda s: headline(s, source=False),  # above the tabs: kept short for 80x24
+    "headline": headline_folded,  # above the tabs, notes folded to a line: fits 80x24
     "source": step_source_text,
     "bars": lambda s: overview_sections(s)[0],
     "averages": lambda s: overview_sections(s)[1],
@@ -241,7 +248,14 @@ class SummaryPart(Static):
             self.show(shown)
 
     def show(self, summary: ProfileSummary | None) -> None:
-        part = None if summary is None else PARTS[str(self.id)](summary)
+        unfolded = self.id == "headline" and self.query_ancestor(SessionView).notes_open
+        part: RenderableType | None
+        if summary is None:
+            part = None
+        elif unfolded:
+            part = headline(summary, source=False)
+        else:
+            part = PARTS[str(self.id)](summary)
         self.update("" if part is None else part)
         self.display = summary is None or part is not None
 
@@ -287,6 +301,13 @@ class SessionView(Vertical):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.summary: ProfileSummary | None = None
+        self.notes_open = False  # the headline's notes unfolded (`w`)
+
+    def toggle_notes(self) -> None:
+        """Unfold the headline's notes, or fold them back to one line."""
+        self.notes_open = not self.notes_open
+        if self.summary is not None:
+            self.query_one("#headline", SummaryPart).show(self.summary)
 
     def compose(self) -> ComposeResult:
         yield Static(id="status")
@@ -309,9 +330,9 @@ class SessionView(Vertical):
                     *(
                         SummaryPart(id=part)
                         for part in (
-                            "source",
                             "bars",
                             "averages",
+                            "source",
                             "native",
                             "ranks",
                             "precision",
