@@ -122,6 +122,9 @@ def test_figures_survive_the_cache_and_show_in_the_summary() -> None:
     text = console.export_text()
     assert "GPU utilization 55.5% (steps 52.5–59.4%), est. SM efficiency 54.7%" in text
     assert "est. achieved occupancy 49.1%" in text
+    from tui_prof.cli.summary import to_markdown
+
+    assert "| 0 | `Tesla V100-DGXS-32GB` | 55.51% | 54.68% | 49.13% |" in to_markdown([s])
 
 
 async def test_the_steps_tab_shows_each_steps_gpu_utilization(tmp_path: Path) -> None:

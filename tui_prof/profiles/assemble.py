@@ -84,11 +84,15 @@ def tensor_core_use(ks: Sequence[KernelStat]) -> TensorCoreUse | None:
 
 def device_row(env: Environment) -> DeviceSpec | None:
     """The hardware table's row for a profile's devices: a model's name first (PyTorch's
-    deviceProperties, XLA's device planes), else the device type ("TPU v4", "AMD GPU - gfx942")."""
+    deviceProperties, XLA's device planes), else the device type ("TPU v4", "AMD GPU - gfx942"),
+    else the CUDA compute capability (an A10G, an RTX card: the architecture's formats)."""
     for name in (*env.device_names, env.device_type):
         spec = device_spec(name=name)
         if spec is not None:
             return spec
+    if env.compute_capability:  # an NVIDIA GPU the table does not name: its architecture's row
+        name = next(iter(env.device_names), "")
+        return device_spec(name=name, compute_capability=env.compute_capability)
     return None
 
 
