@@ -255,3 +255,13 @@ def test_pytorch_traces_record_cuda_compute_capability(
         env = found[name].environment
         assert env.compute_capability == cc, name
         assert ("compute_capability" in env.to_dict()) == bool(cc)
+
+
+def test_no_mixed_precision_from_kernel_names_that_say_no_type(
+    summaries: dict[Path, ProfileSummary],
+) -> None:
+    """A bf16 JAX job on an H100: XLA's fusion kernels carry no type in their names, so xprof's
+    name rule reads 0% 16-bit; that is no measurement to advise mixed precision on."""
+    s = next(v for p, v in summaries.items() if "jax_cuda_bf16" in str(p))
+    assert s.precision is not None and s.precision.compute_16bit_percent == 0.0
+    assert not any(re.search(MIXED, r, re.IGNORECASE) for r in s.recommendations)
