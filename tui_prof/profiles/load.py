@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, cast
 
 from tui_prof.model import ProfileError, ProfileSummary, Progress, UnreadableProfile
+from tui_prof.printable import printable_fields
 from tui_prof.profiles import cache
 from tui_prof.profiles.discover import Session, discover
 
@@ -106,7 +107,7 @@ def summarize_session(
         )
     try:
         if step_program:
-            return cast(ProgramReader, module).summarize(
+            summary = cast(ProgramReader, module).summarize(
                 session,
                 force_fallback=force_fallback,
                 full=full,
@@ -114,9 +115,10 @@ def summarize_session(
                 progress=progress,
                 step_program=step_program,
             )
-        return cast(Reader, module).summarize(
-            session, force_fallback=force_fallback, full=full, cancel=cancel, progress=progress
-        )
+        else:
+            summary = cast(Reader, module).summarize(
+                session, force_fallback=force_fallback, full=full, cancel=cancel, progress=progress
+            )
     except RecursionError:  # a value nested deeper than any parser's stack (200,000 `[`)
         raise UnreadableProfile(
             f"{session.file_names}: nested too deeply to read (not a profile)"
@@ -125,6 +127,8 @@ def summarize_session(
         raise UnreadableProfile(
             f"{session.file_names}: damaged numbers ({type(exc).__name__}: {exc})"
         ) from None
+    # Every name from the file printable, whatever a reader added after assemble (e.g. GPU names)
+    return printable_fields(summary)
 
 
 def load_summary(
