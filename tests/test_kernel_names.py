@@ -99,3 +99,21 @@ def test_sixteen_bit_and_narrower_kernels(name: str) -> None:
 )
 def test_thirty_two_bit_kernels(name: str) -> None:
     assert not is_16bit_kernel(name)
+
+
+@pytest.mark.parametrize(
+    "name,says",
+    [
+        ("gemm_fusion_dot_general_10", False),  # XLA fusions (sample_traces/jax_cuda_bf16)
+        ("loop_add_fusion", False),
+        ("input_reduce_fusion_2", False),
+        ("ampere_sgemm_128x64_nn", True),
+        ("volta_h884gemm_64x64_ldg8_nn", True),
+        ("Cijk_Ailk_Bljk_S_MT64x64x8_SN", True),
+        ("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>", True),
+    ],
+)
+def test_which_names_say_their_type(name: str, says: bool) -> None:
+    from tui_prof.profiles.kernel_names import says_its_type
+
+    assert says_its_type(name) is says

@@ -229,3 +229,39 @@ def test_jax_on_mi300x_gets_jax_words(summaries: dict[Path, ProfileSummary]) -> 
     assert s.framework == "jax" and "jax.jit" in tips
     assert "Tensor" not in tips and "mixed precision" not in tips.lower()
     assert "Matrix Cores:" in str(precision_text(s))
+
+
+def test_a_gpu_the_table_does_not_name_gets_its_architectures_row() -> None:
+    a10g = Environment("GPU", 1, ("h",), ("NVIDIA A10G",), compute_capability="8.6")
+    spec = device_row(a10g)
+    assert spec is not None and spec.arch == "sm_86" and not spec.exact
+    # ROCm's own major.minor is never read as CUDA's (gfx90a reports 9.0, not an H100)
+    amd = Environment("GPU", 1, ("h",), ("AMD Radeon Graphics",), compute_capability="9.0")
+    assert device_row(amd) is None and facts(amd, None, "pytorch").vendor == "AMD"
+
+
+def test_pytorch_traces_record_cuda_compute_capability(
+    summaries: dict[Path, ProfileSummary],
+) -> None:
+    expected = {
+        "worker0.1623143089861.pt.trace.json.gz": "7.0",  # V100
+        "a100_rank0.json.gz": "8.0",
+        "mi250_minitoy_train.json.gz": "",  # ROCm: deviceProperties' 9.0 is not CUDA's
+    }
+    found = {p.name: s for p, s in summaries.items() if p.name in expected}
+    if len(found) < len(expected):
+        pytest.skip(f"public traces not found at {SHARED_TRACES}")
+    for name, cc in expected.items():
+        env = found[name].environment
+        assert env.compute_capability == cc, name
+        assert ("compute_capability" in env.to_dict()) == bool(cc)
+
+
+def test_no_mixed_precision_from_kernel_names_that_say_no_type(
+    summaries: dict[Path, ProfileSummary],
+) -> None:
+    """A bf16 JAX job on an H100: XLA's fusion kernels carry no type in their names, so xprof's
+    name rule reads 0% 16-bit; that is no measurement to advise mixed precision on."""
+    s = next(v for p, v in summaries.items() if "jax_cuda_bf16" in str(p))
+    assert s.precision is not None and s.precision.compute_16bit_percent == 0.0
+    assert not any(re.search(MIXED, r, re.IGNORECASE) for r in s.recommendations)

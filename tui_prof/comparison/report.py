@@ -377,6 +377,7 @@ def build_report(
     """Load and compare; raises ValueError with a one-line message for the user. The smallest
     difference that matters is the spec's, overridden per metric by `matters`."""
     from tui_prof.comparison.comparability import intentional_fields
+    from tui_prof.comparison.profile_metrics import with_profile_metrics
     from tui_prof.experiments.store import (
         StoreError,
         load_experiment,
@@ -393,6 +394,7 @@ def build_report(
         exp = load_experiment(path)
     except StoreError as exc:
         raise ValueError(str(exc)) from None
+    exp = with_profile_metrics(exp)  # MFU and peak memory where the runs' profiles have them
     intended: set[str] = set()
     given: dict[str, float] = {}
     try:

@@ -136,8 +136,9 @@ class RunnerLock:
         pid, host, _ = runner_identity()
         since = time.strftime("%Y-%m-%d %H:%M:%S %Z")
         info = json.dumps({"pid": pid, "host": host, "since": since}).encode()
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, info + b"\n", 0)
+        with contextlib.suppress(OSError):  # who holds it, for others' messages: a full disk
+            os.ftruncate(fd, 0)  # leaves it unsaid, the lock itself holds
+            os.pwrite(fd, info + b"\n", 0)
         return cls(fd, path)
 
     def release(self) -> None:

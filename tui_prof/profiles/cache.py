@@ -118,6 +118,7 @@ def summary_from_dict(d: dict[str, Any]) -> ProfileSummary:
             hosts=tuple(env["hosts"]),
             device_names=tuple(env.get("device_names", ())),
             world_size=env.get("world_size"),
+            compute_capability=env.get("compute_capability", ""),
         ),
         bottleneck=d["bottleneck"],
         recommendations=tuple(d["recommendations"]),

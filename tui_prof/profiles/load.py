@@ -17,6 +17,7 @@ import threading
 from pathlib import Path
 
 from tui_prof.model import ProfileError, ProfileSummary, Progress, UnreadableProfile
+from tui_prof.printable import printable_fields
 from tui_prof.profiles import cache
 from tui_prof.profiles.discover import Session, discover
 
@@ -78,7 +79,8 @@ def summarize_session(
         raise UnreadableProfile(
             f"{session.file_names}: damaged numbers ({type(exc).__name__}: {exc})"
         ) from None
-    return summary
+    # Every name from the file printable, whatever a reader added after assemble (e.g. GPU names)
+    return printable_fields(summary)
 
 
 def load_summary(

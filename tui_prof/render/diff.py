@@ -9,7 +9,7 @@ repeats it (B faster: green, slower: red), so NO_COLOR terminals lose nothing.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.table import Table
@@ -24,6 +24,7 @@ from tui_prof.profiles.diff import (
     ProfileDiff,
     Total,
 )
+from tui_prof.render.efficiency import count, megabytes, percent, rate
 from tui_prof.render.names import fit_kernels, fit_paths, kernel_names
 from tui_prof.render.summary import fmt_ms
 
@@ -161,6 +162,10 @@ def diff_header(diff: ProfileDiff) -> Text:
         _total_line(t, f"{where} ops", total, f"  sum of {where.lower()} op self times")
     if diff.kernels:
         _total_line(t, "Kernels", diff.kernel_total(), "  sum of kernel times")
+    changes = efficiency_line(diff)
+    if changes:
+        t.append("\n")
+        t.append_text(changes)
     t.append(
         f"\nOps: {len(diff.ops)} ({len(diff.only_in_b)} new in B, {len(diff.only_in_a)} gone)"
         f" · kernels: {len(diff.kernels)} · {unit(diff)}, Δ = B − A",
@@ -169,6 +174,25 @@ def diff_header(diff: ProfileDiff) -> Text:
     for note in diff.notes:
         t.append("\n⚠ " + note, style="yellow")
     return t
+
+
+_EFFICIENCY_LABELS: dict[str, tuple[str, Callable[[float], str]]] = {
+    "mfu_percent": ("MFU", percent),
+    "achieved_tflops": ("achieved", rate),
+    "flops_per_step": ("per step", count),
+    "peak_allocated_mb": ("peak memory", megabytes),
+}
+
+
+def efficiency_line(diff: ProfileDiff) -> Text | None:
+    """ "MFU 38% → 41% · achieved 412 → 440 TFLOP/s · peak memory 2,600 → 2,400 MB", where
+    either side knows them ("–" for the side that does not)."""
+    parts = []
+    for key, change in diff.efficiency_changes().items():
+        label, show = _EFFICIENCY_LABELS[key]
+        a, b = change["a"], change["b"]
+        parts.append(f"{label} {'–' if a is None else show(a)} → {'–' if b is None else show(b)}")
+    return Text(" · ".join(parts), style="dim") if parts else None
 
 
 class DiffTable:

@@ -298,6 +298,15 @@ def utilization_text(u: DeviceUtilization) -> Text:
     return t
 
 
+def step_gpu_utilization(metrics: Sequence[GpuMetric]) -> dict[int, float]:
+    """Each step's GPU utilization (the mean over GPUs where there are several), by step."""
+    per: dict[int, list[float]] = {}
+    for m in metrics:
+        for s in m.steps:
+            per.setdefault(s.step, []).append(s.utilization_percent)
+    return {step: sum(v) / len(v) for step, v in per.items()}
+
+
 def _pct(v: float) -> str:
     return f"{v:.1f}%" if v >= 0.05 else "<0.1%"
 

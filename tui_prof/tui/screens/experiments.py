@@ -268,6 +268,8 @@ class ExperimentsScreen(TuiprofScreen):
             self._comparison_due = False  # the refresh below covers it
             counts = ", ".join(f"{n} {s}" for s, n in sorted(event.counts.items()))
             self.notify(f"Experiment finished: {counts}", title="tuiprof", markup=False)
+            if event.problem:  # a full disk or a store that did not answer: it stopped itself
+                self.notify(event.problem, severity="error", timeout=30, markup=False)
             self.refresh_comparison()
             self.refresh_bindings()
             self.app.post_message(ProfilesChanged())  # its runs' profiles belong in the tree

@@ -24,6 +24,7 @@ from tui_prof.render.summary import (
     overview_sections,
     ranks_table,
     recommendations_text,
+    step_gpu_utilization,
     step_source_text,
     used_categories,
 )
@@ -88,11 +89,15 @@ class StepBreakdownTable(FittedTable):
         rank = {c: i for i, c in enumerate(sorted(cats, key=lambda c: -total[c]))}
         columns = [Column("step", "Step", 5, 0), Column("step_time", "Step time ms", 8, 0)]
         columns += [Column(c, CATEGORY_LABELS[c], 8, 1 + rank[c]) for c in cats]
+        util = step_gpu_utilization(summary.gpu_metrics)  # PyTorch: the plugin's figure
+        if util:  # shown after the categories; kept before all but the largest one
+            columns.append(Column("gpu_util", "GPU util %", 10, 2))
         rows: list[dict[str, object]] = [
             {
                 "step": str(s.step),
                 "step_time": fmt_ms(s.step_time_ms),
                 **{c: fmt_ms(s.breakdown_ms.get(c, 0.0)) for c in cats},
+                "gpu_util": f"{util[s.step]:.1f}" if s.step in util else "–",
             }
             for s in summary.steps
         ]
