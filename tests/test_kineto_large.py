@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import gzip
+import io
 import json
 import subprocess
 import sys
@@ -16,6 +17,8 @@ from pathlib import Path
 import pytest
 from conftest import REPO, SAMPLES, SHARED_TRACES, settle
 from kineto_factory import SGEMM, two_steps
+from rich.console import Console
+from textual.widgets import Static
 
 from tui_prof.profiles.discover import Session
 from tui_prof.profiles.kineto.rank import RankResult, analyse_file
@@ -133,6 +136,9 @@ async def test_leaving_a_large_session_stops_its_read_at_once(tmp_path: Path) ->
             await asyncio.sleep(0.02)
         stopped = time.monotonic() - left
         await settle(pilot)
-        headline = str(app.screen.query_one("#headline").render())
-        assert "ms" in headline, headline
+        w = app.screen.query_one("#headline", Static)
+        console = Console(width=200, color_system=None, record=True, file=io.StringIO())
+        console.print(w.content)
+        headline = console.export_text()
+        assert "ms per step" in headline, headline
     assert stopped < 5
