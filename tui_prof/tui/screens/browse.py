@@ -270,7 +270,7 @@ class BrowseScreen(TuiprofScreen):
             node = tree.first_session_node()
             if node is not None:
                 # The tree lays out its lines on the next refresh; move the cursor after it.
-                self.call_after_refresh(tree.move_cursor, node)
+                tree.move_to_session(node)
                 tree.focus()
                 if isinstance(node.data, Session):
                     self.load(node.data)
