@@ -17,7 +17,7 @@ CORE = [
     "tui_prof.profiles.diff",
     "tui_prof.render.diff",
     "tui_prof.cli.diff",
-    "tui_prof.comparison.profile_diff",
+    "tui_prof.experiments.diff_targets",
     "tui_prof.instrument.torch",
 ]
 
@@ -79,7 +79,7 @@ def test_analysing_jax_and_legacy_sessions_loads_no_framework() -> None:
 
 def test_diffing_two_sessions_loads_no_framework() -> None:
     code = (
-        "from tui_prof.comparison.profile_diff import diff_targets, path_target\n"
+        "from tui_prof.experiments.diff_targets import diff_targets, path_target\n"
         "diff_targets(path_target('sample_traces/keras_fit_float32'),"
         " path_target('sample_traces/keras_fit_mixed'), use_cache=False)"
     )

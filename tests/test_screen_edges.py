@@ -11,8 +11,9 @@ import pytest
 from conftest import SAMPLES, settle, until
 from rich.console import Console
 
-from tui_prof.comparison.profile_diff import diff_targets, path_target, variant_target
 from tui_prof.comparison.report import build_report
+from tui_prof.experiments.diff_targets import diff_targets, path_target, variant_target
+from tui_prof.experiments.reading import read_experiment
 from tui_prof.render.diff import diff_renderable
 from tui_prof.render.stats_table import report_view, tradeoff_table
 from tui_prof.tui.app import TuiprofApp
@@ -69,7 +70,7 @@ def test_the_diff_tables_never_cut_a_number_or_a_mark(width: int) -> None:
 
 @pytest.mark.parametrize("width", [30, 36, 44, 56, 80])
 def test_the_tradeoff_table_gives_way_by_whole_columns(width: int) -> None:
-    report = build_report(EXPERIMENT)
+    report = build_report(read_experiment(EXPERIMENT))
     assert report.tradeoff is not None
     out = _printed(tradeoff_table(report.tradeoff), width)
     assert not CUT_NUMBER.search(out), out
@@ -77,7 +78,7 @@ def test_the_tradeoff_table_gives_way_by_whole_columns(width: int) -> None:
 
 
 def test_the_comparison_never_cuts_a_number_at_80_columns() -> None:
-    out = _printed(report_view(build_report(EXPERIMENT)), 80)
+    out = _printed(report_view(build_report(read_experiment(EXPERIMENT))), 80)
     assert not CUT_NUMBER.search(out), out
     assert "Trade-off" in out
 

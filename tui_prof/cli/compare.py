@@ -72,12 +72,13 @@ def _fail(message: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    from tui_prof.experiments.reading import read_experiment
     from tui_prof.experiments.spec import parse_min_difference
 
     try:
         matters = parse_min_difference(args.min_difference or "")
         report = build_report(
-            args.experiment_dir,
+            read_experiment(args.experiment_dir),
             args.metric,
             speed=args.speed,
             quality=args.quality,

@@ -18,7 +18,6 @@ from __future__ import annotations
 import math
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from tui_prof.comparison.comparability import Comparability, check_comparability
@@ -41,6 +40,7 @@ from tui_prof.comparison.stats import Comparison, Describe, describe
 from tui_prof.comparison.tradeoff import Tradeoff, build_tradeoff, default_axes
 from tui_prof.comparison.verdicts import under_load
 from tui_prof.experiments.noise import noise_reasons
+from tui_prof.experiments.reading import ExperimentData
 from tui_prof.model import (
     RUN_FAILED,
     RUN_FINISHED,
@@ -367,43 +367,21 @@ def compare_experiment(
 
 
 def build_report(
-    experiment_dir: str | Path,
+    data: ExperimentData,
     metrics: list[str] | None = None,
     *,
     speed: str | None = None,
     quality: str | None = None,
     matters: Mapping[str, float] | None = None,
 ) -> ComparisonReport:
-    """Load and compare; raises ValueError with a one-line message for the user. The smallest
+    """Compare an experiment read by `experiments.reading.read_experiment` (values only: this
+    loads nothing); ValueError with a one-line message for an unknown metric. The smallest
     difference that matters is the spec's, overridden per metric by `matters`."""
     from tui_prof.comparison.comparability import intentional_fields
-    from tui_prof.comparison.profile_metrics import with_profile_metrics
-    from tui_prof.experiments.store import (
-        StoreError,
-        load_experiment,
-        load_spec_from,
-        sample_counts,
-    )
 
-    path = Path(experiment_dir)
-    if not path.exists():
-        raise ValueError(f"{path}: no such directory")
-    if not path.is_dir():
-        raise ValueError(f"{path}: not a directory")
-    try:
-        exp = load_experiment(path)
-    except StoreError as exc:
-        raise ValueError(str(exc)) from None
-    exp = with_profile_metrics(exp)  # MFU and peak memory where the runs' profiles have them
-    intended: set[str] = set()
-    given: dict[str, float] = {}
-    try:
-        spec = load_spec_from(path)
-        intended = intentional_fields({v.name: (v.args, v.env) for v in spec.variants})
-        given = dict(spec.min_difference_pct)
-    except Exception:  # an older or partial spec: check everything rather than fail
-        intended = set()
-    given.update(matters or {})
+    exp = data.record
+    intended = intentional_fields(data.variant_settings)
+    given = {**data.min_difference_pct, **(matters or {})}
     known, reported = available_metrics(exp), _reported(exp)
     if metrics:
         metrics = expand_metrics(metrics, reported)
@@ -418,6 +396,6 @@ def build_report(
         intentional=intended,
         speed=speed,
         quality=quality,
-        distributions=sample_counts(path),
+        distributions=data.distributions,
         matters=given,
     )

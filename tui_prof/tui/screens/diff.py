@@ -14,7 +14,7 @@ from textual.binding import Binding
 from textual.widgets import DataTable, Header, ProgressBar, Static, TabbedContent, TabPane
 from textual.worker import get_current_worker
 
-from tui_prof.comparison.profile_diff import TargetRef
+from tui_prof.experiments.diff_targets import TargetRef
 from tui_prof.profiles.diff import DiffRow, ProfileDiff
 from tui_prof.render.diff import (
     diff_header,
@@ -129,7 +129,7 @@ class DiffScreen(TuiprofScreen):
     )
     def _compute(self, a: TargetRef, b: TargetRef) -> None:
         """Stops on its worker's cancellation: a newer comparison (exclusive), or the app closing."""
-        from tui_prof.comparison.profile_diff import diff_targets, resolve
+        from tui_prof.experiments.diff_targets import diff_targets, resolve
         from tui_prof.model import Cancelled, ProfileError
 
         cancel = get_current_worker().cancelled_event

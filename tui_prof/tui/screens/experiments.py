@@ -206,12 +206,13 @@ class ExperimentsScreen(TuiprofScreen):
     )
     def refresh_comparison(self) -> None:
         from tui_prof.comparison.report import build_report
+        from tui_prof.experiments.reading import read_experiment
 
         directory = self.current
         if directory is None:
             return
         try:
-            report = build_report(directory)
+            report = build_report(read_experiment(directory))
         except ValueError as exc:
             self.post_message(ComparisonReady(directory, None, str(exc)))
             return
@@ -407,7 +408,7 @@ class ExperimentsScreen(TuiprofScreen):
 
     def action_diff_variants(self) -> None:
         """Baseline (A) against the selected run's variant (B), each over its finished runs."""
-        from tui_prof.comparison.profile_diff import VariantRef
+        from tui_prof.experiments.diff_targets import VariantRef
         from tui_prof.tui.messages import DiffRequested
 
         record = self._record
