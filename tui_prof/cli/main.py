@@ -19,6 +19,7 @@ COMMANDS: dict[str, str] = {
     "compare": "tui_prof.cli.compare",
     "capture": "tui_prof.cli.capture",
     "diff": "tui_prof.cli.diff",
+    "timeline": "tui_prof.cli.timeline",
 }
 SUBCOMMANDS: tuple[str, ...] = tuple(COMMANDS)
 
