@@ -12,10 +12,10 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import SAMPLES, SHARED_TRACES, needs_shared
+from conftest import REPO, SAMPLES, SHARED_TRACES, needs_shared
 
 from tui_prof.model import Environment
-from tui_prof.profiles.cache import summary_from_dict
+from tui_prof.profiles.cache import decode, encode
 from tui_prof.profiles.discover import discover
 from tui_prof.profiles.efficiency import efficiency, with_peak
 from tui_prof.profiles.kineto.flop_models import flops, is_math_op, number_format
@@ -174,8 +174,8 @@ def test_2021_trace_names_what_has_no_model_and_sums_its_memory_events() -> None
     assert m.peak_allocated_mb == pytest.approx(peak / 2**20)
     assert len(m.step_peak_allocated_mb) == len(s.steps) and m.series_mb
     assert m.top_allocators and m.top_allocators[0].allocated_mb > 0
-    assert summary_from_dict(s.to_dict()).efficiency == s.efficiency
-    assert summary_from_dict(s.to_dict()).memory == s.memory
+    assert decode(encode(s)).efficiency == s.efficiency
+    assert decode(encode(s)).memory == s.memory
 
 
 @needs_shared
@@ -289,3 +289,28 @@ def test_mfu_and_peak_memory_are_metrics_of_runs_with_profiles(tmp_path: Path) -
     means = {v: x["mean"] for v, x in doc["metrics"]["mfu_percent"]["variants"].items()}
     assert means["fp32"] == pytest.approx(fp32.efficiency.mfu_percent)
     assert means["amp"] < means["fp32"]  # the same FLOPs against the fp16 Tensor Core peak
+
+
+def test_an_older_sessions_saved_memory_profile(tmp_path: Path) -> None:
+    """TensorBoard 2.x saved the memory profile tool's JSON beside the other tool files
+    (`<host>.memory_profile.json.gz`): read with the session, never a session alone."""
+    import shutil
+
+    from tui_prof.profiles.xplane.converter import convert
+    from tui_prof.profiles.xplane.memory import memory_use
+
+    session = tmp_path / "plugins" / "profile" / "s"
+    shutil.copytree(
+        next((REPO / "tests" / "data" / "legacy_tf22").rglob("GPU-input-bound")), session
+    )
+    xplane = next((SAMPLES / "keras_fit_float32").rglob("*.xplane.pb"))
+    doc = convert([xplane], ("memory_profile",))["memory_profile"]
+    with gzip.open(session / "localhost.memory_profile.json.gz", "wt") as f:
+        json.dump(doc, f)
+    (tmp_path / "alone").mkdir()
+    shutil.copy(session / "localhost.memory_profile.json.gz", tmp_path / "alone")
+    found = discover(tmp_path)
+    assert [s.format for s in found.sessions] == ["legacy"]  # the lone copy is no session
+    s = load_summary(found.sessions[0], use_cache=False)
+    assert s.memory is not None and s.memory == memory_use(doc)
+    assert s.memory.peak_allocated_mb is not None and s.memory.source == "xla_memory_profile"

@@ -27,10 +27,12 @@ KINETO_SAMPLES = ["torch_cuda_float32", "torch_cuda_autocast", "torch_float32"]
 DEVICE_COMPUTE = CATEGORIES.index("device_compute")
 
 
-def _check_against_summary(path: Path) -> int:
-    """Every step: span == step time; device compute events >= the summary's device compute."""
+def _check_against_summary(path: Path, own_steps: bool = False) -> int:
+    """Every step: span == step time; device compute events >= the summary's device compute.
+    `own_steps`: the summary from tuiprof's step finder (XSpace: the converter's numbering
+    differs)."""
     tl = load_timeline(path)
-    summary = summarize_session(path)
+    summary = summarize_session(path, force_fallback=own_steps)
     assert summary.steps, path
     assert tl.step_numbers() == [s.step for s in summary.steps]
     for b in summary.steps:
@@ -67,6 +69,27 @@ def test_kineto_public_steps_match_the_summary(rel: str) -> None:
     if not path.exists():
         pytest.skip(f"{path} absent")
     assert _check_against_summary(path) >= 1
+
+
+XSPACE_SAMPLES = [
+    "jax_cuda_float32",
+    "jax_cuda_bf16",
+    "keras_fit_float32/train",
+    "jax_program_runs",
+]
+
+
+@pytest.mark.parametrize("name", XSPACE_SAMPLES)
+def test_xspace_sample_steps_match_the_summary(name: str) -> None:
+    assert _check_against_summary(SAMPLES / name, own_steps=True) >= 2
+
+
+@needs_shared
+def test_xspace_gpu_multi_worker_step_matches_the_summary() -> None:
+    path = SHARED_TRACES / "tf_gpu_multi_worker"
+    assert _check_against_summary(path, own_steps=True) >= 1
+    st = load_timeline(path).step(0)
+    assert {t.kind for t in st.tracks} == {"host", "device"}
 
 
 def test_gpu_trace_has_host_threads_and_a_device_stream() -> None:

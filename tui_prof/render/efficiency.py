@@ -122,8 +122,10 @@ def memory_text(summary: ProfileSummary) -> Text | None:
         t.append(f" ({top.name})", style="dim")
     spark = sparkline([v for _, v in m.series_mb])
     if spark:
-        t.append("  ")
+        span = m.series_mb[-1][0] - m.series_mb[0][0]
+        t.append("\n  ")
         t.append(spark, style="cyan")
+        t.append(f" over {span:,.4g} ms", style="dim")
     if m.top_allocators:
         a = m.top_allocators[0]
         t.append("\n  Most allocated by ", style="dim")

@@ -181,6 +181,8 @@ class Timeline:
             keep = (e > lo) & (s < hi) | ((e == s) & (s >= lo) & (s < hi))
             s = np.clip(s[keep], lo, hi) - lo
             e = np.clip(e[keep], lo, hi) - lo
+            if not len(s):
+                continue  # a thread or stream with nothing in this step
             tracks.append(
                 Track(t.name, t.kind, t.group, s, e, t.nid[w][keep], t.cat[w][keep], t.longest)
             )
