@@ -5,7 +5,7 @@ gzip level 6, ≈ 19:1) unless `--file` names one. Rounds alternate `zcat FILE >
 floor for any reader of the file on one core) and `tuiprof summary FILE --json --no-cache`, each
 under GNU time (wall and CPU seconds, peak RSS); ratios are taken per round, so a busy neighbour
 slows both alike. tuiprof inflates in a second thread: on a loaded machine the CPU-time ratio
-is the steadier figure, the wall ratio what a user waits. Aims (issue 22): ≤ 2× zcat, ≤ 600 MB.
+is the steadier figure, the wall ratio what a user waits. Aims: ≤ 2× zcat, ≤ 600 MB.
 
     python benchmarks/bench_realistic.py [--file /tmp/a100_2g.json.gz] [--size-gb 2] [--runs 3]
 """

@@ -13,7 +13,7 @@ tuiprof's own wall time. It is launched two ways, alternating:
 Each finished experiment is compared as `tuiprof compare` does (`build_report`, the default 5%
 smallest difference that matters). Reported per way: the share of experiments whose verdict names
 `a` the winner against `b` (the slowdown resolved), and for the A/A pair `a2` vs `a`: a winner
-named (false), repeats asked. Aim (issue 18): the same share from both ways; the A/A pair names no
+named (false), repeats asked. Aim: the same share from both ways; the A/A pair names no
 winner and asks for no repeats.
 """
 

@@ -15,7 +15,7 @@ import pytest
 from conftest import REPO, SAMPLES, SHARED_TRACES, needs_shared
 
 from tui_prof.model import Environment
-from tui_prof.profiles.cache import summary_from_dict
+from tui_prof.profiles.cache import decode, encode
 from tui_prof.profiles.discover import discover
 from tui_prof.profiles.efficiency import efficiency, with_peak
 from tui_prof.profiles.kineto.flop_models import flops, is_math_op, number_format
@@ -174,8 +174,8 @@ def test_2021_trace_names_what_has_no_model_and_sums_its_memory_events() -> None
     assert m.peak_allocated_mb == pytest.approx(peak / 2**20)
     assert len(m.step_peak_allocated_mb) == len(s.steps) and m.series_mb
     assert m.top_allocators and m.top_allocators[0].allocated_mb > 0
-    assert summary_from_dict(s.to_dict()).efficiency == s.efficiency
-    assert summary_from_dict(s.to_dict()).memory == s.memory
+    assert decode(encode(s)).efficiency == s.efficiency
+    assert decode(encode(s)).memory == s.memory
 
 
 @needs_shared

@@ -27,7 +27,7 @@ MATRIX_UNIT_KERNELS = [
     "nvjet_tst_256x128_64x4_1x2_h_bz_coopA_NNT",  # torch.profiler tables of H100 runs
     "nvjet_tss_64x8_64x16_2x1_v_bz_splitK_TNT",
     "void flash_fwd_kernel<Flash_fwd_kernel_traits<(int)128, (int)128, (int)64, (int)4>>",
-    # Blackwell: cuBLAS 12.8+ and TensorRT-LLM's FP8/FP4 batched GEMMs (issue 16's names)
+    # Blackwell: cuBLAS 12.8+ and TensorRT-LLM's FP8/FP4 batched GEMMs
     "nvjet_sm100_tst_32x64_64x16_4x2_2cta_h_bz_splitK_bias_TNN",
     "bmm_MxE4m3_MxE2m1MxE4m3_Fp32_Ab32_Bb32_Cb32_t128x8x512_s3_et128x8_m128x8x32_c1x1x1_rM_TN_"
     "transOut_schPd2x1x2x3_biasFp32M_bN_tma_ldgstsSf_rgTma_clmp_swiGlu_dynB_sm100f",

@@ -208,7 +208,7 @@ def test_a100_startup_is_startup_not_launch_bound(summaries: dict[Path, ProfileS
 
 def test_v100_verdict_and_advice(summaries: dict[Path, ProfileSummary]) -> None:
     """The plugin's V100 ResNet-50 sample: compute-bound first, input second; float16 autocast
-    with a GradScaler, no bfloat16 or TF32 (issue 16)."""
+    with a GradScaler, no bfloat16 or TF32."""
     path = SHARED_TRACES / "kineto_tb_plugin" / "worker0.1623143089861.pt.trace.json.gz"
     if path not in summaries:
         pytest.skip(f"public traces not found at {SHARED_TRACES}")
@@ -268,7 +268,7 @@ def test_no_mixed_precision_from_kernel_names_that_say_no_type(
 
 
 def test_devices_busy_however_little_are_never_idle() -> None:
-    """Issue 16: "8 idle" beside non-zero device compute. A device with any event is busy
+    """A report once read "8 idle" beside non-zero device compute. A device with any event is busy
     ("<0.1%" where tiny); devices without a single event are listed apart."""
     from tui_prof.model import DeviceBusy, DeviceUtilization
     from tui_prof.render.summary import utilization_text

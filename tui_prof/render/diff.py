@@ -29,8 +29,6 @@ from tui_prof.render.names import fit_kernels, fit_paths, kernel_names
 from tui_prof.render.summary import fmt_ms
 
 ELLIPSIS = "…"
-# Columns beside the name: A, B, Δ, Δ %, status (and padding); what the name leaves them.
-NUMBERS_WIDTH = 40
 STATUS = {ONLY_IN_A: "gone", ONLY_IN_B: "new"}
 
 
@@ -204,20 +202,26 @@ class DiffTable:
         self.diff, self.rows, self.title, self.kernels = diff, list(rows), title, kernels
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        width = max(16, options.max_width - NUMBERS_WIDTH - (8 if has_spread(self.diff) else 0))
-        names = short_names([r.name for r in self.rows], width, kernels=self.kernels)
         spread = has_spread(self.diff)
+        heads = ("A", "B", "Δ", "± SE", "Δ %", "") if spread else ("A", "B", "Δ", "Δ %", "")
+        rows: list[list[str | Text]] = []
+        for row in self.rows:
+            cells: list[str | Text] = list(row_cells(row))
+            if spread:
+                cells.insert(3, fmt_ms(self.diff.delta_se(row)))
+            rows.append(cells)
+        # Numbers and marks are never cut: each column is as wide as its widest cell, and the
+        # name column takes what is left (a box table spends 3 cells a column, plus 1).
+        widths = [max([len(h), *(len(str(r[i])) for r in rows)]) for i, h in enumerate(heads)]
+        left = options.max_width - sum(widths) - 3 * (len(heads) + 1) - 1
+        width = max(8, left)
+        names = short_names([r.name for r in self.rows], width, kernels=self.kernels)
         t = Table(title=self.title, title_justify="left", expand=False)
         t.add_column("Kernel" if self.kernels else "Op", no_wrap=True, max_width=width)
-        for col in ("A", "B", "Δ", "± SE", "Δ %") if spread else ("A", "B", "Δ", "Δ %"):
-            t.add_column(col, justify="right", no_wrap=True)
-        t.add_column("", no_wrap=True)
-        for name, row in zip(names, self.rows, strict=True):
-            cells = row_cells(row)
-            if spread:
-                t.add_row(Text(name), *cells[:3], fmt_ms(self.diff.delta_se(row)), *cells[3:])
-            else:
-                t.add_row(Text(name), *cells)
+        for head, w in zip(heads, widths, strict=True):
+            t.add_column(head, justify="right" if head else "left", no_wrap=True, min_width=w)
+        for name, cells in zip(names, rows, strict=True):
+            t.add_row(Text(name), *cells)
         yield t
 
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 import gzip
 import json
 import threading
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,13 +29,12 @@ from tui_prof.model import (
     Precision,
     ProfileError,
     ProfileSummary,
+    Progress,
     StepBreakdown,
 )
 from tui_prof.profiles.assemble import assemble
 from tui_prof.profiles.discover import LEGACY_MEMORY_SUFFIX, Session, legacy_suffix
 from tui_prof.profiles.legacy import datatable, tools
-
-Progress = Callable[[float, str], None]
 
 DETAIL = "steps as TensorBoard computed them when the profile was taken (its saved overview)"
 
