@@ -54,6 +54,18 @@ def test_tui_app_loads_no_tensorflow() -> None:
     assert "tensorflow" not in loaded
 
 
+def test_the_browse_path_loads_no_pandas() -> None:
+    """pandas is the notebook API's extra: the package, the TUI and a listed and analysed
+    session never import it, though `tui_prof.load` is there."""
+    code = (
+        "import tui_prof, tui_prof.tui.app, tui_prof.cli.main\n"
+        "from tui_prof.profiles.load import summarize_session\n"
+        "summarize_session('sample_traces/keras_fit_mixed/train')\n"
+        "assert callable(tui_prof.load)"
+    )
+    assert "pandas" not in _loaded_after(code)
+
+
 def test_analysing_jax_and_legacy_sessions_loads_no_framework() -> None:
     code = (
         "from tui_prof.profiles.load import summarize_session\n"

@@ -109,11 +109,11 @@ def test_a_trace_without_kernels_has_no_gpu_figures() -> None:
 
 def test_figures_survive_the_cache_and_show_in_the_summary() -> None:
     _exists(PLUGIN_SAMPLE)
-    from tui_prof.profiles.cache import summary_from_dict
+    from tui_prof.profiles.cache import decode, encode
     from tui_prof.render.summary import summary_renderable
 
     s = ours(PLUGIN_SAMPLE)
-    again = summary_from_dict(s.to_dict())
+    again = decode(encode(s))
     assert again.gpu_metrics == s.gpu_metrics
     from rich.console import Console
 

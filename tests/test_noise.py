@@ -72,3 +72,32 @@ def test_noise_reasons_name_a_throttled_gpu_and_nothing_without_a_state() -> Non
     assert noise_reasons(None) == [] and noise_reasons({}) == []
     for g in gpu_state():  # where nvidia-smi answers (a GPU machine): its fields are read
         assert g["sm_clock_max_mhz"] and isinstance(g["throttle"], list)
+
+
+def test_runs_under_load_ask_for_a_quiet_machine_not_more_repeats() -> None:
+    """An unresolved time comparison whose runs mostly ran under load advises no repeats (they
+    would measure the load); the same values measured quietly do ask for them."""
+    from tui_prof.model import ExperimentRecord, RunRecord
+
+    values = {"a": [1.0, 1.3, 0.9, 1.2, 1.1], "b": [1.2, 1.0, 1.25, 0.95, 1.15]}
+
+    def experiment(state: dict[str, float]) -> ExperimentRecord:
+        runs = tuple(
+            RunRecord(
+                run_id=f"{v}-r{i}", variant=v, repeat=i, status=RUN_FINISHED, wall_time_s=x,
+                environment={"machine_state": state},
+            )
+            for i in range(5)
+            for v, xs in values.items()
+            for x in [xs[i]]
+        )  # fmt: skip
+        return ExperimentRecord("n", "/nowhere", "a", ("a", "b"), ("wall_time_s",), 5, runs)
+
+    loaded = compare_experiment(experiment({"others_cores": 1.5, "cpus": 2}))
+    (c,) = loaded.metric("wall_time_s").comparisons
+    assert c.repeats_needed is None and c.winner is None
+    assert c.verdict.endswith("10 of 10 runs were measured under load or throttled: quiet the "
+                              "machine rather than add repeats")  # fmt: skip
+    quiet = compare_experiment(experiment({"others_cores": 0.0, "cpus": 2}))
+    (c,) = quiet.metric("wall_time_s").comparisons
+    assert c.repeats_needed is not None and not quiet.comparability.noisy

@@ -208,7 +208,7 @@ def test_a100_startup_is_startup_not_launch_bound(summaries: dict[Path, ProfileS
 
 def test_v100_verdict_and_advice(summaries: dict[Path, ProfileSummary]) -> None:
     """The plugin's V100 ResNet-50 sample: compute-bound first, input second; float16 autocast
-    with a GradScaler, no bfloat16 or TF32 (issue 16)."""
+    with a GradScaler, no bfloat16 or TF32."""
     path = SHARED_TRACES / "kineto_tb_plugin" / "worker0.1623143089861.pt.trace.json.gz"
     if path not in summaries:
         pytest.skip(f"public traces not found at {SHARED_TRACES}")
@@ -255,3 +255,43 @@ def test_pytorch_traces_record_cuda_compute_capability(
         env = found[name].environment
         assert env.compute_capability == cc, name
         assert ("compute_capability" in env.to_dict()) == bool(cc)
+
+
+def test_no_mixed_precision_from_kernel_names_that_say_no_type(
+    summaries: dict[Path, ProfileSummary],
+) -> None:
+    """A bf16 JAX job on an H100: XLA's fusion kernels carry no type in their names, so xprof's
+    name rule reads 0% 16-bit; that is no measurement to advise mixed precision on."""
+    s = next(v for p, v in summaries.items() if "jax_cuda_bf16" in str(p))
+    assert s.precision is not None and s.precision.compute_16bit_percent == 0.0
+    assert not any(re.search(MIXED, r, re.IGNORECASE) for r in s.recommendations)
+
+
+def test_devices_busy_however_little_are_never_idle() -> None:
+    """A report once read "8 idle" beside non-zero device compute. A device with any event is busy
+    ("<0.1%" where tiny); devices without a single event are listed apart."""
+    from tui_prof.model import DeviceBusy, DeviceUtilization
+    from tui_prof.render.summary import utilization_text
+
+    gpus = [DeviceBusy(f"/device:GPU:{i}", 0.01) for i in range(7)]
+    u = DeviceUtilization(100.0, 0.01, (*gpus, DeviceBusy("/device:GPU:7", 0.0)))
+    text = utilization_text(u).plain
+    assert "idle" not in text
+    assert "GPU:0 <0.1%" in text and "no events on 1 (GPU:7)" in text
+
+
+def test_xla_gpu_planes_give_the_compute_capability(
+    summaries: dict[Path, ProfileSummary],
+) -> None:
+    """The 2020 TensorFlow demo names no GPU model, but its GPU planes say compute capability
+    7.0 (a V100): float16 advice, never bfloat16. AMD planes' 9.4 (gfx942) is ROCm's, left out."""
+    by_dir = {p.parts[-4] if len(p.parts) > 3 else "": s for p, s in summaries.items()}
+    if "tf_gpu_multi_worker" not in by_dir:
+        pytest.skip(f"public traces not found at {SHARED_TRACES}")
+    tf = by_dir["tf_gpu_multi_worker"]
+    assert tf.environment.compute_capability == "7.0"
+    row = device_row(tf.environment)
+    assert row is not None and row.arch == "sm_70"
+    tips = "\n".join(tf.recommendations)
+    assert "mixed_float16" in tips and "bfloat16" not in tips
+    assert by_dir["jax_gpu_gemm"].environment.compute_capability == ""

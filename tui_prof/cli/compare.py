@@ -1,6 +1,6 @@
 """`tuiprof compare EXPERIMENT_DIR`: statistics, box plots, verdicts and the comparability guard.
 
-Contract: prints Rich output by default, `--json` (the issue's documented document, see
+Contract: prints Rich output by default, `--json` (the document docs/json.md describes, see
 `ComparisonReport.to_dict`) or `--markdown` (GitHub tables, box plots in a text block).
 Reads the experiment without writing to it, so it is safe while `tuiprof run` is writing.
 Errors (missing directory, not an experiment, unknown metric) are one line on stderr, exit 2.

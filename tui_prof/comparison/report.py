@@ -22,7 +22,13 @@ from pathlib import Path
 from typing import Any
 
 from tui_prof.comparison.comparability import Comparability, check_comparability
-from tui_prof.comparison.names import base_name, lower_is_better, metric_unit, percentile_of
+from tui_prof.comparison.names import (
+    base_name,
+    is_time_metric,
+    lower_is_better,
+    metric_unit,
+    percentile_of,
+)
 from tui_prof.comparison.paired import (
     DESIGN_BLOCKED,
     PAIRED_BY_REPEAT,
@@ -33,6 +39,8 @@ from tui_prof.comparison.paired import (
 )
 from tui_prof.comparison.stats import Comparison, Describe, describe
 from tui_prof.comparison.tradeoff import Tradeoff, build_tradeoff, default_axes
+from tui_prof.comparison.verdicts import under_load
+from tui_prof.experiments.noise import noise_reasons
 from tui_prof.model import (
     RUN_FAILED,
     RUN_FINISHED,
@@ -251,7 +259,7 @@ def _metric_report(
         warnings=tuple(warnings),
         blocks=blocks,
     )
-    comparisons = tuple(
+    comparisons: tuple[Comparison, ...] = tuple(
         compare_design(
             report.keyed(baseline),
             report.keyed(v),
@@ -265,6 +273,11 @@ def _metric_report(
         for v in variants
         if v != baseline
     )
+    if is_time_metric(name):  # a loaded machine slows times; it is not why accuracy varies
+        noisy = {r.run_id for r in runs if noise_reasons(r.environment.get("machine_state"))}
+        comparisons = tuple(
+            under_load(c, *_noisy_of(runs, noisy, baseline, c.variant)) for c in comparisons
+        )
     return MetricReport(
         name=name,
         unit=report.unit,
@@ -275,6 +288,14 @@ def _metric_report(
         warnings=report.warnings,
         blocks=blocks,
     )
+
+
+def _noisy_of(
+    runs: Sequence[RunRecord], noisy: set[str], baseline: str, variant: str
+) -> tuple[int, int]:
+    """(noisy, all) counted runs of the two variants a comparison weighs."""
+    pair = [r for r in runs if r.variant in (baseline, variant)]
+    return sum(r.run_id in noisy for r in pair), len(pair)
 
 
 def compare_experiment(
@@ -356,6 +377,7 @@ def build_report(
     """Load and compare; raises ValueError with a one-line message for the user. The smallest
     difference that matters is the spec's, overridden per metric by `matters`."""
     from tui_prof.comparison.comparability import intentional_fields
+    from tui_prof.comparison.profile_metrics import with_profile_metrics
     from tui_prof.experiments.store import (
         StoreError,
         load_experiment,
@@ -372,6 +394,7 @@ def build_report(
         exp = load_experiment(path)
     except StoreError as exc:
         raise ValueError(str(exc)) from None
+    exp = with_profile_metrics(exp)  # MFU and peak memory where the runs' profiles have them
     intended: set[str] = set()
     given: dict[str, float] = {}
     try:

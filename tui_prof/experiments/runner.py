@@ -66,7 +66,7 @@ from tui_prof.model import (
 EventCallback = Callable[[Any], None]
 MAX_LINES_PER_EVENT = 1000
 # A run's log and metrics files are read every poll_interval_s while it writes, backing off to
-# QUIET_POLL_S while it is quiet: the observer stays out of what it measures (issue 18).
+# QUIET_POLL_S while it is quiet: the observer stays out of what it measures.
 QUIET_POLL_S = 0.5
 LOG_TAIL_LINES = 30
 

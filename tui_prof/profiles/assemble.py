@@ -30,7 +30,8 @@ from tui_prof.model import (
 from tui_prof.printable import printable, printable_fields
 from tui_prof.profiles import advice, remedies
 from tui_prof.profiles.discover import Session, display_path
-from tui_prof.profiles.hardware import DeviceSpec, device_spec, vendor_of
+from tui_prof.profiles.hardware import DeviceSpec, row_of, vendor_of
+from tui_prof.profiles.kernel_names import says_its_type
 
 
 def average(steps: Sequence[StepBreakdown]) -> StepAverage | None:
@@ -86,14 +87,22 @@ def device_row(env: Environment) -> DeviceSpec | None:
     """The hardware table's row for a profile's devices: a model's name first (PyTorch's
     deviceProperties, XLA's device planes), else the device type ("TPU v4", "AMD GPU - gfx942"),
     else the CUDA compute capability (an A10G, an RTX card: the architecture's formats)."""
-    for name in (*env.device_names, env.device_type):
-        spec = device_spec(name=name)
-        if spec is not None:
-            return spec
-    if env.compute_capability:  # an NVIDIA GPU the table does not name: its architecture's row
-        name = next(iter(env.device_names), "")
-        return device_spec(name=name, compute_capability=env.compute_capability)
-    return None
+    return row_of((*env.device_names, env.device_type), env.compute_capability)
+
+
+# Where the 16-bit share comes from types (HLO ops', PyTorch ops' inputs), it is measured.
+TYPED_SOURCES = ("hlo_ops", "kernels_and_op_types")
+
+
+def measured_precision(prec: Precision | None, kernels: Sequence[KernelStat]) -> Precision | None:
+    """The 16-bit share where it measures something: from types, or from kernel names of which
+    some say their type. XLA's fusion kernels say none, so xprof's name rule reads a bf16 JAX job
+    on a GPU as 0% 16-bit; advice must not tell it to try mixed precision."""
+    if prec is None or prec.source in TYPED_SOURCES:
+        return prec
+    if kernels and not any(says_its_type(k.name) for k in kernels):
+        return None
+    return prec
 
 
 def facts(
@@ -184,7 +193,7 @@ def assemble(
     check_numbers(session, steps, ops, kernels)
     avg = average(steps)
     tc = tensor_core_use(kernels)
-    f = facts(env, prec, framework, is_training)
+    f = facts(env, measured_precision(prec, kernels), framework, is_training)
     sentence, verdict, flagged = advice.verdict(avg, f, startup_ms, startup_calls)
     tips = advice.recommendations(flagged, f, tc)
     if avg is None:

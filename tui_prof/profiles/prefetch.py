@@ -89,7 +89,7 @@ def cached(session: Session) -> bool:
     from tui_prof.profiles import cache
 
     try:
-        return (cache.cache_dir() / f"{cache.cache_key(session)}.json").is_file()
+        return cache.cache_path(cache.cache_key(session)).is_file()
     except OSError:
         return False
 

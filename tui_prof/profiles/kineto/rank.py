@@ -26,7 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from tui_prof.model import Cancelled, GpuMetric, StepBreakdown
-from tui_prof.profiles.kineto import names
+from tui_prof.profiles.kineto import heap, names
 from tui_prof.profiles.kineto.collect import Array, Collector, Device
 from tui_prof.profiles.kineto.extras import Extras, RankExtras
 from tui_prof.profiles.kineto.gpu_metrics import gpu_metrics
@@ -225,6 +225,7 @@ def analyse_file(
         warnings.append(f"{name}: {c.negative:,} events with negative durations counted as 0")
     check()
     dev = c.device()
+    heap.release()  # the column chunks device() joined and dropped
     check()
     steps = find_steps(c, dev, ignore_markers=ignore_markers)
     check()
@@ -239,6 +240,7 @@ def analyse_file(
         native = partition(native_roles, spans) / 1000.0
         ours = partition(our_roles, spans) / 1000.0
         del native_roles, our_roles  # before the op tree needs the memory
+        heap.release()
         for i, n in enumerate(steps.numbers):
             length = (steps.spans[i][1] - steps.spans[i][0]) / 1000.0
             mine: dict[str, float] = {}

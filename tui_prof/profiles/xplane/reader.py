@@ -42,6 +42,7 @@ from tui_prof.profiles.xplane.cost import xla_efficiency
 from tui_prof.profiles.xplane.device_ops import with_device_ops
 from tui_prof.profiles.xplane.framework import framework_of
 from tui_prof.profiles.xplane.memory import memory_use
+from tui_prof.profiles.xplane.xspace import cuda_compute_capability
 
 if TYPE_CHECKING:
     from tui_prof.profiles.xplane.steps import FoundSteps
@@ -221,6 +222,7 @@ def summarize(
         device_count=device_count or len(names),
         hosts=tuple(h.host for h in session.hosts),
         device_names=names,
+        compute_capability=cuda_compute_capability(paths) if "GPU" in device_type.upper() else "",
     )
     kernels = tb_tables.kernels(tables[converter.KERNEL_STATS])
     official = tb_tables.precision(props) if own.source == STEP_SOURCE_OFFICIAL else None
@@ -269,6 +271,7 @@ def _summarize_streaming(
         device_count=planes["device_count"],
         hosts=tuple(h.host for h in session.hosts),
         device_names=tuple(planes["device_names"]),
+        compute_capability=cuda_compute_capability(paths) if planes["device_type"] == "GPU" else "",
     )
     report(0.9, "devices")
     utilization = device_utilization(paths)

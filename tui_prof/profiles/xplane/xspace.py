@@ -371,6 +371,24 @@ def plane_summary(paths: Sequence[Path | str]) -> dict[str, Any]:
     }
 
 
+def cuda_compute_capability(paths: Sequence[Path | str]) -> str:
+    """The first NVIDIA GPU plane's compute capability ("7.0"), from its plane stats
+    (`compute_cap_major`/`_minor`); "" where there is none. AMD planes carry ROCm's own
+    major.minor (gfx942 as 9.4), which is not CUDA's and is left out."""
+    for p in paths:
+        with XSpaceFile(p) as space:
+            for plane in space.planes:
+                if not (plane.device and plane.device[0] == "GPU"):
+                    continue
+                stats = space.metadata(plane).stats
+                if str(stats.get("device_vendor") or "Nvidia").lower() != "nvidia":
+                    return ""
+                major, minor = stats.get("compute_cap_major"), stats.get("compute_cap_minor")
+                if isinstance(major, int) and isinstance(minor, int):
+                    return f"{major}.{minor}"
+    return ""
+
+
 # tsl's derived lines ("Steps", "TensorFlow Ops", ...) use thread ids from 0xdeadbeef (as int32) up.
 _DERIVED_MIN = -559038737
 DERIVED_LINE_IDS = range(_DERIVED_MIN, _DERIVED_MIN + 64)

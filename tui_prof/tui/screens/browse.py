@@ -39,6 +39,29 @@ FOLLOW_GROUP = "follow"
 FOLLOW_AFTER_S = 0.3
 
 
+def shipped_samples() -> Path | None:
+    """sample_traces/ beside the package in a source checkout; a wheel ships none."""
+    samples = Path(__file__).resolve().parents[3] / "sample_traces"
+    return samples if samples.is_dir() else None
+
+
+def empty_message(root: Path, samples: Path | None) -> str:
+    """What counts as a profile, and where to find one."""
+    lines = [
+        f"No profiles under {root}.",
+        "tuiprof reads TensorFlow and JAX profiles (*.xplane.pb; older TensorBoard tool files "
+        "such as *.overview_page.pb) and PyTorch profiler traces (*.pt.trace.json[.gz]).",
+        "Open a logdir: tuiprof LOGDIR",
+    ]
+    if samples is not None:
+        try:
+            shown = samples.relative_to(Path.cwd())
+        except ValueError:
+            shown = samples
+        lines[-1] += f" — or try the examples that come with tuiprof: tuiprof {shown}"
+    return "\n".join(lines)
+
+
 class BrowseScreen(TuiprofScreen):
     BINDINGS = [
         Binding(
@@ -49,7 +72,9 @@ class BrowseScreen(TuiprofScreen):
             show=False,  # the tree follows the logdir by itself; the key stays for network mounts
             tooltip="List the logdir again",
         ),
-        Binding("tab", "focus_next", "Next pane", show=False, tooltip="Tree, tabs, tables in turn"),
+        Binding(
+            "tab", "app.focus_next", "Next pane", show=False, tooltip="Tree, tabs, tables in turn"
+        ),
         Binding(
             "1",
             "tab('tab-overview')",
@@ -239,12 +264,7 @@ class BrowseScreen(TuiprofScreen):
                 markup=False,
             )
         if not message.discovery.sessions:
-            view.show_message(
-                f"No profiles (*.xplane.pb) under {self.root}.\n"
-                "Open a TensorBoard logdir: tuiprof LOGDIR — or try the shipped examples: "
-                "tuiprof sample_traces/",
-                error=True,
-            )
+            view.show_message(empty_message(self.root, shipped_samples()), error=True)
             return
         if self._current is None:  # first scan, or the first sessions of a followed logdir
             node = tree.first_session_node()

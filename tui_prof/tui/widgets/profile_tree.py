@@ -62,7 +62,9 @@ class ProfileTree(Tree[NodeData]):
         for branch in nest([r.name for r in runs]):
             self._add_branch(self.root, branch, runs)
         if isinstance(current, Session) and str(current.path) in self._session_nodes:
-            self.move_cursor(self._session_nodes[str(current.path)])
+            # The tree lays out its new lines on the next refresh: moved before it, the cursor
+            # stayed on the first line whenever a rescan came in (a following logdir).
+            self.call_after_refresh(self.move_cursor, self._session_nodes[str(current.path)])
 
     def _add_branch(
         self, parent: TreeNode[NodeData], branch: Branch, runs: tuple[Run, ...]

@@ -1,0 +1,190 @@
+"""The timeline's data: per-track sorted numpy arrays for a whole session, and one step cut out.
+
+Why arrays: a large profile has millions of events; a step is found with `searchsorted` on each
+track's sorted starts, so a step or a zoom never walks the events one by one in Python.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from tui_prof.model import CATEGORIES, ProfileError
+from tui_prof.printable import printable
+
+Floats = npt.NDArray[np.float64]
+Ints = npt.NDArray[np.int32]
+CATEGORY_CODE: dict[str, int] = {c: i for i, c in enumerate(CATEGORIES)}
+
+
+class NoEvents(ProfileError):
+    """A session whose files keep no events (older TensorBoard tool files)."""
+
+
+@dataclass(frozen=True)
+class Track:
+    """One host thread or device stream: events sorted by start (µs), their name ids and
+    category codes (index into model.CATEGORIES)."""
+
+    name: str
+    kind: str  # "host" or "device"
+    group: str  # the host or device it belongs to, for grouping
+    start: Floats
+    end: Floats
+    nid: Ints
+    cat: npt.NDArray[np.int8]
+    # The longest event: events starting this long before a window can still reach into it.
+    longest: float = 0.0
+
+    def window(self, lo: float, hi: float) -> slice:
+        """The index range of events that may overlap [lo, hi] (sorted starts)."""
+        a = int(np.searchsorted(self.start, lo - self.longest, side="left"))
+        b = int(np.searchsorted(self.start, hi, side="left"))
+        return slice(a, b)
+
+
+def make_track(
+    name: str, kind: str, group: str, start: Floats, end: Floats, nid: Ints, cat: Any
+) -> Track:
+    order = np.argsort(start, kind="stable")
+    s, e = start[order], end[order]
+    longest = float((e - s).max()) if len(s) else 0.0
+    return Track(
+        printable(name),
+        kind,
+        printable(group),
+        s,
+        e,
+        nid[order].astype(np.int32),
+        np.asarray(cat)[order].astype(np.int8),
+        longest,
+    )
+
+
+@dataclass(frozen=True)
+class StepTimeline:
+    """One step: tracks with events clipped to it, times in µs from the step's start."""
+
+    step: int
+    duration_us: float
+    tracks: tuple[Track, ...]
+    names: list[str]  # by name id, already printable
+    source: str = ""  # which rank or host the step is from, where there are several
+
+    @property
+    def end_us(self) -> float:
+        return self.duration_us
+
+    def event_name(self, nid: int) -> str:
+        return self.names[nid] if 0 <= nid < len(self.names) else "?"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON contract: step, start_us, end_us, tracks[name, kind, events[...]]."""
+        tracks = []
+        for t in self.tracks:
+            events = [
+                {
+                    "name": self.event_name(int(n)),
+                    "start_us": float(s),
+                    "dur_us": float(e - s),
+                    "category": CATEGORIES[int(c)],
+                }
+                for s, e, n, c in zip(t.start, t.end, t.nid, t.cat, strict=True)
+            ]
+            tracks.append({"name": t.name, "kind": t.kind, "group": t.group, "events": events})
+        return {
+            "step": self.step,
+            "start_us": 0.0,
+            "end_us": self.duration_us,
+            "source": self.source,
+            "tracks": tracks,
+        }
+
+    def busy_us(self, track: Track) -> float:
+        """Time the track is busy (the union of its events), µs."""
+        if not len(track.start):
+            return 0.0
+        reach = np.maximum.accumulate(track.end)
+        gaps = np.clip(track.start[1:] - reach[:-1], 0.0, None)
+        return float(reach[-1] - track.start[0] - gaps.sum())
+
+
+@dataclass(frozen=True)
+class StepSpan:
+    """Where one step lies in a source's clock (µs, as in the file)."""
+
+    number: int
+    start: float
+    end: float
+
+
+@dataclass
+class Source:
+    """One rank's trace or one host's XSpace: its tracks over the whole profile and its steps."""
+
+    name: str
+    tracks: list[Track]
+    steps: list[StepSpan]
+
+
+@dataclass
+class Timeline:
+    """A session's events, by source, and the names they refer to."""
+
+    names: list[str]
+    sources: list[Source] = field(default_factory=list)
+
+    def step_numbers(self) -> list[int]:
+        """Step numbers every source has, in order (the summary's rule for several ranks)."""
+        sets = [{s.number for s in src.steps} for src in self.sources if src.steps]
+        if not sets:
+            return []
+        return sorted(set.intersection(*sets))
+
+    def step_length_us(self, number: int) -> float:
+        """A step's length: its slowest source's, as the summary takes it."""
+        return max(
+            (s.end - s.start for src in self.sources for s in src.steps if s.number == number),
+            default=0.0,
+        )
+
+    def slowest(self) -> int:
+        nums = self.step_numbers()
+        if not nums:
+            raise ProfileError("the profile has no steps")
+        return max(nums, key=self.step_length_us)
+
+    def median(self) -> int:
+        nums = sorted(self.step_numbers(), key=self.step_length_us)
+        if not nums:
+            raise ProfileError("the profile has no steps")
+        return nums[(len(nums) - 1) // 2]
+
+    def step(self, number: int, source: str | None = None) -> StepTimeline:
+        """Step `number` from `source` (default: the source where it is slowest)."""
+        found = [(src, s) for src in self.sources for s in src.steps if s.number == number]
+        if source is not None:
+            found = [f for f in found if f[0].name == source]
+        if not found:
+            nums = self.step_numbers()
+            have = f"{nums[0]}..{nums[-1]}" if nums else "none"
+            raise ProfileError(f"no step {number} in this profile (steps: {have})")
+        src, span = max(found, key=lambda f: f[1].end - f[1].start)
+        lo, hi = span.start, span.end
+        tracks = []
+        for t in src.tracks:
+            w = t.window(lo, hi)
+            s, e = t.start[w], t.end[w]
+            keep = (e > lo) & (s < hi) | ((e == s) & (s >= lo) & (s < hi))
+            s = np.clip(s[keep], lo, hi) - lo
+            e = np.clip(e[keep], lo, hi) - lo
+            if not len(s):
+                continue  # a thread or stream with nothing in this step
+            tracks.append(
+                Track(t.name, t.kind, t.group, s, e, t.nid[w][keep], t.cat[w][keep], t.longest)
+            )
+        label = src.name if len(self.sources) > 1 else ""
+        return StepTimeline(number, hi - lo, tuple(tracks), self.names, label)
