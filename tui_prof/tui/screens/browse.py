@@ -327,9 +327,14 @@ class BrowseScreen(TuiprofScreen):
         pre = self.prefetch
         if pre is not None and not pre.used and pre.listed.is_set() and pre.session == session:
             pre.used = True  # started before Textual loaded: wait for it rather than redo it
+            shown = None
             while not pre.analysed.wait(0.01):  # the first numbers wait on this
                 if cancel.is_set():
+                    pre.stop()  # the session was left: its analysis stops with it
                     return
+                if pre.progress is not None and pre.progress != shown:
+                    shown = pre.progress
+                    self.post_message(LoadProgressed(session, *shown))
             plain = not fallback and not full and not program
             if pre.summary is not None and plain:
                 self.post_message(ProfileLoaded(session, pre.summary, time.perf_counter() - start))
