@@ -66,7 +66,7 @@ def test_a_file_that_crashes_the_converter_is_one_line(tmp_path: Path) -> None:
 def test_a_timestamp_of_2_to_the_62(tmp_path: Path) -> None:
     d = _xspace(tmp_path, lambda line: setattr(line, "timestamp_ns", 2**62))
     for args in (["summary"], ["summary", "--fallback"]):
-        _one_line(_cli(*args, str(d)), "vm.xplane.pb", "damaged")
+        _one_line(_cli(*args, str(d)), "vm.xplane.pb", "timestamp of 4611686018427387904 ns")
 
 
 def _trace(tmp: Path, event: str) -> Path:

@@ -219,7 +219,8 @@ class BrowseScreen(TuiprofScreen):
             self.scan()
         current = self._current
         if current is not None and any(
-            e.kind == PROFILE and e.path.parent == current.path for e in message.events
+            e.kind == PROFILE and current.path in (e.path, e.path.parent)  # a trace: its file
+            for e in message.events
         ):
             self._current = None
             self.load(current)
