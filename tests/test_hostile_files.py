@@ -167,7 +167,11 @@ def test_a_damaged_row_in_the_store(tmp_path: Path) -> None:
     r = _cli("compare", str(out))
     assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
     r = _cli("run", "--resume", str(out))
-    assert "Traceback" not in r.stderr, r.stderr
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+    from tui_prof.experiments.store import load_experiment
+
+    runs = {x.run_id: x for x in load_experiment(out).runs}
+    assert runs["a-r0"].status == "finished" and runs["a-r0"].metrics["big"] == 1.0  # run again
 
 
 @pytest.mark.parametrize(
