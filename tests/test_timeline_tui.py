@@ -46,8 +46,14 @@ async def test_timeline_tab_keys_move_step_zoom_pan_and_cursor() -> None:
         assert view.step_tl.step == tl.median()
         await pilot.press("s")
         assert view.step_tl.step == tl.slowest()
-        text = str(view.render())
-        assert text  # drew without error
+        await pilot.press("v")  # the slowest beside the median step
+        assert view.versus and view.step_tl.step == tl.slowest()
+        drawn = view.render()
+        assert "against the median step" in "".join(
+            t.plain for t in getattr(drawn, "renderables", [])
+        )
+        await pilot.press("v")
+        assert not view.versus
 
 
 async def test_legacy_session_says_it_has_no_events() -> None:

@@ -82,6 +82,12 @@ class TimelineView(Widget, can_focus=True):
         ),
         Binding("s", "jump('slowest')", "Slowest", show=False, tooltip="Jump to the slowest step"),
         Binding("M", "jump('median')", "Median", show=False, tooltip="Jump to the median step"),
+        Binding(
+            "v",
+            "versus",
+            "Slow vs median",
+            tooltip="The slowest step beside the median one: which tracks grew (again: back)",
+        ),
     ]
 
     def __init__(self, *, id: str | None = None) -> None:
@@ -94,6 +100,7 @@ class TimelineView(Widget, can_focus=True):
         self.track = 0
         self.event: int | None = None
         self.message = Text("Open this tab on a session to read its events.", style="dim")
+        self.versus = False  # the slowest step against the median one (`v`)
 
     # -- loading -----------------------------------------------------------------------------
 
@@ -226,6 +233,39 @@ class TimelineView(Widget, can_focus=True):
 
     # -- drawing ---------------------------------------------------------------------------------
 
+    def action_versus(self) -> None:
+        if self.timeline is None:
+            return
+        self.versus = not self.versus
+        if self.versus:
+            self._show_step(self.timeline.slowest())
+        self.refresh()
+
+    def _versus(self, width: int, rows: int) -> list[Text]:
+        """Under the slowest step: the median step, then the tracks that grew most."""
+        from tui_prof.profiles.timeline.compare import compare_median
+
+        assert self.timeline is not None
+        c = compare_median(self.timeline)
+        median_view = View.fit(c.median)
+        lines = [header_line(c.median, median_view, width, " (median)")]
+        lines += [track_line(t, median_view, width) for t in c.median.tracks[: max(rows // 2, 1)]]
+        lines.append(
+            Text(
+                f"Step {c.slow.step} is {c.delta_us / 1000:+.2f} ms against the median step "
+                f"{c.median.step}; busy time per track, most grown first:",
+                style="bold",
+            )
+        )
+        for r in c.tracks[: max(rows - len(lines), 1)]:
+            lines.append(
+                Text(
+                    f"{r.delta_us / 1000:+8.2f} ms  {r.median_us / 1000:7.2f} → "
+                    f"{r.slow_us / 1000:7.2f} ms  {r.name}"
+                )
+            )
+        return lines
+
     def _detail(self, width: int) -> Text:
         st = self.step_tl
         if st is None or not st.tracks or self.event is None:
@@ -248,6 +288,8 @@ class TimelineView(Widget, can_focus=True):
             return self.message
         width = max(self.size.width, 20)
         rows = max(self.size.height - FIXED_LINES, 1)
+        if self.versus:
+            rows = max(rows // 2, 1)
         first = max(0, min(self.track - rows + 1, len(st.tracks) - rows)) if st.tracks else 0
         cells = cells_for(width)
         span = max(self.view.hi - self.view.lo, 1e-9)
@@ -267,4 +309,6 @@ class TimelineView(Widget, can_focus=True):
         lines.append(axis_line(self.view, width))
         lines.append(legend_line(st, width))
         lines.append(self._detail(width))
+        if self.versus:
+            lines += self._versus(width, max(self.size.height - len(lines) - 2, 3))
         return Group(*lines)
