@@ -103,6 +103,14 @@ class BrowseScreen(TuiprofScreen):
             tooltip="GPU kernels, Tensor Core / Matrix Core use, launch shape",
         ),
         Binding(
+            "5",
+            "tab('tab-timeline')",
+            "Timeline tab",
+            id="tab_timeline",
+            show=False,
+            tooltip="One step's host threads and device streams; the slowest first",
+        ),
+        Binding(
             "w",
             "toggle_notes",
             "Notes",
