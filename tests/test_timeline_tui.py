@@ -46,6 +46,18 @@ async def test_timeline_tab_keys_move_step_zoom_pan_and_cursor() -> None:
         assert view.step_tl.step == tl.median()
         await pilot.press("s")
         assert view.step_tl.step == tl.slowest()
+        for _ in range(60):  # to a kernel on the GPU stream, then to the call that launched it
+            if st.tracks[view.track].kind == "device":
+                break
+            await pilot.press("down")
+        await pilot.press("right")
+        dev_track, kernel = view.track, view.event
+        assert kernel is not None
+        await pilot.press("p")
+        assert view.track != dev_track and st.tracks[view.track].kind == "host"
+        call = st.tracks[view.track]
+        assert view.event is not None
+        assert call.corr[view.event] == st.tracks[dev_track].corr[kernel] >= 0
         await pilot.press("v")  # the slowest beside the median step
         assert view.versus and view.step_tl.step == tl.slowest()
         drawn = view.render()

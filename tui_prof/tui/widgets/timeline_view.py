@@ -30,7 +30,7 @@ from tui_prof.render.timeline import (
 
 ZOOM = 2.0
 PAN = 0.25  # of the visible window per key press
-FIXED_LINES = 5  # header, axis, legend, two detail lines
+FIXED_LINES = 6  # header, axis, legend, three detail lines
 
 
 class TimelineView(Widget, can_focus=True):
@@ -84,6 +84,13 @@ class TimelineView(Widget, can_focus=True):
         Binding("s", "jump('slowest')", "Slowest", show=False, tooltip="Jump to the slowest step"),
         Binding("M", "jump('median')", "Median", show=False, tooltip="Jump to the median step"),
         Binding("slash", "find", "Find", key_display="/", tooltip="Find events by name"),
+        Binding(
+            "p",
+            "partner",
+            "Partner",
+            show=False,
+            tooltip="Jump to the kernel a launch started, or the launch that started a kernel",
+        ),
         Binding("n", "next_match", "Next match", show=False, tooltip="The next event found by /"),
         Binding(
             "v",
@@ -295,6 +302,18 @@ class TimelineView(Widget, can_focus=True):
             out.update(range(max(x, 0), min(max(y, x) + 1, cells)))
         return sorted(out)
 
+    def action_partner(self) -> None:
+        st = self.step_tl
+        if st is None or self.event is None or not st.tracks:
+            return
+        found = st.partner(self.track, self.event)
+        if found is None:
+            self.app.notify("no partner of this event in this step")
+            return
+        self.track = found[0]
+        self._select(found[1])
+        self.refresh()
+
     def action_versus(self) -> None:
         if self.timeline is None:
             return
@@ -342,6 +361,16 @@ class TimelineView(Widget, can_focus=True):
             f"{CATEGORY_LABELS[CATEGORIES[int(t.cat[i])]]}",
             style="dim",
         )
+        found = st.partner(self.track, i)
+        if found is not None:
+            other = st.tracks[found[0]]
+            j = found[1]
+            role = "launched" if t.kind == "host" else "launched by"
+            out.append(
+                f"\n{role} (p): {st.event_name(int(other.nid[j]))} · {other.name} · "
+                f"at {float(other.start[j]) / 1000:.3f} ms",
+                style="dim",
+            )
         return out
 
     def render(self) -> RenderableType:
