@@ -66,7 +66,7 @@ def test_a_file_that_crashes_the_converter_is_one_line(tmp_path: Path) -> None:
 def test_a_timestamp_of_2_to_the_62(tmp_path: Path) -> None:
     d = _xspace(tmp_path, lambda line: setattr(line, "timestamp_ns", 2**62))
     for args in (["summary"], ["summary", "--fallback"]):
-        _one_line(_cli(*args, str(d)), "vm.xplane.pb", "damaged")
+        _one_line(_cli(*args, str(d)), "vm.xplane.pb", "timestamp of 4611686018427387904 ns")
 
 
 def _trace(tmp: Path, event: str) -> Path:
@@ -167,7 +167,11 @@ def test_a_damaged_row_in_the_store(tmp_path: Path) -> None:
     r = _cli("compare", str(out))
     assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
     r = _cli("run", "--resume", str(out))
-    assert "Traceback" not in r.stderr, r.stderr
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+    from tui_prof.experiments.store import load_experiment
+
+    runs = {x.run_id: x for x in load_experiment(out).runs}
+    assert runs["a-r0"].status == "finished" and runs["a-r0"].metrics["big"] == 1.0  # run again
 
 
 @pytest.mark.parametrize(

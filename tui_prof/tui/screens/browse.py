@@ -103,6 +103,14 @@ class BrowseScreen(TuiprofScreen):
             tooltip="GPU kernels, Tensor Core / Matrix Core use, launch shape",
         ),
         Binding(
+            "5",
+            "tab('tab-timeline')",
+            "Timeline tab",
+            id="tab_timeline",
+            show=False,
+            tooltip="One step's host threads and device streams; the slowest first",
+        ),
+        Binding(
             "w",
             "toggle_notes",
             "Notes",
@@ -211,7 +219,8 @@ class BrowseScreen(TuiprofScreen):
             self.scan()
         current = self._current
         if current is not None and any(
-            e.kind == PROFILE and e.path.parent == current.path for e in message.events
+            e.kind == PROFILE and current.path in (e.path, e.path.parent)  # a trace: its file
+            for e in message.events
         ):
             self._current = None
             self.load(current)

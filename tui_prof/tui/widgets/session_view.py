@@ -31,6 +31,7 @@ from tui_prof.render.summary import (
     used_categories,
 )
 from tui_prof.tui.widgets.columns import Column, fit_columns
+from tui_prof.tui.widgets.timeline_view import TimelineView
 
 TABS_AT_LATEST_S = 0.5  # the tabs mount after the first numbers, or after this at the latest
 
@@ -335,7 +336,7 @@ class SessionView(Vertical):
         self.set_timer(TABS_AT_LATEST_S, self.mount_tabs)
 
     def mount_tabs(self) -> None:
-        """The four tabs; each part and table draws the shown summary as it mounts."""
+        """The five tabs; each part and table draws the shown summary as it mounts."""
         if self.query("#tabs"):
             return
         tabs = TabbedContent(id="tabs")
@@ -376,10 +377,27 @@ class SessionView(Vertical):
                 needs="kernels",
                 id="tab-kernels",
             ),
+            TabPane("Timeline", TimelineView(id="timeline"), id="tab-timeline"),
         ]
         for pane in panes:
             tabs.compose_add_child(pane)
         self.mount(tabs)
+
+    @on(TabbedContent.TabActivated, "#tabs")
+    def _tab_activated(self) -> None:
+        self.sync_timeline()
+
+    def sync_timeline(self) -> None:
+        """Read the shown session's events for the Timeline tab, when that tab is the active one
+        (a session's events are read only when someone looks at them)."""
+        tabs = next(iter(self.query("#tabs").results(TabbedContent)), None)
+        if tabs is None or tabs.active != "tab-timeline" or self.summary is None:
+            return
+        session = getattr(self.screen, "current_session", None)
+        target = session if session is not None else self.summary.path
+        view = self.query_one(TimelineView)
+        view.show_session(str(self.summary.path), target)
+        view.focus()
 
     @on(DataTable.RowHighlighted, "#ops")
     def _op_highlighted(self) -> None:
@@ -435,6 +453,7 @@ class SessionView(Vertical):
             for line in self.query(DetailLine).results(DetailLine):
                 line.show_empty(summary)
         self.call_after_refresh(self.mount_tabs)  # once these numbers are on screen
+        self.sync_timeline()
 
     def clear_summary(self) -> None:
         self.summary = None

@@ -1,0 +1,62 @@
+"""The Timeline tab (key 5): its keys move what they should, on a real PyTorch trace."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from conftest import SAMPLES, settle
+
+from tui_prof.profiles.timeline.load import load_timeline
+from tui_prof.tui.app import TuiprofApp
+from tui_prof.tui.widgets.timeline_view import TimelineView
+
+TRACE = SAMPLES / "torch_cuda_autocast"
+
+
+async def test_timeline_tab_keys_move_step_zoom_pan_and_cursor() -> None:
+    tl = load_timeline(TRACE)
+    nums = tl.step_numbers()
+    app = TuiprofApp(Path(TRACE))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("5")
+        await settle(pilot)
+        view = app.screen.query_one(TimelineView)
+        assert app.focused is view
+        st = view.step_tl
+        assert st is not None and st.step == tl.slowest()  # the slowest step first
+        assert (view.view.lo, view.view.hi) == (0.0, st.duration_us)
+        await pilot.press("right", "right")
+        assert view.event == 2 and view.cursor == float(st.tracks[view.track].start[2])
+        await pilot.press("plus")
+        w = view.view.hi - view.view.lo
+        assert w == st.duration_us / 2 and view.view.lo <= view.cursor <= view.view.hi
+        lo = view.view.lo
+        await pilot.press("full_stop")
+        assert view.view.lo == min(lo + w / 4, st.duration_us - w)
+        await pilot.press("z")
+        assert (view.view.lo, view.view.hi) == (0.0, st.duration_us)
+        await pilot.press("down")
+        assert view.track == 1
+        await pilot.press("right_square_bracket")
+        k = nums.index(st.step)
+        assert view.step_tl is not None
+        assert view.step_tl.step == nums[min(k + 1, len(nums) - 1)]
+        await pilot.press("M")
+        assert view.step_tl.step == tl.median()
+        await pilot.press("s")
+        assert view.step_tl.step == tl.slowest()
+        text = str(view.render())
+        assert text  # drew without error
+
+
+async def test_legacy_session_says_it_has_no_events() -> None:
+    legacy = Path(__file__).parent / "data" / "legacy_tf22"
+    app = TuiprofApp(legacy)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("5")
+        await settle(pilot)
+        view = app.screen.query_one(TimelineView)
+        assert view.step_tl is None
+        assert "no events" in view.message.plain
