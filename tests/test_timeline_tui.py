@@ -46,8 +46,26 @@ async def test_timeline_tab_keys_move_step_zoom_pan_and_cursor() -> None:
         assert view.step_tl.step == tl.median()
         await pilot.press("s")
         assert view.step_tl.step == tl.slowest()
-        text = str(view.render())
-        assert text  # drew without error
+        await pilot.press("v")  # the slowest beside the median step
+        assert view.versus and view.step_tl.step == tl.slowest()
+        drawn = view.render()
+        assert "against the median step" in "".join(
+            t.plain for t in getattr(drawn, "renderables", [])
+        )
+        await pilot.press("v")
+        assert not view.versus
+        await pilot.press("slash")  # find: the first aten::addmm on any track
+        await pilot.press(*"addmm", "enter")
+        await settle(pilot)
+        assert app.focused is view and view.query_text == "addmm"
+        st = view.step_tl
+        assert st is not None and view.event is not None
+        t = st.tracks[view.track]
+        assert "addmm" in st.event_name(int(t.nid[view.event]))
+        first = view.cursor
+        await pilot.press("n")
+        assert view.cursor > first
+        assert "addmm" in st.event_name(int(st.tracks[view.track].nid[view.event]))
 
 
 async def test_legacy_session_says_it_has_no_events() -> None:

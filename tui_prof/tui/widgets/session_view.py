@@ -12,7 +12,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
 from textual.widget import Widget
-from textual.widgets import DataTable, ProgressBar, Static, TabbedContent, TabPane
+from textual.widgets import DataTable, Input, ProgressBar, Static, TabbedContent, TabPane
 
 from tui_prof.model import CATEGORY_LABELS, ProfileSummary
 from tui_prof.profiles.assemble import matrix_units
@@ -398,6 +398,13 @@ class SessionView(Vertical):
         view = self.query_one(TimelineView)
         view.show_session(str(self.summary.path), target)
         view.focus()
+
+    @on(Input.Submitted, "#timeline-find")
+    def _find_submitted(self, event: Input.Submitted) -> None:
+        view = self.query_one(TimelineView)
+        event.input.remove()
+        view.focus()
+        view.find(event.value)
 
     @on(DataTable.RowHighlighted, "#ops")
     def _op_highlighted(self) -> None:

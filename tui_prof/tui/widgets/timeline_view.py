@@ -7,6 +7,7 @@ searchsorted), so a key press redraws without walking events. The slowest step c
 
 from __future__ import annotations
 
+import numpy as np
 from rich.console import Group, RenderableType
 from rich.text import Text
 from textual import work
@@ -16,7 +17,7 @@ from textual.worker import get_current_worker
 
 from tui_prof.model import CATEGORIES, CATEGORY_LABELS, ProfileError
 from tui_prof.profiles.timeline.bins import event_at
-from tui_prof.profiles.timeline.model import StepTimeline, Timeline
+from tui_prof.profiles.timeline.model import StepTimeline, Timeline, Track
 from tui_prof.render.timeline import (
     View,
     axis_line,
@@ -82,6 +83,14 @@ class TimelineView(Widget, can_focus=True):
         ),
         Binding("s", "jump('slowest')", "Slowest", show=False, tooltip="Jump to the slowest step"),
         Binding("M", "jump('median')", "Median", show=False, tooltip="Jump to the median step"),
+        Binding("slash", "find", "Find", key_display="/", tooltip="Find events by name"),
+        Binding("n", "next_match", "Next match", show=False, tooltip="The next event found by /"),
+        Binding(
+            "v",
+            "versus",
+            "Slow vs median",
+            tooltip="The slowest step beside the median one: which tracks grew (again: back)",
+        ),
     ]
 
     def __init__(self, *, id: str | None = None) -> None:
@@ -94,6 +103,9 @@ class TimelineView(Widget, can_focus=True):
         self.track = 0
         self.event: int | None = None
         self.message = Text("Open this tab on a session to read its events.", style="dim")
+        self.versus = False  # the slowest step against the median one (`v`)
+        self.query_text = ""  # what `/` looks for
+        self.matches: np.ndarray = np.zeros(0, dtype=np.int32)  # name ids that contain it
 
     # -- loading -----------------------------------------------------------------------------
 
@@ -226,6 +238,96 @@ class TimelineView(Widget, can_focus=True):
 
     # -- drawing ---------------------------------------------------------------------------------
 
+    def action_find(self) -> None:
+        from textual.widgets import Input
+
+        parent = self.parent
+        if not isinstance(parent, Widget) or parent.query("#timeline-find"):
+            return
+        box = Input(placeholder="find events by name (enter; empty: clear)", id="timeline-find")
+        parent.mount(box)
+        box.focus()
+
+    def find(self, text: str) -> None:
+        """Highlight the events whose name contains `text` (case-insensitive); go to the first."""
+        self.query_text = text.strip()
+        if self.timeline is None or not self.query_text:
+            self.matches = np.zeros(0, dtype=np.int32)
+        else:
+            low = self.query_text.lower()
+            self.matches = np.array(
+                [i for i, n in enumerate(self.timeline.names) if low in n.lower()], dtype=np.int32
+            )
+        self.cursor = -1.0
+        self.action_next_match()
+        self.refresh()
+
+    def action_next_match(self) -> None:
+        """The next matching event after the cursor, over all tracks."""
+        st = self.step_tl
+        if st is None or not len(self.matches):
+            return
+        best: tuple[float, int, int] | None = None
+        for k, t in enumerate(st.tracks):
+            hit = np.flatnonzero(np.isin(t.nid, self.matches) & (t.start > self.cursor))
+            if len(hit) and (best is None or t.start[hit[0]] < best[0]):
+                best = (float(t.start[hit[0]]), k, int(hit[0]))
+        if best is None:
+            self.app.notify(f"no more events named like {self.query_text!r} in this step")
+            return
+        self.track = best[1]
+        self._select(best[2])
+        self.refresh()
+
+    def _found_cells(self, t: Track, cells: int) -> list[int]:
+        """The cells of matching events in view."""
+        if not len(self.matches):
+            return []
+        w = t.window(self.view.lo, self.view.hi)
+        hit = np.isin(t.nid[w], self.matches)
+        if not hit.any():
+            return []
+        span = max(self.view.hi - self.view.lo, 1e-9)
+        a = ((t.start[w][hit] - self.view.lo) / span * cells).astype(np.int64)
+        b = ((t.end[w][hit] - self.view.lo) / span * cells).astype(np.int64)
+        out: set[int] = set()
+        for x, y in zip(a.tolist(), b.tolist(), strict=True):
+            out.update(range(max(x, 0), min(max(y, x) + 1, cells)))
+        return sorted(out)
+
+    def action_versus(self) -> None:
+        if self.timeline is None:
+            return
+        self.versus = not self.versus
+        if self.versus:
+            self._show_step(self.timeline.slowest())
+        self.refresh()
+
+    def _versus(self, width: int, rows: int) -> list[Text]:
+        """Under the slowest step: the median step, then the tracks that grew most."""
+        from tui_prof.profiles.timeline.compare import compare_median
+
+        assert self.timeline is not None
+        c = compare_median(self.timeline)
+        median_view = View.fit(c.median)
+        lines = [header_line(c.median, median_view, width, " (median)")]
+        lines += [track_line(t, median_view, width) for t in c.median.tracks[: max(rows // 2, 1)]]
+        lines.append(
+            Text(
+                f"Step {c.slow.step} is {c.delta_us / 1000:+.2f} ms against the median step "
+                f"{c.median.step}; busy time per track, most grown first:",
+                style="bold",
+            )
+        )
+        for r in c.tracks[: max(rows - len(lines), 1)]:
+            lines.append(
+                Text(
+                    f"{r.delta_us / 1000:+8.2f} ms  {r.median_us / 1000:7.2f} → "
+                    f"{r.slow_us / 1000:7.2f} ms  {r.name}"
+                )
+            )
+        return lines
+
     def _detail(self, width: int) -> Text:
         st = self.step_tl
         if st is None or not st.tracks or self.event is None:
@@ -248,6 +350,8 @@ class TimelineView(Widget, can_focus=True):
             return self.message
         width = max(self.size.width, 20)
         rows = max(self.size.height - FIXED_LINES, 1)
+        if self.versus:
+            rows = max(rows // 2, 1)
         first = max(0, min(self.track - rows + 1, len(st.tracks) - rows)) if st.tracks else 0
         cells = cells_for(width)
         span = max(self.view.hi - self.view.lo, 1e-9)
@@ -255,11 +359,16 @@ class TimelineView(Widget, can_focus=True):
         cursor_cell = at if 0 <= at < cells else None
         nums = self.timeline.step_numbers() if self.timeline else []
         note = f" · step {nums.index(st.step) + 1}/{len(nums)}" if st.step in nums else ""
+        if self.query_text:
+            note += f" · /{self.query_text}: {len(self.matches)} names"
         lines: list[Text] = [header_line(st, self.view, width, note)]
         for k, t in enumerate(st.tracks[first : first + rows], start=first):
             line = track_line(t, self.view, width, cursor=cursor_cell if k == self.track else None)
             if k == self.track:
                 line.stylize("bold reverse", 0, label_width(width))
+            off = label_width(width) + 1
+            for cell in self._found_cells(t, cells):
+                line.stylize("bold underline yellow", off + cell, off + cell + 1)
             lines.append(line)
         hidden = len(st.tracks) - rows
         if hidden > 0:
@@ -267,4 +376,6 @@ class TimelineView(Widget, can_focus=True):
         lines.append(axis_line(self.view, width))
         lines.append(legend_line(st, width))
         lines.append(self._detail(width))
+        if self.versus:
+            lines += self._versus(width, max(self.size.height - len(lines) - 2, 3))
         return Group(*lines)
