@@ -182,6 +182,10 @@ class KernelTable(FittedTable):
         kernels = summary.kernels
         shorts = kernel_names([k.name for k in kernels])
         repeated = len(set(shorts)) < len(shorts)  # one kernel in several launch shapes
+        # One kernel launched by several ops (TensorFlow's replicas, say): the op is what tells
+        # those rows apart, so it stays right after the numbers.
+        by_op = len({(s, k.op_name) for s, k in zip(shorts, kernels, strict=True)})
+        op_tells = by_op > len(set(shorts))
         columns = [
             Column("name", "Kernel", 16, 0, flexible=True, want=_wish(width, shorts)),
             Column("total", "Total ms", 8, 0),
@@ -189,7 +193,7 @@ class KernelTable(FittedTable):
             Column("grid", "Grid", 7, 2 if repeated else 6),
             Column("tc", matrix_units(summary.environment) or "Matrix units", 12, 3),
             Column("occupancy", "Occ. %", 6, 4),
-            Column("op", "Op", 14, 5),
+            Column("op", "Op", 30 if op_tells else 14, 1 if op_tells else 5),
         ]
         rates = kernel_op_rates(summary)
         if rates:  # the launching op's FLOP/s: gives way first on narrow screens
