@@ -69,6 +69,7 @@ def _all_finished(out: Path, runs: int) -> bool:
 
 def run_one(way: str, repeats: int) -> dict[str, Any]:
     from tui_prof.comparison.report import build_report
+    from tui_prof.experiments.reading import read_experiment
 
     with tempfile.TemporaryDirectory(prefix="tuiprof-planted-") as tmp:
         d = Path(tmp)
@@ -107,7 +108,7 @@ def run_one(way: str, repeats: int) -> dict[str, Any]:
         took = time.monotonic() - t0
         exp_dir = _experiment_dir(d / "out")
         assert exp_dir is not None, f"{way}: no experiment"
-        report = build_report(exp_dir)
+        report = build_report(read_experiment(exp_dir))
         wall = report.metric("wall_time_s")
         by = {c.variant: c for c in wall.comparisons}
         b, aa = by["b"], by["a2"]

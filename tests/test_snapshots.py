@@ -198,3 +198,10 @@ def test_legacy_tool_files(snap_compare, size: tuple[int, int]) -> None:
     """An older TensorBoard session (tool files, no xplane): the steps it saved then."""
     app = TuiprofApp(_rel(REPO / "tests" / "data" / "legacy_tf22"))
     assert snap_compare(app, terminal_size=size, run_before=_keys())
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_timeline_tab(snap_compare, size: tuple[int, int]) -> None:
+    """The slowest step of a GPU trace, the cursor moved two events and zoomed in once."""
+    app = TuiprofApp(_rel(SAMPLES / "torch_cuda_autocast"))
+    assert snap_compare(app, terminal_size=size, run_before=_keys("5", "right", "right", "plus"))

@@ -180,3 +180,22 @@ def _sessions(path: Path) -> list[object]:
     from tui_prof.profiles.discover import discover
 
     return list(discover(path).sessions)
+
+
+@pytest.mark.parametrize("path", [SAMPLES / "torch_cuda_float32", SAMPLES / "jax_cuda_float32"])
+def test_device_events_have_their_launch_as_partner(path: Path) -> None:
+    """Kineto correlation ids / XSpace correlation_id stats link a kernel to its launch."""
+    tl = load_timeline(path)
+    st = tl.step(tl.slowest())
+    linked = total = 0
+    for k, t in enumerate(st.tracks):
+        if t.kind != "device":
+            continue
+        for i in range(len(t.start)):
+            total += 1
+            found = st.partner(k, i)
+            if found is not None:
+                other = st.tracks[found[0]]
+                assert other.kind == "host" and other.corr[found[1]] == t.corr[i]
+                linked += 1
+    assert total and linked >= 0.5 * total, (linked, total)

@@ -30,7 +30,7 @@ from tui_prof.model import (
 from tui_prof.printable import printable, printable_fields
 from tui_prof.profiles import advice, remedies
 from tui_prof.profiles.discover import Session, display_path
-from tui_prof.profiles.hardware import DeviceSpec, device_spec, vendor_of
+from tui_prof.profiles.hardware import DeviceSpec, row_of, vendor_of
 from tui_prof.profiles.kernel_names import says_its_type
 
 
@@ -87,14 +87,7 @@ def device_row(env: Environment) -> DeviceSpec | None:
     """The hardware table's row for a profile's devices: a model's name first (PyTorch's
     deviceProperties, XLA's device planes), else the device type ("TPU v4", "AMD GPU - gfx942"),
     else the CUDA compute capability (an A10G, an RTX card: the architecture's formats)."""
-    for name in (*env.device_names, env.device_type):
-        spec = device_spec(name=name)
-        if spec is not None:
-            return spec
-    if env.compute_capability:  # an NVIDIA GPU the table does not name: its architecture's row
-        name = next(iter(env.device_names), "")
-        return device_spec(name=name, compute_capability=env.compute_capability)
-    return None
+    return row_of((*env.device_names, env.device_type), env.compute_capability)
 
 
 # Where the 16-bit share comes from types (HLO ops', PyTorch ops' inputs), it is measured.

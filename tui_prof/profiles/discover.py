@@ -284,6 +284,35 @@ def _single_file(root: Path) -> Discovery:
     return Discovery(root, (Run(display_name(session_dir.name), session_dir, (session,)),), ())
 
 
+def _loop_of(path: str) -> frozenset[str] | None:
+    """The links of the symlink cycle `path` is in (absolute), or None if it is in none."""
+    seen: list[str] = []
+    p = os.path.abspath(path)
+    for _ in range(64):
+        if p in seen:
+            return frozenset(seen[seen.index(p) :])
+        seen.append(p)
+        try:
+            p = os.path.join(os.path.dirname(p), os.readlink(p))
+            p = os.path.abspath(p)
+        except OSError:
+            return None
+    return None
+
+
+def _one_per_loop(problems: list[Problem]) -> list[Problem]:
+    """A loop of two links (a -> b -> a) is one problem, not one per link."""
+    out, loops = [], set()
+    for p in problems:
+        loop = _loop_of(p.path) if "symbolic links" in p.reason else None
+        if loop is not None:
+            if loop in loops:
+                continue
+            loops.add(loop)
+        out.append(p)
+    return out
+
+
 def discover(path: str | os.PathLike[str]) -> Discovery:
     """List every session under `path`; raises FileNotFoundError if `path` does not exist."""
     root = Path(path)
@@ -345,4 +374,4 @@ def discover(path: str | os.PathLike[str]) -> Discovery:
         Run(_run_name(run_dir, root), run_dir, tuple(sorted(sessions, key=lambda s: s.name)))
         for run_dir, sessions in sorted(by_run.items(), key=lambda kv: _run_name(kv[0], root))
     )
-    return Discovery(root, runs, tuple(problems))
+    return Discovery(root, runs, tuple(_one_per_loop(problems)))

@@ -34,6 +34,7 @@ from tui_prof.profiles.timeline.model import (
 )
 
 _DEVICE_KINDS = (Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET)
+_HOST_KINDS = (Kind.OP, Kind.ANNOTATION, Kind.DATALOADER)  # no launch ids: only calls link
 _KEPT = (Kind.OP, Kind.ANNOTATION, Kind.RUNTIME, Kind.RUNTIME_2021, Kind.DATALOADER, *_DEVICE_KINDS)
 HOST_COMPUTE = CATEGORY_CODE["host_compute"]
 COLLECTIVES = CATEGORY_CODE["device_collectives"]
@@ -92,6 +93,9 @@ class _Rows:
             if cat is None:
                 cat = cats[(kind, nid)] = _category(kind, e.name)
             ext = -1
+            corr = -1
+            if kind not in _HOST_KINDS and e.args is not None and e.args.correlation is not None:
+                corr = e.args.correlation
             if kind == Kind.KERNEL and e.args is not None:
                 x = (
                     e.args.external_id
@@ -103,7 +107,7 @@ class _Rows:
             row = rows.get(key)
             if row is None:
                 row = rows[key] = []
-            row += (e.ts, e.ts + max(e.dur, 0.0), nid, cat, ext)
+            row += (e.ts, e.ts + max(e.dur, 0.0), nid, cat, ext, corr)
 
 
 def _tracks(r: _Rows, comm_ext: set[int]) -> list[Track]:
@@ -112,7 +116,7 @@ def _tracks(r: _Rows, comm_ext: set[int]) -> list[Track]:
     for (device, pid, tid), flat in sorted(
         r.rows.items(), key=lambda kv: (kv[0][0], str(kv[0][1]), str(kv[0][2]))
     ):
-        a = np.array(flat, dtype=np.float64).reshape(-1, 5)
+        a = np.array(flat, dtype=np.float64).reshape(-1, 6)
         cat = a[:, 3].astype(np.int8)
         if device and len(ext_ids):
             cat[(cat == DEVICE_COMPUTE) & np.isin(a[:, 4], ext_ids)] = COLLECTIVES
@@ -129,6 +133,7 @@ def _tracks(r: _Rows, comm_ext: set[int]) -> list[Track]:
                 a[:, 1],
                 a[:, 2].astype(np.int32),
                 cat,
+                a[:, 5].astype(np.int64),
             )
         )
     out.sort(key=lambda t: (t.kind == "device", t.group, -len(t.start)))

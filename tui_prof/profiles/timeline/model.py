@@ -38,6 +38,9 @@ class Track:
     cat: npt.NDArray[np.int8]
     # The longest event: events starting this long before a window can still reach into it.
     longest: float = 0.0
+    # Launch ids linking a runtime call and the kernel or copy it started (Kineto correlation
+    # ids, XSpace correlation_id stats); -1 where an event has none. Empty: none recorded.
+    corr: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
     def window(self, lo: float, hi: float) -> slice:
         """The index range of events that may overlap [lo, hi] (sorted starts)."""
@@ -47,7 +50,14 @@ class Track:
 
 
 def make_track(
-    name: str, kind: str, group: str, start: Floats, end: Floats, nid: Ints, cat: Any
+    name: str,
+    kind: str,
+    group: str,
+    start: Floats,
+    end: Floats,
+    nid: Ints,
+    cat: Any,
+    corr: Any = None,
 ) -> Track:
     order = np.argsort(start, kind="stable")
     s, e = start[order], end[order]
@@ -61,6 +71,7 @@ def make_track(
         nid[order].astype(np.int32),
         np.asarray(cat)[order].astype(np.int8),
         longest,
+        np.zeros(0, dtype=np.int64) if corr is None else np.asarray(corr, np.int64)[order],
     )
 
 
@@ -102,6 +113,21 @@ class StepTimeline:
             "source": self.source,
             "tracks": tracks,
         }
+
+    def partner(self, track: int, event: int) -> tuple[int, int] | None:
+        """(track, event) of the event sharing this one's launch id on another track: the kernel
+        a runtime call started, or the call that started a kernel; None if none in this step."""
+        t = self.tracks[track]
+        if not len(t.corr) or t.corr[event] < 0:
+            return None
+        c = t.corr[event]
+        for k, other in enumerate(self.tracks):
+            if k == track or not len(other.corr):
+                continue
+            hit = np.flatnonzero(other.corr == c)
+            if len(hit):
+                return k, int(hit[0])
+        return None
 
     def busy_us(self, track: Track) -> float:
         """Time the track is busy (the union of its events), µs."""
@@ -184,7 +210,17 @@ class Timeline:
             if not len(s):
                 continue  # a thread or stream with nothing in this step
             tracks.append(
-                Track(t.name, t.kind, t.group, s, e, t.nid[w][keep], t.cat[w][keep], t.longest)
+                Track(
+                    t.name,
+                    t.kind,
+                    t.group,
+                    s,
+                    e,
+                    t.nid[w][keep],
+                    t.cat[w][keep],
+                    t.longest,
+                    t.corr[w][keep] if len(t.corr) else t.corr,
+                )
             )
         label = src.name if len(self.sources) > 1 else ""
         return StepTimeline(number, hi - lo, tuple(tracks), self.names, label)

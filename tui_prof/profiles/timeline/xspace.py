@@ -27,6 +27,7 @@ from tui_prof.profiles.timeline.model import (
     Track,
     make_track,
 )
+from tui_prof.profiles.xplane.line_events import MISSING
 from tui_prof.profiles.xplane.step_events import (
     CATEGORY_OF,
     classify_device,
@@ -57,7 +58,13 @@ def _read_file(
             dev = ref.device
             if not ref.is_host and dev is None:
                 continue
-            pe = read_plane(space, ref, skip_derived=dev is not None and dev[0] == "GPU", tick=tick)
+            pe = read_plane(
+                space,
+                ref,
+                stats=("correlation_id",),
+                skip_derived=dev is not None and dev[0] == "GPU",
+                tick=tick,
+            )
             classify = classify_host if dev is None else classify_device
             group = host if dev is None else f"{dev[0]} {dev[1]}"
             for le in pe.lines:
@@ -73,6 +80,7 @@ def _read_file(
                         name_list.append(printable(n))
                     ids.append(i)
                 nid = np.array(ids, dtype=np.int32)[inverse]
+                corr = le.ints["correlation_id"]
                 start = (le.start_ps - base_ps).astype(np.float64) / 1e6
                 end = (np.maximum(le.end_ps, le.start_ps) - base_ps).astype(np.float64) / 1e6
                 name = f"{group} {le.name}" if dev is not None else le.name
@@ -85,6 +93,7 @@ def _read_file(
                         end,
                         nid,
                         cat,
+                        np.where(corr == MISSING, -1, corr),
                     )
                 )
     tracks.sort(key=lambda t: (t.kind == "device", t.group, -len(t.start)))

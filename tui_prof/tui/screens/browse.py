@@ -103,6 +103,14 @@ class BrowseScreen(TuiprofScreen):
             tooltip="GPU kernels, Tensor Core / Matrix Core use, launch shape",
         ),
         Binding(
+            "5",
+            "tab('tab-timeline')",
+            "Timeline tab",
+            id="tab_timeline",
+            show=False,
+            tooltip="One step's host threads and device streams; the slowest first",
+        ),
+        Binding(
             "w",
             "toggle_notes",
             "Notes",
@@ -211,7 +219,8 @@ class BrowseScreen(TuiprofScreen):
             self.scan()
         current = self._current
         if current is not None and any(
-            e.kind == PROFILE and e.path.parent == current.path for e in message.events
+            e.kind == PROFILE and current.path in (e.path, e.path.parent)  # a trace: its file
+            for e in message.events
         ):
             self._current = None
             self.load(current)
@@ -326,9 +335,14 @@ class BrowseScreen(TuiprofScreen):
         pre = self.prefetch
         if pre is not None and not pre.used and pre.listed.is_set() and pre.session == session:
             pre.used = True  # started before Textual loaded: wait for it rather than redo it
+            shown = None
             while not pre.analysed.wait(0.01):  # the first numbers wait on this
                 if cancel.is_set():
+                    pre.stop()  # the session was left: its analysis stops with it
                     return
+                if pre.progress is not None and pre.progress != shown:
+                    shown = pre.progress
+                    self.post_message(LoadProgressed(session, *shown))
             plain = not fallback and not full and not program
             if pre.summary is not None and plain:
                 self.post_message(ProfileLoaded(session, pre.summary, time.perf_counter() - start))

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable
 
+from rich.cells import cell_len
 from rich.console import RenderableType
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
 from textual.widget import Widget
-from textual.widgets import DataTable, ProgressBar, Static, TabbedContent, TabPane
+from textual.widgets import DataTable, Input, ProgressBar, Static, TabbedContent, TabPane
 
 from tui_prof.model import CATEGORY_LABELS, ProfileSummary
 from tui_prof.profiles.assemble import matrix_units
@@ -29,6 +31,7 @@ from tui_prof.render.summary import (
     used_categories,
 )
 from tui_prof.tui.widgets.columns import Column, fit_columns
+from tui_prof.tui.widgets.timeline_view import TimelineView
 
 TABS_AT_LATEST_S = 0.5  # the tabs mount after the first numbers, or after this at the latest
 
@@ -73,6 +76,16 @@ class FittedTable(DataTable[object]):
         raise NotImplementedError
 
     def add_fitted(self, columns: list[Column], rows: list[dict[str, object]], width: int) -> None:
+        # A column is as wide as its widest value, not the width its numbers usually take: a
+        # step of 17,708,812 ms in an 8-cell column read "17,708,8" (the DataTable crops).
+        columns = [
+            c
+            if c.flexible
+            else dataclasses.replace(
+                c, width=max([c.width, *(cell_len(str(r.get(c.key, ""))) for r in rows)])
+            )
+            for c in columns
+        ]
         shown = fit_columns(columns, width)
         for col, w in shown:
             self.add_column(col.label, key=col.key, width=w)
@@ -169,6 +182,10 @@ class KernelTable(FittedTable):
         kernels = summary.kernels
         shorts = kernel_names([k.name for k in kernels])
         repeated = len(set(shorts)) < len(shorts)  # one kernel in several launch shapes
+        # One kernel launched by several ops (TensorFlow's replicas, say): the op is what tells
+        # those rows apart, so it stays right after the numbers.
+        by_op = len({(s, k.op_name) for s, k in zip(shorts, kernels, strict=True)})
+        op_tells = by_op > len(set(shorts))
         columns = [
             Column("name", "Kernel", 16, 0, flexible=True, want=_wish(width, shorts)),
             Column("total", "Total ms", 8, 0),
@@ -176,7 +193,7 @@ class KernelTable(FittedTable):
             Column("grid", "Grid", 7, 2 if repeated else 6),
             Column("tc", matrix_units(summary.environment) or "Matrix units", 12, 3),
             Column("occupancy", "Occ. %", 6, 4),
-            Column("op", "Op", 14, 5),
+            Column("op", "Op", 30 if op_tells else 14, 1 if op_tells else 5),
         ]
         rates = kernel_op_rates(summary)
         if rates:  # the launching op's FLOP/s: gives way first on narrow screens
@@ -319,7 +336,7 @@ class SessionView(Vertical):
         self.set_timer(TABS_AT_LATEST_S, self.mount_tabs)
 
     def mount_tabs(self) -> None:
-        """The four tabs; each part and table draws the shown summary as it mounts."""
+        """The five tabs; each part and table draws the shown summary as it mounts."""
         if self.query("#tabs"):
             return
         tabs = TabbedContent(id="tabs")
@@ -360,10 +377,34 @@ class SessionView(Vertical):
                 needs="kernels",
                 id="tab-kernels",
             ),
+            TabPane("Timeline", TimelineView(id="timeline"), id="tab-timeline"),
         ]
         for pane in panes:
             tabs.compose_add_child(pane)
         self.mount(tabs)
+
+    @on(TabbedContent.TabActivated, "#tabs")
+    def _tab_activated(self) -> None:
+        self.sync_timeline()
+
+    def sync_timeline(self) -> None:
+        """Read the shown session's events for the Timeline tab, when that tab is the active one
+        (a session's events are read only when someone looks at them)."""
+        tabs = next(iter(self.query("#tabs").results(TabbedContent)), None)
+        if tabs is None or tabs.active != "tab-timeline" or self.summary is None:
+            return
+        session = getattr(self.screen, "current_session", None)
+        target = session if session is not None else self.summary.path
+        view = self.query_one(TimelineView)
+        view.show_session(str(self.summary.path), target)
+        view.focus()
+
+    @on(Input.Submitted, "#timeline-find")
+    def _find_submitted(self, event: Input.Submitted) -> None:
+        view = self.query_one(TimelineView)
+        event.input.remove()
+        view.focus()
+        view.find(event.value)
 
     @on(DataTable.RowHighlighted, "#ops")
     def _op_highlighted(self) -> None:
@@ -419,6 +460,7 @@ class SessionView(Vertical):
             for line in self.query(DetailLine).results(DetailLine):
                 line.show_empty(summary)
         self.call_after_refresh(self.mount_tabs)  # once these numbers are on screen
+        self.sync_timeline()
 
     def clear_summary(self) -> None:
         self.summary = None
