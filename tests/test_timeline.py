@@ -199,3 +199,19 @@ def test_device_events_have_their_launch_as_partner(path: Path) -> None:
                 assert other.kind == "host" and other.corr[found[1]] == t.corr[i]
                 linked += 1
     assert total and linked >= 0.5 * total, (linked, total)
+
+
+def test_renumbered_to_the_converters_step_numbers() -> None:
+    """custom_loop: TensorBoard's converter numbers its steps 0..4, tuiprof's finder 5..9."""
+    from tests.conftest import sample_session
+
+    path = sample_session("custom_loop")
+    tl = load_timeline(path)
+    own = summarize_session(path, force_fallback=True).steps
+    official = [(7, s.step_time_ms) for s in own]  # a wrong pairing: numbers must stay
+    assert not tl.renumber([(n + 100, ms + 1.0) for n, ms in official])
+    wanted = [(k, s.step_time_ms) for k, s in enumerate(own)]
+    assert tl.renumber(wanted)
+    assert tl.step_numbers() == list(range(len(own)))
+    for k, s in enumerate(own):
+        assert tl.step(k).duration_us / 1000.0 == pytest.approx(s.step_time_ms)

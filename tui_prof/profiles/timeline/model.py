@@ -170,6 +170,23 @@ class Timeline:
             return []
         return sorted(set.intersection(*sets))
 
+    def renumber(self, steps: list[tuple[int, float]]) -> bool:
+        """Take the summary's step numbers where its steps are these, in order, with the same
+        times (ms): TensorBoard's converter numbers from 0 what tuiprof's finder numbers by its
+        markers. True where renumbered; else nothing changes."""
+        mine = self.step_numbers()
+        if len(mine) != len(steps) or [n for n, _ in steps] == mine:
+            return False
+        for own, (_, ms) in zip(mine, steps, strict=True):
+            if abs(self.step_length_us(own) / 1000.0 - ms) > 1e-6 * max(ms, 1.0):
+                return False
+        to = {own: n for own, (n, _) in zip(mine, steps, strict=True)}
+        for src in self.sources:
+            src.steps = [
+                StepSpan(to[s.number], s.start, s.end) for s in src.steps if s.number in to
+            ]
+        return True
+
     def step_length_us(self, number: int) -> float:
         """A step's length: its slowest source's, as the summary takes it."""
         return max(

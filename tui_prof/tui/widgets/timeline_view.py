@@ -116,24 +116,28 @@ class TimelineView(Widget, can_focus=True):
 
     # -- loading -----------------------------------------------------------------------------
 
-    def show_session(self, key: str, target: object) -> None:
-        """Read `target` (a Session or a path) unless it is already shown or being read."""
+    def show_session(
+        self, key: str, target: object, steps: list[tuple[int, float]] | None = None
+    ) -> None:
+        """Read `target` (a Session or a path) unless it is already shown or being read;
+        `steps`: the summary's (number, ms), whose numbers the tab then uses."""
         if key == self.key:
             return
         self.key = key
         self.timeline = self.step_tl = None
         self.message = Text("Reading the session's events …", style="dim")
         self.refresh()
-        self._read(key, target)
+        self._read(key, target, steps or [])
 
     @work(thread=True, exclusive=True, group="timeline", name="reading events", exit_on_error=False)
-    def _read(self, key: str, target: object) -> None:
+    def _read(self, key: str, target: object, steps: list[tuple[int, float]]) -> None:
         from tui_prof.model import Cancelled
         from tui_prof.profiles.timeline.load import load_timeline
 
         cancel = get_current_worker().cancelled_event
         try:
             tl = load_timeline(target, cancel=cancel)  # type: ignore[arg-type]
+            tl.renumber(steps)
             slow = tl.slowest()
         except Cancelled:
             return
