@@ -215,3 +215,26 @@ def test_renumbered_to_the_converters_step_numbers() -> None:
     assert tl.step_numbers() == list(range(len(own)))
     for k, s in enumerate(own):
         assert tl.step(k).duration_us / 1000.0 == pytest.approx(s.step_time_ms)
+
+
+def test_multi_rank_session_steps_from_the_slowest_rank_or_the_one_asked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.test_kineto import _write_rank
+
+    run = tmp_path / "run"
+    _write_rank(run / "host_11.1700000000000.pt.trace.json.gz", 0, 1.0)
+    _write_rank(run / "host_12.1700000000013.pt.trace.json.gz", 1, 1.5)
+    summary = summarize_session(run)
+    tl = load_timeline(run)
+    assert tl.source_names() == ["host_11", "host_12"]
+    first = summary.steps[0]
+    st = tl.step(first.step)
+    assert st.source == "host_12"  # the slowest rank, as the summary takes the step
+    assert st.duration_us / 1000.0 == pytest.approx(first.step_time_ms)
+    assert tl.step(first.step, source="host_11").duration_us == pytest.approx(st.duration_us / 1.5)
+    assert main(["timeline", str(run), "--rank", "host_11", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["source"] == "host_11"
+    assert main(["timeline", str(run), "--rank", "nobody"]) == 2
+    assert "no rank or host 'nobody'" in capsys.readouterr().err

@@ -187,21 +187,30 @@ class Timeline:
             ]
         return True
 
-    def step_length_us(self, number: int) -> float:
-        """A step's length: its slowest source's, as the summary takes it."""
+    def source_names(self) -> list[str]:
+        return [src.name for src in self.sources]
+
+    def step_length_us(self, number: int, source: str | None = None) -> float:
+        """A step's length: its slowest source's, as the summary takes it, or `source`'s."""
         return max(
-            (s.end - s.start for src in self.sources for s in src.steps if s.number == number),
+            (
+                s.end - s.start
+                for src in self.sources
+                if source is None or src.name == source
+                for s in src.steps
+                if s.number == number
+            ),
             default=0.0,
         )
 
-    def slowest(self) -> int:
+    def slowest(self, source: str | None = None) -> int:
         nums = self.step_numbers()
         if not nums:
             raise ProfileError("the profile has no steps")
-        return max(nums, key=self.step_length_us)
+        return max(nums, key=lambda n: self.step_length_us(n, source))
 
-    def median(self) -> int:
-        nums = sorted(self.step_numbers(), key=self.step_length_us)
+    def median(self, source: str | None = None) -> int:
+        nums = sorted(self.step_numbers(), key=lambda n: self.step_length_us(n, source))
         if not nums:
             raise ProfileError("the profile has no steps")
         return nums[(len(nums) - 1) // 2]
@@ -210,6 +219,10 @@ class Timeline:
         """Step `number` from `source` (default: the source where it is slowest)."""
         found = [(src, s) for src in self.sources for s in src.steps if s.number == number]
         if source is not None:
+            if source not in self.source_names():
+                raise ProfileError(
+                    f"no rank or host {source!r} here (have: {', '.join(self.source_names())})"
+                )
             found = [f for f in found if f[0].name == source]
         if not found:
             nums = self.step_numbers()

@@ -91,6 +91,14 @@ class TimelineView(Widget, can_focus=True):
             show=False,
             tooltip="Jump to the kernel a launch started, or the launch that started a kernel",
         ),
+        Binding(
+            "h",
+            "source",
+            "Rank/host",
+            show=False,
+            tooltip="Multi-rank or multi-host sessions: the next rank's or host's tracks "
+            "(first: each step's slowest)",
+        ),
         Binding("n", "next_match", "Next match", show=False, tooltip="The next event found by /"),
         Binding(
             "v",
@@ -111,6 +119,7 @@ class TimelineView(Widget, can_focus=True):
         self.event: int | None = None
         self.message = Text("Open this tab on a session to read its events.", style="dim")
         self.versus = False  # the slowest step against the median one (`v`)
+        self.source: str | None = None  # the rank or host shown; None: each step's slowest
         self.query_text = ""  # what `/` looks for
         self.matches: np.ndarray = np.zeros(0, dtype=np.int32)  # name ids that contain it
 
@@ -125,6 +134,7 @@ class TimelineView(Widget, can_focus=True):
             return
         self.key = key
         self.timeline = self.step_tl = None
+        self.source = None
         self.message = Text("Reading the session's events …", style="dim")
         self.refresh()
         self._read(key, target, steps or [])
@@ -165,7 +175,7 @@ class TimelineView(Widget, can_focus=True):
 
     def _show_step(self, number: int) -> None:
         assert self.timeline is not None
-        self.step_tl = self.timeline.step(number)
+        self.step_tl = self.timeline.step(number, source=self.source)
         self.view = View.fit(self.step_tl)
         self.track = min(self.track, max(len(self.step_tl.tracks) - 1, 0))
         self.cursor = 0.0
@@ -317,6 +327,18 @@ class TimelineView(Widget, can_focus=True):
         self.track = found[0]
         self._select(found[1])
         self.refresh()
+
+    def action_source(self) -> None:
+        if self.timeline is None or self.step_tl is None:
+            return
+        names = self.timeline.source_names()
+        if len(names) < 2:
+            self.app.notify("one rank or host in this session")
+            return
+        order: list[str | None] = [None, *names]
+        self.source = order[(order.index(self.source) + 1) % len(order)]
+        self.app.notify(f"tracks of {self.source}" if self.source else "each step's slowest rank")
+        self._show_step(self.step_tl.step)
 
     def action_versus(self) -> None:
         if self.timeline is None:
