@@ -238,3 +238,23 @@ def test_multi_rank_session_steps_from_the_slowest_rank_or_the_one_asked(
     assert doc["source"] == "host_11"
     assert main(["timeline", str(run), "--rank", "nobody"]) == 2
     assert "no rank or host 'nobody'" in capsys.readouterr().err
+
+
+def test_hostile_names_are_shown_escaped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A kernel named with an escape sequence (OSC 52 writes the clipboard) reaches no terminal."""
+    from tests.kineto_factory import two_steps
+
+    t = two_steps("today")
+    for e in t.events:
+        if e.get("cat") == "kernel":
+            e["name"] = "evil\x1b]52;c;aGk=\x07kernel"
+    path = t.write(tmp_path / "evil.pt.trace.json")
+    tl = load_timeline(path)
+    assert any("evil" in n for n in tl.names)
+    assert not any("\x1b" in n or "\x07" in n for n in tl.names)
+    assert main(["timeline", str(path), "--width", "80"]) == 0
+    assert main(["timeline", str(path), "--json"]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\x07" not in out
