@@ -59,6 +59,16 @@ async def test_timeline_tab_keys_move_step_zoom_pan_and_cursor() -> None:
         call = st.tracks[view.track]
         assert view.event is not None
         assert call.corr[view.event] == st.tracks[dev_track].corr[kernel] >= 0
+        await pilot.press("up")  # the host thread above the GPU stream: collapse its host
+        group = st.tracks[view.track].group
+        members = sum(1 for t in st.tracks if t.group == group)
+        rows = len(view.step_tl.tracks)
+        await pilot.press("g")
+        merged = view.step_tl.tracks[view.track]
+        assert merged.group == group and len(view.step_tl.tracks) == rows - members + 1
+        assert len(merged.start) == sum(len(t.start) for t in st.tracks if t.group == group)
+        await pilot.press("g")
+        assert len(view.step_tl.tracks) == rows
         await pilot.press("v")  # the slowest beside the median step
         assert view.versus and view.step_tl.step == tl.slowest()
         drawn = view.render()

@@ -114,6 +114,34 @@ class StepTimeline:
             "tracks": tracks,
         }
 
+    def collapsed(self, groups: set[str]) -> StepTimeline:
+        """The step with each named group's tracks merged into one row (a device's streams as
+        one device); the order of the rows is kept."""
+        if not groups:
+            return self
+        rows: list[Track] = []
+        done: set[str] = set()
+        for t in self.tracks:
+            if t.group not in groups:
+                rows.append(t)
+            elif t.group not in done:
+                done.add(t.group)
+                members = [m for m in self.tracks if m.group == t.group]
+                corr = [m.corr if len(m.corr) else np.full(len(m.start), -1) for m in members]
+                rows.append(
+                    make_track(
+                        f"▸ {t.group} ({len(members)})",
+                        t.kind,
+                        t.group,
+                        np.concatenate([m.start for m in members]),
+                        np.concatenate([m.end for m in members]),
+                        np.concatenate([m.nid for m in members]),
+                        np.concatenate([m.cat for m in members]),
+                        np.concatenate(corr),
+                    )
+                )
+        return StepTimeline(self.step, self.duration_us, tuple(rows), self.names, self.source)
+
     def partner(self, track: int, event: int) -> tuple[int, int] | None:
         """(track, event) of the event sharing this one's launch id on another track: the kernel
         a runtime call started, or the call that started a kernel; None if none in this step."""

@@ -92,6 +92,13 @@ class TimelineView(Widget, can_focus=True):
             tooltip="Jump to the kernel a launch started, or the launch that started a kernel",
         ),
         Binding(
+            "g",
+            "group",
+            "Collapse",
+            show=False,
+            tooltip="Collapse the selected track's host or device into one row (again: expand)",
+        ),
+        Binding(
             "h",
             "source",
             "Rank/host",
@@ -120,6 +127,8 @@ class TimelineView(Widget, can_focus=True):
         self.message = Text("Open this tab on a session to read its events.", style="dim")
         self.versus = False  # the slowest step against the median one (`v`)
         self.source: str | None = None  # the rank or host shown; None: each step's slowest
+        self.raw: StepTimeline | None = None  # the step, every track apart
+        self.collapsed: set[str] = set()  # groups drawn as one row (`g`)
         self.query_text = ""  # what `/` looks for
         self.matches: np.ndarray = np.zeros(0, dtype=np.int32)  # name ids that contain it
 
@@ -175,7 +184,8 @@ class TimelineView(Widget, can_focus=True):
 
     def _show_step(self, number: int) -> None:
         assert self.timeline is not None
-        self.step_tl = self.timeline.step(number, source=self.source)
+        self.raw = self.timeline.step(number, source=self.source)
+        self.step_tl = self.raw.collapsed(self.collapsed)
         self.view = View.fit(self.step_tl)
         self.track = min(self.track, max(len(self.step_tl.tracks) - 1, 0))
         self.cursor = 0.0
@@ -326,6 +336,18 @@ class TimelineView(Widget, can_focus=True):
             return
         self.track = found[0]
         self._select(found[1])
+        self.refresh()
+
+    def action_group(self) -> None:
+        st = self.step_tl
+        if st is None or self.raw is None or not st.tracks:
+            return
+        group = st.tracks[self.track].group
+        self.collapsed ^= {group}
+        self.step_tl = self.raw.collapsed(self.collapsed)
+        rows = [k for k, t in enumerate(self.step_tl.tracks) if t.group == group]
+        self.track = rows[0] if rows else 0
+        self.event = event_at(self.step_tl.tracks[self.track], self.cursor)
         self.refresh()
 
     def action_source(self) -> None:
