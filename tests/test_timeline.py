@@ -199,3 +199,62 @@ def test_device_events_have_their_launch_as_partner(path: Path) -> None:
                 assert other.kind == "host" and other.corr[found[1]] == t.corr[i]
                 linked += 1
     assert total and linked >= 0.5 * total, (linked, total)
+
+
+def test_renumbered_to_the_converters_step_numbers() -> None:
+    """custom_loop: TensorBoard's converter numbers its steps 0..4, tuiprof's finder 5..9."""
+    from tests.conftest import sample_session
+
+    path = sample_session("custom_loop")
+    tl = load_timeline(path)
+    own = summarize_session(path, force_fallback=True).steps
+    official = [(7, s.step_time_ms) for s in own]  # a wrong pairing: numbers must stay
+    assert not tl.renumber([(n + 100, ms + 1.0) for n, ms in official])
+    wanted = [(k, s.step_time_ms) for k, s in enumerate(own)]
+    assert tl.renumber(wanted)
+    assert tl.step_numbers() == list(range(len(own)))
+    for k, s in enumerate(own):
+        assert tl.step(k).duration_us / 1000.0 == pytest.approx(s.step_time_ms)
+
+
+def test_multi_rank_session_steps_from_the_slowest_rank_or_the_one_asked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.test_kineto import _write_rank
+
+    run = tmp_path / "run"
+    _write_rank(run / "host_11.1700000000000.pt.trace.json.gz", 0, 1.0)
+    _write_rank(run / "host_12.1700000000013.pt.trace.json.gz", 1, 1.5)
+    summary = summarize_session(run)
+    tl = load_timeline(run)
+    assert tl.source_names() == ["host_11", "host_12"]
+    first = summary.steps[0]
+    st = tl.step(first.step)
+    assert st.source == "host_12"  # the slowest rank, as the summary takes the step
+    assert st.duration_us / 1000.0 == pytest.approx(first.step_time_ms)
+    assert tl.step(first.step, source="host_11").duration_us == pytest.approx(st.duration_us / 1.5)
+    assert main(["timeline", str(run), "--rank", "host_11", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["source"] == "host_11"
+    assert main(["timeline", str(run), "--rank", "nobody"]) == 2
+    assert "no rank or host 'nobody'" in capsys.readouterr().err
+
+
+def test_hostile_names_are_shown_escaped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A kernel named with an escape sequence (OSC 52 writes the clipboard) reaches no terminal."""
+    from tests.kineto_factory import two_steps
+
+    t = two_steps("today")
+    for e in t.events:
+        if e.get("cat") == "kernel":
+            e["name"] = "evil\x1b]52;c;aGk=\x07kernel"
+    path = t.write(tmp_path / "evil.pt.trace.json")
+    tl = load_timeline(path)
+    assert any("evil" in n for n in tl.names)
+    assert not any("\x1b" in n or "\x07" in n for n in tl.names)
+    assert main(["timeline", str(path), "--width", "80"]) == 0
+    assert main(["timeline", str(path), "--json"]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\x07" not in out

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from conftest import SAMPLES, settle
 
 from tui_prof.profiles.timeline.load import load_timeline
@@ -58,6 +59,16 @@ async def test_timeline_tab_keys_move_step_zoom_pan_and_cursor() -> None:
         call = st.tracks[view.track]
         assert view.event is not None
         assert call.corr[view.event] == st.tracks[dev_track].corr[kernel] >= 0
+        await pilot.press("up")  # the host thread above the GPU stream: collapse its host
+        group = st.tracks[view.track].group
+        members = sum(1 for t in st.tracks if t.group == group)
+        rows = len(view.step_tl.tracks)
+        await pilot.press("g")
+        merged = view.step_tl.tracks[view.track]
+        assert merged.group == group and len(view.step_tl.tracks) == rows - members + 1
+        assert len(merged.start) == sum(len(t.start) for t in st.tracks if t.group == group)
+        await pilot.press("g")
+        assert len(view.step_tl.tracks) == rows
         await pilot.press("v")  # the slowest beside the median step
         assert view.versus and view.step_tl.step == tl.slowest()
         drawn = view.render()
@@ -90,3 +101,24 @@ async def test_legacy_session_says_it_has_no_events() -> None:
         view = app.screen.query_one(TimelineView)
         assert view.step_tl is None
         assert "no events" in view.message.plain
+
+
+async def test_h_cycles_ranks_of_a_multi_rank_session(tmp_path: Path) -> None:
+    from tests.test_kineto import _write_rank
+
+    run = tmp_path / "run"
+    _write_rank(run / "host_11.1700000000000.pt.trace.json.gz", 0, 1.0)
+    _write_rank(run / "host_12.1700000000013.pt.trace.json.gz", 1, 1.5)
+    app = TuiprofApp(run)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("5")
+        await settle(pilot)
+        view = app.screen.query_one(TimelineView)
+        assert view.step_tl is not None and view.step_tl.source == "host_12"
+        slow = view.step_tl.duration_us
+        await pilot.press("h")
+        assert view.source == "host_11" and view.step_tl.source == "host_11"
+        assert view.step_tl.duration_us * 1.5 == pytest.approx(slow)
+        await pilot.press("h", "h")
+        assert view.source is None and view.step_tl.source == "host_12"

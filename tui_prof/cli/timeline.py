@@ -41,6 +41,12 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--width", type=int, metavar="W", help="line width in cells (default: the terminal's)"
     )
+    p.add_argument(
+        "--rank",
+        metavar="NAME",
+        help="on a multi-rank or multi-host session, this rank's or host's tracks (default: "
+        "each step from the rank or host where it is slowest, as the summary takes it)",
+    )
     p.add_argument("--json", action="store_true", help="the step's events as one JSON object")
     p.set_defaults(func=run)
 
@@ -60,7 +66,8 @@ def run(args: argparse.Namespace) -> int:
         tl = load_timeline(args.path)
         if args.compare_median:
             return _compare(tl, args.json, width)
-        st = tl.step(args.step if args.step is not None else tl.slowest())
+        number = args.step if args.step is not None else tl.slowest(args.rank)
+        st = tl.step(number, source=args.rank)
     except ProfileError as exc:
         return _fail(str(exc))
     if args.json:

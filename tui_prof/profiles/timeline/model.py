@@ -114,6 +114,34 @@ class StepTimeline:
             "tracks": tracks,
         }
 
+    def collapsed(self, groups: set[str]) -> StepTimeline:
+        """The step with each named group's tracks merged into one row (a device's streams as
+        one device); the order of the rows is kept."""
+        if not groups:
+            return self
+        rows: list[Track] = []
+        done: set[str] = set()
+        for t in self.tracks:
+            if t.group not in groups:
+                rows.append(t)
+            elif t.group not in done:
+                done.add(t.group)
+                members = [m for m in self.tracks if m.group == t.group]
+                corr = [m.corr if len(m.corr) else np.full(len(m.start), -1) for m in members]
+                rows.append(
+                    make_track(
+                        f"▸ {t.group} ({len(members)})",
+                        t.kind,
+                        t.group,
+                        np.concatenate([m.start for m in members]),
+                        np.concatenate([m.end for m in members]),
+                        np.concatenate([m.nid for m in members]),
+                        np.concatenate([m.cat for m in members]),
+                        np.concatenate(corr),
+                    )
+                )
+        return StepTimeline(self.step, self.duration_us, tuple(rows), self.names, self.source)
+
     def partner(self, track: int, event: int) -> tuple[int, int] | None:
         """(track, event) of the event sharing this one's launch id on another track: the kernel
         a runtime call started, or the call that started a kernel; None if none in this step."""
@@ -170,21 +198,47 @@ class Timeline:
             return []
         return sorted(set.intersection(*sets))
 
-    def step_length_us(self, number: int) -> float:
-        """A step's length: its slowest source's, as the summary takes it."""
+    def renumber(self, steps: list[tuple[int, float]]) -> bool:
+        """Take the summary's step numbers where its steps are these, in order, with the same
+        times (ms): TensorBoard's converter numbers from 0 what tuiprof's finder numbers by its
+        markers. True where renumbered; else nothing changes."""
+        mine = self.step_numbers()
+        if len(mine) != len(steps) or [n for n, _ in steps] == mine:
+            return False
+        for own, (_, ms) in zip(mine, steps, strict=True):
+            if abs(self.step_length_us(own) / 1000.0 - ms) > 1e-6 * max(ms, 1.0):
+                return False
+        to = {own: n for own, (n, _) in zip(mine, steps, strict=True)}
+        for src in self.sources:
+            src.steps = [
+                StepSpan(to[s.number], s.start, s.end) for s in src.steps if s.number in to
+            ]
+        return True
+
+    def source_names(self) -> list[str]:
+        return [src.name for src in self.sources]
+
+    def step_length_us(self, number: int, source: str | None = None) -> float:
+        """A step's length: its slowest source's, as the summary takes it, or `source`'s."""
         return max(
-            (s.end - s.start for src in self.sources for s in src.steps if s.number == number),
+            (
+                s.end - s.start
+                for src in self.sources
+                if source is None or src.name == source
+                for s in src.steps
+                if s.number == number
+            ),
             default=0.0,
         )
 
-    def slowest(self) -> int:
+    def slowest(self, source: str | None = None) -> int:
         nums = self.step_numbers()
         if not nums:
             raise ProfileError("the profile has no steps")
-        return max(nums, key=self.step_length_us)
+        return max(nums, key=lambda n: self.step_length_us(n, source))
 
-    def median(self) -> int:
-        nums = sorted(self.step_numbers(), key=self.step_length_us)
+    def median(self, source: str | None = None) -> int:
+        nums = sorted(self.step_numbers(), key=lambda n: self.step_length_us(n, source))
         if not nums:
             raise ProfileError("the profile has no steps")
         return nums[(len(nums) - 1) // 2]
@@ -193,6 +247,10 @@ class Timeline:
         """Step `number` from `source` (default: the source where it is slowest)."""
         found = [(src, s) for src in self.sources for s in src.steps if s.number == number]
         if source is not None:
+            if source not in self.source_names():
+                raise ProfileError(
+                    f"no rank or host {source!r} here (have: {', '.join(self.source_names())})"
+                )
             found = [f for f in found if f[0].name == source]
         if not found:
             nums = self.step_numbers()

@@ -396,7 +396,8 @@ class SessionView(Vertical):
         session = getattr(self.screen, "current_session", None)
         target = session if session is not None else self.summary.path
         view = self.query_one(TimelineView)
-        view.show_session(str(self.summary.path), target)
+        steps = [(s.step, s.step_time_ms) for s in self.summary.steps]
+        view.show_session(str(self.summary.path), target, steps)
         view.focus()
 
     @on(Input.Submitted, "#timeline-find")

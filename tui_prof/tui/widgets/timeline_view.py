@@ -91,6 +91,21 @@ class TimelineView(Widget, can_focus=True):
             show=False,
             tooltip="Jump to the kernel a launch started, or the launch that started a kernel",
         ),
+        Binding(
+            "g",
+            "group",
+            "Collapse",
+            show=False,
+            tooltip="Collapse the selected track's host or device into one row (again: expand)",
+        ),
+        Binding(
+            "h",
+            "source",
+            "Rank/host",
+            show=False,
+            tooltip="Multi-rank or multi-host sessions: the next rank's or host's tracks "
+            "(first: each step's slowest)",
+        ),
         Binding("n", "next_match", "Next match", show=False, tooltip="The next event found by /"),
         Binding(
             "v",
@@ -111,29 +126,37 @@ class TimelineView(Widget, can_focus=True):
         self.event: int | None = None
         self.message = Text("Open this tab on a session to read its events.", style="dim")
         self.versus = False  # the slowest step against the median one (`v`)
+        self.source: str | None = None  # the rank or host shown; None: each step's slowest
+        self.raw: StepTimeline | None = None  # the step, every track apart
+        self.collapsed: set[str] = set()  # groups drawn as one row (`g`)
         self.query_text = ""  # what `/` looks for
         self.matches: np.ndarray = np.zeros(0, dtype=np.int32)  # name ids that contain it
 
     # -- loading -----------------------------------------------------------------------------
 
-    def show_session(self, key: str, target: object) -> None:
-        """Read `target` (a Session or a path) unless it is already shown or being read."""
+    def show_session(
+        self, key: str, target: object, steps: list[tuple[int, float]] | None = None
+    ) -> None:
+        """Read `target` (a Session or a path) unless it is already shown or being read;
+        `steps`: the summary's (number, ms), whose numbers the tab then uses."""
         if key == self.key:
             return
         self.key = key
         self.timeline = self.step_tl = None
+        self.source = None
         self.message = Text("Reading the session's events …", style="dim")
         self.refresh()
-        self._read(key, target)
+        self._read(key, target, steps or [])
 
     @work(thread=True, exclusive=True, group="timeline", name="reading events", exit_on_error=False)
-    def _read(self, key: str, target: object) -> None:
+    def _read(self, key: str, target: object, steps: list[tuple[int, float]]) -> None:
         from tui_prof.model import Cancelled
         from tui_prof.profiles.timeline.load import load_timeline
 
         cancel = get_current_worker().cancelled_event
         try:
             tl = load_timeline(target, cancel=cancel)  # type: ignore[arg-type]
+            tl.renumber(steps)
             slow = tl.slowest()
         except Cancelled:
             return
@@ -161,7 +184,8 @@ class TimelineView(Widget, can_focus=True):
 
     def _show_step(self, number: int) -> None:
         assert self.timeline is not None
-        self.step_tl = self.timeline.step(number)
+        self.raw = self.timeline.step(number, source=self.source)
+        self.step_tl = self.raw.collapsed(self.collapsed)
         self.view = View.fit(self.step_tl)
         self.track = min(self.track, max(len(self.step_tl.tracks) - 1, 0))
         self.cursor = 0.0
@@ -313,6 +337,30 @@ class TimelineView(Widget, can_focus=True):
         self.track = found[0]
         self._select(found[1])
         self.refresh()
+
+    def action_group(self) -> None:
+        st = self.step_tl
+        if st is None or self.raw is None or not st.tracks:
+            return
+        group = st.tracks[self.track].group
+        self.collapsed ^= {group}
+        self.step_tl = self.raw.collapsed(self.collapsed)
+        rows = [k for k, t in enumerate(self.step_tl.tracks) if t.group == group]
+        self.track = rows[0] if rows else 0
+        self.event = event_at(self.step_tl.tracks[self.track], self.cursor)
+        self.refresh()
+
+    def action_source(self) -> None:
+        if self.timeline is None or self.step_tl is None:
+            return
+        names = self.timeline.source_names()
+        if len(names) < 2:
+            self.app.notify("one rank or host in this session")
+            return
+        order: list[str | None] = [None, *names]
+        self.source = order[(order.index(self.source) + 1) % len(order)]
+        self.app.notify(f"tracks of {self.source}" if self.source else "each step's slowest rank")
+        self._show_step(self.step_tl.step)
 
     def action_versus(self) -> None:
         if self.timeline is None:
