@@ -52,6 +52,20 @@ def test_tui_app_loads_no_tensorflow() -> None:
     loaded = _loaded_after("import tui_prof.tui.app, tui_prof.cli")
     assert "textual" in loaded
     assert "tensorflow" not in loaded
+    # numpy (~0.1 s) comes with the Timeline tab or a raw read, not with the first frame.
+    assert "numpy" not in loaded
+
+
+def test_a_cpu_sessions_converter_path_loads_no_numpy() -> None:
+    """The raw XSpace decoder (and numpy) is for GPU profiles and own step finding; a session
+    the converter reads whole does not wait for its import."""
+    code = (
+        "from tui_prof.profiles.load import summarize_session\n"
+        "from pathlib import Path\n"
+        "p = sorted(Path('sample_traces/custom_loop').rglob('*.xplane.pb'))[0]\n"
+        "assert summarize_session(p.parent).step_source == 'official'"
+    )
+    assert "numpy" not in _loaded_after(code)
 
 
 def test_the_browse_path_loads_no_pandas() -> None:

@@ -27,7 +27,6 @@ from tui_prof.model import (
     TensorCoreUse,
     UnreadableProfile,
 )
-from tui_prof.printable import printable, printable_fields
 from tui_prof.profiles import advice, remedies
 from tui_prof.profiles.discover import Session, display_path
 from tui_prof.profiles.hardware import DeviceSpec, row_of, vendor_of
@@ -203,28 +202,28 @@ def assemble(
                 0, advice.PROGRAM_RUNS_TIP.format(name=repeated[0].name, runs=repeated[0].runs)
             )
         tips.insert(0, remedies.step_markers(f))
-    # Names from the file are data: made printable once here, so no face meets an escape sequence.
+    # Names from the file are data: the reader seam (load.summarize_session) makes them printable.
     return ProfileSummary(
         path=display_path(session.path),
-        hosts=printable_fields(env.hosts),
+        hosts=env.hosts,
         step_source=source,
-        step_source_detail=printable(detail),
+        step_source_detail=detail,
         steps=tuple(steps),
         average=avg,
         precision=prec,
         tensor_core=tc,
-        top_ops=printable_fields(tuple(ops)),
-        kernels=printable_fields(tuple(kernels)),
-        environment=printable_fields(env),
+        top_ops=tuple(ops),
+        kernels=tuple(kernels),
+        environment=env,
         bottleneck=sentence,
-        recommendations=printable_fields(tuple(tips)),
-        warnings=printable_fields(tuple(warnings)),
-        device_utilization=printable_fields(utilization),
-        programs=printable_fields(tuple(programs)),
+        recommendations=tuple(tips),
+        warnings=tuple(warnings),
+        device_utilization=utilization,
+        programs=tuple(programs),
         framework=framework,
-        ranks=printable_fields(tuple(ranks)),
-        efficiency=printable_fields(efficiency),
-        memory=printable_fields(memory),
+        ranks=tuple(ranks),
+        efficiency=efficiency,
+        memory=memory,
         verdict=verdict,
-        startup_calls=tuple((printable(n), ms) for n, ms in startup_calls),
+        startup_calls=tuple(startup_calls),
     )

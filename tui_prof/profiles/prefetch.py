@@ -134,6 +134,11 @@ def _child_main(path: str) -> int:
     found = discover(Path(path)).sessions
     if not found:
         return 0
+    if found[0].format == "xplane" and not cached(found[0]):
+        # The converter's process starts while this one imports the readers (as `summary` does).
+        from tui_prof.profiles.xplane import convert_worker
+
+        convert_worker.process().start()
     from tui_prof.profiles.load import load_summary
 
     last: list[tuple[int, str]] = []

@@ -26,6 +26,7 @@ from tui_prof.model import (
     Cancelled,
     Environment,
     KernelStat,
+    OpStat,
     Precision,
     ProfileError,
     ProfileSummary,
@@ -39,10 +40,8 @@ from tui_prof.profiles.assemble import assemble
 from tui_prof.profiles.discover import Session
 from tui_prof.profiles.xplane import converter, op_precision, tb_tables
 from tui_prof.profiles.xplane.cost import xla_efficiency
-from tui_prof.profiles.xplane.device_ops import with_device_ops
 from tui_prof.profiles.xplane.framework import framework_of
 from tui_prof.profiles.xplane.memory import memory_use
-from tui_prof.profiles.xplane.xspace import cuda_compute_capability
 
 if TYPE_CHECKING:
     from tui_prof.profiles.xplane.steps import FoundSteps
@@ -222,14 +221,14 @@ def summarize(
         device_count=device_count or len(names),
         hosts=tuple(h.host for h in session.hosts),
         device_names=names,
-        compute_capability=cuda_compute_capability(paths) if "GPU" in device_type.upper() else "",
+        compute_capability=_compute_capability(paths) if "GPU" in device_type.upper() else "",
     )
     kernels = tb_tables.kernels(tables[converter.KERNEL_STATS])
     official = tb_tables.precision(props) if own.source == STEP_SOURCE_OFFICIAL else None
     training = props.get("is_training")
     prec = _precision(device_type, official, tables, own.found, kernels)
     ops = tb_tables.top_ops(tables[converter.OP_STATS])
-    ops, kernels = with_device_ops(paths, ops, kernels)  # ops only in kernels' annotations
+    ops, kernels = _with_device_ops(paths, ops, kernels)  # ops only in kernels' annotations
     report(1.0, "done")
     return assemble(
         session,
@@ -271,7 +270,7 @@ def _summarize_streaming(
         device_count=planes["device_count"],
         hosts=tuple(h.host for h in session.hosts),
         device_names=tuple(planes["device_names"]),
-        compute_capability=cuda_compute_capability(paths) if planes["device_type"] == "GPU" else "",
+        compute_capability=_compute_capability(paths) if planes["device_type"] == "GPU" else "",
     )
     report(0.9, "devices")
     utilization = device_utilization(paths)
@@ -299,3 +298,22 @@ def _summarize_streaming(
         programs=own.programs,
         framework=framework_of(paths),
     )
+
+
+def _compute_capability(paths: Sequence[Path]) -> str:
+    """The GPU planes' compute capability; the raw decoder (and numpy with it) is imported only
+    for a GPU profile, so a CPU session's first screen does not wait for it."""
+    from tui_prof.profiles.xplane.xspace import cuda_compute_capability
+
+    return cuda_compute_capability(paths)
+
+
+def _with_device_ops(
+    paths: Sequence[Path], ops: list[OpStat], kernels: list[KernelStat]
+) -> tuple[list[OpStat], list[KernelStat]]:
+    """`device_ops.with_device_ops`, imported only where there are GPU kernels to complete."""
+    if not kernels:
+        return ops, kernels
+    from tui_prof.profiles.xplane.device_ops import with_device_ops
+
+    return with_device_ops(paths, ops, kernels)

@@ -31,7 +31,6 @@ from tui_prof.render.summary import (
     used_categories,
 )
 from tui_prof.tui.widgets.columns import Column, fit_columns
-from tui_prof.tui.widgets.timeline_view import TimelineView
 
 TABS_AT_LATEST_S = 0.5  # the tabs mount after the first numbers, or after this at the latest
 
@@ -377,7 +376,8 @@ class SessionView(Vertical):
                 needs="kernels",
                 id="tab-kernels",
             ),
-            TabPane("Timeline", TimelineView(id="timeline"), id="tab-timeline"),
+            # Its view (and numpy with it) is mounted when the tab is first shown: start-up stays lean.
+            TabPane("Timeline", id="tab-timeline"),
         ]
         for pane in panes:
             tabs.compose_add_child(pane)
@@ -395,13 +395,21 @@ class SessionView(Vertical):
             return
         session = getattr(self.screen, "current_session", None)
         target = session if session is not None else self.summary.path
-        view = self.query_one(TimelineView)
+        from tui_prof.tui.widgets.timeline_view import TimelineView
+
+        view = next(iter(self.query("#timeline").results(TimelineView)), None)
+        if view is None:
+            self.query_one("#tab-timeline", TabPane).mount(TimelineView(id="timeline"))
+            self.call_after_refresh(self.sync_timeline)
+            return
         steps = [(s.step, s.step_time_ms) for s in self.summary.steps]
         view.show_session(str(self.summary.path), target, steps)
         view.focus()
 
     @on(Input.Submitted, "#timeline-find")
     def _find_submitted(self, event: Input.Submitted) -> None:
+        from tui_prof.tui.widgets.timeline_view import TimelineView
+
         view = self.query_one(TimelineView)
         event.input.remove()
         view.focus()
