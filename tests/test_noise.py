@@ -18,17 +18,25 @@ JOB = r"""
 import os, subprocess, sys, time
 burners = []
 if os.environ["TUIPROF_RUN_ID"] == "b-r0":  # two CPU burners, outside the job, during this run
+    # Started by a launcher that exits at once, so they are not the job's children: a child the
+    # job reaped would count in the job's own CPU time (wait4), not as another process's.
     burn = "import time\nt = time.time()\nwhile time.time() - t < 30: pass"
-    burners = [subprocess.Popen([sys.executable, "-c", burn], start_new_session=True)
-               for _ in range(2)]
+    launch = (
+        "import subprocess, sys\n"
+        f"ps = [subprocess.Popen([sys.executable, '-c', {burn!r}], start_new_session=True,"
+        " stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)"
+        " for _ in range(2)]\n"
+        "print(' '.join(str(p.pid) for p in ps))"
+    )
+    out = subprocess.run([sys.executable, "-c", launch], capture_output=True, text=True).stdout
+    burners = [int(p) for p in out.split()]
 time.sleep(1.0)
 used = 0.0
-for b in burners:  # what they used, from the kernel, before they are stopped
-    with open(f"/proc/{b.pid}/stat") as f:
+for pid in burners:  # what they used, from the kernel, before they are stopped
+    with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
     used += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    b.kill()
-    b.wait()
+    os.kill(pid, 9)
 if burners:
     with open(os.path.join(sys.argv[1], "burned.txt"), "w") as f:
         f.write(str(used))
