@@ -5,14 +5,13 @@ Each generator is a few lines; the XSpace ones damage a real sample profile."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO, sample_session
+from conftest import REPO, run_cli, sample_session
 
 from tui_prof.profiles.xplane.proto import XSpace
 
@@ -20,14 +19,7 @@ TF22_SESSION = REPO / "tests" / "data" / "legacy_tf22" / "plugins" / "profile" /
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return subprocess.run(
-        [sys.executable, "-m", "tui_prof.cli", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-    )
+    return run_cli(*args)
 
 
 def _one_line(r: subprocess.CompletedProcess[str], name: str, why: str) -> None:

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+from conftest import REPO, run_cli
 
 from tui_prof.experiments.commands import save_spec, spec_from_commands
 from tui_prof.experiments.spec import SpecError, load_spec
@@ -21,11 +21,7 @@ from tui_prof.model import RUN_FINISHED
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return subprocess.run(
-        [sys.executable, "-m", "tui_prof.cli", *args], capture_output=True, text=True, env=env,
-        timeout=120,
-    )  # fmt: skip
+    return run_cli(*args, timeout=120)
 
 
 def test_output_into_a_users_directory_is_refused(tmp_path: Path) -> None:

@@ -4,14 +4,13 @@ every face. A terminal must see it as text, never obey it (tui_prof.printable)."
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO, settle
+from conftest import REPO, run_cli, settle
 from kineto_factory import two_steps
 from xla_profiles import Space
 
@@ -74,15 +73,7 @@ def logdir(tmp_path: Path) -> Path:
 
 
 def _cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(REPO), "TERM": "xterm-256color"}
-    return subprocess.run(
-        [sys.executable, "-m", "tui_prof.cli", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=cwd,
-        timeout=120,
-    )
+    return run_cli(*args, cwd=cwd, env={"TERM": "xterm-256color"}, timeout=120)
 
 
 def test_the_sanitizer() -> None:
