@@ -170,7 +170,7 @@ def _rows(rows: tuple[DiffRow, ...], limit: int | None, title: str) -> list[str]
 
 def to_markdown(diff: ProfileDiff, limit: int | None = DEFAULT_LIMIT) -> str:
     """The diff as GitHub-flavoured Markdown, for pull requests and lab notes."""
-    from tui_prof.render.diff import fmt_delta, unit
+    from tui_prof.render.diff import efficiency_line, fmt_delta, unit
     from tui_prof.render.summary import fmt_ms
 
     lines = ["# Profile diff", ""]
@@ -193,6 +193,9 @@ def to_markdown(diff: ProfileDiff, limit: int | None = DEFAULT_LIMIT) -> str:
         lines.append(
             f"- Kernel time: {fmt_ms(k.a_ms)} → {fmt_ms(k.b_ms)} ms (Δ {fmt_delta(k.delta_ms)})"
         )
+    changes = efficiency_line(diff)
+    if changes is not None:
+        lines.append(f"- Efficiency (A → B): {_cell(changes.plain)}")
     lines.append(f"- Times in {unit(diff)}; Δ = B − A; sorted by |Δ|.")
     lines += [f"- ⚠ {_cell(n)}" for n in diff.notes]
     if diff.ops:

@@ -51,7 +51,7 @@ from tui_prof.experiments.spec import (
     check_executable,
     default_experiment_dir,
 )
-from tui_prof.experiments.store import ExperimentStore, PlannedRun
+from tui_prof.experiments.writer import ExperimentStore, PlannedRun
 from tui_prof.model import (
     RUN_FAILED,
     RUN_FINISHED,

@@ -12,7 +12,8 @@ from collections.abc import Sequence
 
 from rich.text import Text
 
-from tui_prof.model import Efficiency, MemoryUse, OpStat, ProfileSummary
+from tui_prof.device_use import Efficiency, MemoryUse
+from tui_prof.model import OpStat, ProfileSummary
 from tui_prof.profiles.efficiency import USER_PEAK, intensity, op_rate, roofline
 
 BLOCKS = "▁▂▃▄▅▆▇█"
@@ -142,7 +143,7 @@ def op_rate_cell(op: OpStat) -> str:
 def bound_cell(op: OpStat, e: Efficiency | None) -> str:
     """ "memory 42%" / "compute 80%": what bounds the op and the share of that roof reached."""
     r = roofline(op, e)
-    return f"{r[0]} {r[1]:.0f}%" if r is not None else "–"
+    return f"{r[0]} {percent(r[1])}" if r is not None else "–"
 
 
 def op_cost_text(op: OpStat, e: Efficiency | None) -> str:
@@ -158,7 +159,7 @@ def op_cost_text(op: OpStat, e: Efficiency | None) -> str:
         parts.append(f"{ai:,.3g} FLOP/byte")
     roof = roofline(op, e)
     if roof is not None:
-        parts.append(f"{roof[0]}-bound, {roof[1]:.0f}% of its roof")
+        parts.append(f"{roof[0]}-bound, {percent(roof[1])} of its roof")
     return " · ".join(parts)
 
 
