@@ -147,6 +147,7 @@ def read_session(
     progress: Callable[[float, str], object] | None = None,
 ) -> Timeline:
     paths = [h.path for h in session.hosts]
+    labels = [h.host for h in session.hosts]  # one per file, unlike recorded hostnames
     found = find_steps(
         paths,
         cancel=cancel,
@@ -170,12 +171,12 @@ def read_session(
     info_ids: dict[str, int] = {}
     infos: list[str] = []
     sources = []
-    for p in paths:
-        host, tracks = _read_file(p, names, name_list, info_ids, infos, base, tick)
+    for p, label in zip(paths, labels, strict=True):
+        _, tracks = _read_file(p, names, name_list, info_ids, infos, base, tick)
         spans = [
             StepSpan(num, (b - base) / 1e6, (e - base) / 1e6)
-            for h, num, b, e in found.spans_ps
-            if h == host
+            for f, num, b, e in found.spans_ps
+            if f == str(p)
         ]
-        sources.append(Source(host, tracks, spans))
+        sources.append(Source(label, tracks, spans))
     return Timeline(name_list, sources, infos)
