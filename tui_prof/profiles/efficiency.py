@@ -14,7 +14,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 
-from tui_prof.model import Efficiency, Environment, OpStat, ProfileSummary, UnmodelledOp
+from tui_prof.device_use import Efficiency, UnmodelledOp
+from tui_prof.model import Environment, OpStat, ProfileSummary
 from tui_prof.profiles import peaks
 
 DOMINANT_SHARE = 0.9  # a format with this share of the FLOPs names the peak alone

@@ -12,7 +12,8 @@ from collections.abc import Sequence
 
 from rich.text import Text
 
-from tui_prof.model import Efficiency, MemoryUse, OpStat, ProfileSummary
+from tui_prof.device_use import Efficiency, MemoryUse
+from tui_prof.model import OpStat, ProfileSummary
 from tui_prof.profiles.efficiency import USER_PEAK, intensity, op_rate, roofline
 
 BLOCKS = "▁▂▃▄▅▆▇█"

@@ -14,13 +14,12 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
+from tui_prof.device_use import DeviceUtilization, GpuMetric
 from tui_prof.model import (
     CATEGORIES,
     CATEGORY_LABELS,
     NATIVE_CATEGORIES,
     NATIVE_LABELS,
-    DeviceUtilization,
-    GpuMetric,
     ProfileSummary,
     StepBreakdown,
 )
