@@ -11,7 +11,7 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Button, Input, Label, Static
 
-from tui_prof.model import Efficiency
+from tui_prof.device_use import Efficiency
 from tui_prof.tui.screens.form_dialog import FormDialog
 
 
