@@ -25,7 +25,8 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from tui_prof.model import Cancelled, GpuMetric, StepBreakdown
+from tui_prof.device_use import GpuMetric
+from tui_prof.model import Cancelled, StepBreakdown
 from tui_prof.profiles.kineto import heap, names
 from tui_prof.profiles.kineto.collect import Array, Collector, Device
 from tui_prof.profiles.kineto.extras import Extras, RankExtras
