@@ -80,6 +80,7 @@ def test_realistic_generator_repeats_a_real_trace_as_steps_of_their_own(tmp_path
     for k, s in enumerate(three.steps):  # each copy's steps: the source's, to rounding
         src = one.steps[k % len(one.steps)]
         assert s.step_time_ms == pytest.approx(src.step_time_ms, abs=1e-6)
+    assert three.average is not None and one.average is not None
     assert three.average.breakdown_ms == pytest.approx(one.average.breakdown_ms, rel=1e-3)
     top1, top3 = one.top_ops[0], three.top_ops[0]
     assert (top3.name, top3.occurrences) == (top1.name, 3 * top1.occurrences)
