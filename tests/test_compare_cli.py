@@ -21,7 +21,7 @@ from conftest import REPO
 from tui_prof.cli.main import main
 from tui_prof.comparison.report import compare_experiment
 from tui_prof.experiments.spec import ExperimentSpec, VariantSpec
-from tui_prof.experiments.store import ExperimentStore, PlannedRun
+from tui_prof.experiments.writer import ExperimentStore, PlannedRun
 from tui_prof.model import (
     RUN_FAILED,
     RUN_FINISHED,

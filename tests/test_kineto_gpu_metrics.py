@@ -15,7 +15,7 @@ import pytest
 from conftest import SHARED_TRACES
 from test_kineto_references import H100_SAMPLES, MI250, PLUGIN_SAMPLE, TODAY, ours
 
-from tui_prof.model import GpuMetric
+from tui_prof.device_use import GpuMetric
 
 # Traces whose steps the plugin finds as tuiprof does. On MI250 and the committed H100 samples it
 # counts the GPU-side copies of ProfilerStep#N as more steps, so its window ends later; the

@@ -19,7 +19,8 @@ from tui_prof.comparison.paired import (
 )
 from tui_prof.comparison.report import compare_experiment
 from tui_prof.experiments.spec import ExperimentSpec, VariantSpec
-from tui_prof.experiments.store import ExperimentStore, PlannedRun, load_experiment
+from tui_prof.experiments.store import load_experiment
+from tui_prof.experiments.writer import ExperimentStore, PlannedRun
 from tui_prof.model import RUN_FAILED, RUN_FINISHED, RunRecord
 
 BASE = [10.0, 12.5, 9.1, 14.0, 11.2]  # repeats differ a lot (drift, seeds) ...

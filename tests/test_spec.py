@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tui_prof.experiments.runner import plan_runs
+from tui_prof.experiments.plan import plan_runs
 from tui_prof.experiments.spec import ExperimentSpec, SpecError, load_spec, select
 
 PY = sys.executable

@@ -19,11 +19,10 @@ from tui_prof.experiments.spec import load_spec
 from tui_prof.experiments.store import (
     DB_NAME,
     LOCK_NAME,
-    ExperimentStore,
-    PlannedRun,
     StoreError,
     load_experiment,
 )
+from tui_prof.experiments.writer import ExperimentStore, PlannedRun
 from tui_prof.model import RUN_FINISHED, RUN_INTERRUPTED, RUN_PENDING, RUN_RUNNING
 
 JOB = r"""

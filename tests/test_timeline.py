@@ -258,3 +258,28 @@ def test_hostile_names_are_shown_escaped(
     assert main(["timeline", str(path), "--json"]) == 0
     out = capsys.readouterr().out
     assert "\x1b" not in out and "\x07" not in out
+
+
+def test_multi_host_xspace_one_source_per_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two hosts' files (here one file under two names: both record the hostname `vm`): a
+    source per file, each with its own steps, not both hosts' spans twice."""
+    import shutil
+
+    src = next((SAMPLES / "jax_cuda_float32").rglob("*.xplane.pb"))
+    run = tmp_path / "plugins" / "profile" / "2026_01_01_00_00_00"
+    run.mkdir(parents=True)
+    for host in ("hosta", "hostb"):
+        shutil.copy(src, run / f"{host}.xplane.pb")
+    one = load_timeline(SAMPLES / "jax_cuda_float32")
+    tl = load_timeline(tmp_path)
+    assert tl.source_names() == ["hosta", "hostb"]
+    for s in tl.sources:
+        assert [x.number for x in s.steps] == one.step_numbers()
+    summary = summarize_session(tmp_path, force_fallback=True)
+    for b in summary.steps:
+        assert tl.step(b.step).duration_us / 1000.0 == pytest.approx(b.step_time_ms)
+        assert tl.step(b.step, source="hostb").duration_us / 1000.0 == pytest.approx(b.step_time_ms)
+    assert main(["timeline", str(tmp_path), "--rank", "hostb", "--width", "80"]) == 0
+    assert "hostb" in capsys.readouterr().out.splitlines()[0]

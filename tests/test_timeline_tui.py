@@ -122,3 +122,32 @@ async def test_h_cycles_ranks_of_a_multi_rank_session(tmp_path: Path) -> None:
         assert view.step_tl.duration_us * 1.5 == pytest.approx(slow)
         await pilot.press("h", "h")
         assert view.source is None and view.step_tl.source == "host_12"
+
+
+async def test_detail_shows_shapes_and_p_goes_from_op_to_kernel_and_back() -> None:
+    app = TuiprofApp(SAMPLES / "torch_cuda_float32")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("5")
+        await settle(pilot)
+        view = app.screen.query_one(TimelineView)
+        await pilot.press("slash", *"aten::mm", "enter")
+        await settle(pilot)
+        st = view.step_tl
+        assert st is not None and view.event is not None
+        op_track, op = view.track, view.event
+        detail = view._detail(120).plain
+        assert "aten::mm" in detail and "float[" in detail and "launched (p):" in detail
+        kernels = st.launched(op_track, op)
+        assert kernels
+        await pilot.press("p")
+        assert (view.track, view.event) == kernels[0]
+        assert st.tracks[view.track].kind == "device"
+        detail = view._detail(120).plain
+        assert "launched by (p): aten::mm → cu" in detail  # cuLaunchKernel, cudaLaunchKernel
+        await pilot.press("p")  # back to the runtime call inside the op
+        call = st.tracks[view.track]
+        assert view.track == op_track and view.event is not None
+        assert (
+            st.tracks[op_track].start[op] <= call.start[view.event] <= st.tracks[op_track].end[op]
+        )

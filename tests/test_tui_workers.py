@@ -148,7 +148,8 @@ async def test_quitting_with_stop_keeps_drawing_while_runs_end(tmp_path: Path) -
 def _big_experiment(root: Path, runs: int) -> Path:
     """A stored experiment of `runs` finished runs (the store written as tuiprof writes it)."""
     from tui_prof.experiments.spec import ExperimentSpec, VariantSpec
-    from tui_prof.experiments.store import DB_NAME, ExperimentStore, PlannedRun
+    from tui_prof.experiments.store import DB_NAME
+    from tui_prof.experiments.writer import ExperimentStore, PlannedRun
 
     d = root / "big"
     spec = ExperimentSpec("big", ("true",), (VariantSpec("a"), VariantSpec("b")), runs // 2, "a")

@@ -270,7 +270,7 @@ def test_no_mixed_precision_from_kernel_names_that_say_no_type(
 def test_devices_busy_however_little_are_never_idle() -> None:
     """A report once read "8 idle" beside non-zero device compute. A device with any event is busy
     ("<0.1%" where tiny); devices without a single event are listed apart."""
-    from tui_prof.model import DeviceBusy, DeviceUtilization
+    from tui_prof.device_use import DeviceBusy, DeviceUtilization
     from tui_prof.render.summary import utilization_text
 
     gpus = [DeviceBusy(f"/device:GPU:{i}", 0.01) for i in range(7)]

@@ -9,14 +9,12 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from tui_prof.device_use import DeviceUtilization, Efficiency, MemoryUse
 from tui_prof.model import (
     CATEGORIES,
     NATIVE_CATEGORIES,
-    DeviceUtilization,
-    Efficiency,
     Environment,
     KernelStat,
-    MemoryUse,
     OpStat,
     Precision,
     ProfileSummary,

@@ -12,7 +12,8 @@ from collections.abc import Sequence
 
 from rich.text import Text
 
-from tui_prof.model import Efficiency, MemoryUse, OpStat, ProfileSummary
+from tui_prof.device_use import Efficiency, MemoryUse
+from tui_prof.model import OpStat, ProfileSummary
 from tui_prof.profiles.efficiency import USER_PEAK, intensity, op_rate, roofline
 
 BLOCKS = "▁▂▃▄▅▆▇█"
@@ -55,18 +56,24 @@ def _peak_words(e: Efficiency) -> str:
     return f"{devices}{e.peak_source} {peak}"
 
 
-def efficiency_text(summary: ProfileSummary) -> Text | None:
+PEAK_HINT = f"give one: {USER_PEAK}"
+
+
+def efficiency_text(summary: ProfileSummary, peak_hint: str = PEAK_HINT) -> Text | None:
+    """`peak_hint` says how to give a peak where the table has none (the TUI: its key)."""
     e = summary.efficiency
     if e is None:
         return None
     t = Text()
     if e.mfu_percent is not None and e.achieved_tflops is not None:
-        t.append(f"MFU {percent(e.mfu_percent)}", style="bold")
+        # math ops without a FLOP model did work not counted: the MFU is a lower bound
+        at_least = "≥ " if e.unmodelled else ""
+        t.append(f"MFU {at_least}{percent(e.mfu_percent)}", style="bold")
         t.append(f" of {_peak_words(e)}; {rate(e.achieved_tflops)} achieved")
     elif e.achieved_tflops is not None:
         t.append(f"{rate(e.achieved_tflops)} achieved", style="bold")
         t.append(f"; MFU n/a: {e.peak_source}", style="yellow")
-        t.append(f" (give one: {USER_PEAK})", style="dim")
+        t.append(f" ({peak_hint})", style="dim")
     else:
         t.append(f"{count(e.flops_total)} counted", style="bold")
         t.append("; FLOP/s n/a: no steps", style="yellow")
@@ -142,7 +149,7 @@ def op_rate_cell(op: OpStat) -> str:
 def bound_cell(op: OpStat, e: Efficiency | None) -> str:
     """ "memory 42%" / "compute 80%": what bounds the op and the share of that roof reached."""
     r = roofline(op, e)
-    return f"{r[0]} {r[1]:.0f}%" if r is not None else "–"
+    return f"{r[0]} {percent(r[1])}" if r is not None else "–"
 
 
 def op_cost_text(op: OpStat, e: Efficiency | None) -> str:
@@ -158,7 +165,7 @@ def op_cost_text(op: OpStat, e: Efficiency | None) -> str:
         parts.append(f"{ai:,.3g} FLOP/byte")
     roof = roofline(op, e)
     if roof is not None:
-        parts.append(f"{roof[0]}-bound, {roof[1]:.0f}% of its roof")
+        parts.append(f"{roof[0]}-bound, {percent(roof[1])} of its roof")
     return " · ".join(parts)
 
 

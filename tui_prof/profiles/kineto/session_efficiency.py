@@ -10,14 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from tui_prof.model import (
-    DeviceMemory,
-    Efficiency,
-    Environment,
-    MemoryUse,
-    StepBreakdown,
-    UnmodelledOp,
-)
+from tui_prof.device_use import DeviceMemory, Efficiency, MemoryUse, UnmodelledOp
+from tui_prof.model import Environment, StepBreakdown
 from tui_prof.profiles.efficiency import efficiency
 from tui_prof.profiles.kineto.memory import top_allocators
 from tui_prof.profiles.kineto.rank import RankResult

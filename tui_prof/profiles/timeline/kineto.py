@@ -10,6 +10,7 @@ own (kineto.steps.find_steps on the same Collector), so a step's span is its ste
 from __future__ import annotations
 
 import threading
+from array import array
 from collections.abc import Callable
 from pathlib import Path
 
@@ -19,8 +20,8 @@ from tui_prof.model import Cancelled
 from tui_prof.printable import printable
 from tui_prof.profiles.discover import Session
 from tui_prof.profiles.kineto import names as knames
-from tui_prof.profiles.kineto.collect import COMM_OPS, Collector, is_dataloader
-from tui_prof.profiles.kineto.events import Event, Kind, kind_of
+from tui_prof.profiles.kineto.collect import COMM_OPS, STEP_PREFIX, Collector, is_dataloader
+from tui_prof.profiles.kineto.events import Args, Event, Kind, kind_of, raw_list
 from tui_prof.profiles.kineto.rank import WAIT_CALL
 from tui_prof.profiles.kineto.steps import find_steps
 from tui_prof.profiles.kineto.stream import TraceStream
@@ -41,12 +42,41 @@ COLLECTIVES = CATEGORY_CODE["device_collectives"]
 DEVICE_COMPUTE = CATEGORY_CODE["device_compute"]
 
 
+def shapes_text(dims: list[object] | None, types: tuple[str, ...] | None) -> str:
+    """An op's inputs as `dtype[shape]`, comma-separated (`float[64, 3, 224, 224], int`): the
+    `Input type` and `Input Dims` args side by side; '' where neither says anything."""
+    n = max(len(dims or ()), len(types or ()))
+    parts = []
+    for i in range(n):
+        t = types[i] if types is not None and i < len(types) else ""
+        d = dims[i] if dims is not None and i < len(dims) else None
+        shape = f"[{', '.join(map(str, d))}]" if isinstance(d, list) and d else ""
+        parts.append(f"{t}{shape}" or "·")
+    text = ", ".join(parts)
+    return "" if set(parts) <= {"·"} else text
+
+
 class _Names:
-    """Name ids shared by every rank of a session, with each name's category per kind."""
+    """Name ids shared by every rank of a session, with each name's category per kind, and
+    the ids of ops' input shapes and dtypes (one text per distinct pair of args)."""
 
     def __init__(self) -> None:
         self.names: list[str] = []
         self.ids: dict[str, int] = {}
+        self.infos: list[str] = []
+        self.info_ids: dict[tuple[bytes, tuple[str, ...] | None], int] = {}
+
+    def info(self, args: Args) -> int:
+        key = (bytes(args.input_dims), args.input_type)
+        i = self.info_ids.get(key)
+        if i is None:
+            text = shapes_text(raw_list(args.input_dims), args.input_type)
+            i = -1
+            if text:
+                i = len(self.infos)
+                self.infos.append(printable(text))
+            self.info_ids[key] = i
+        return i
 
     def id(self, name: str) -> int:
         i = self.ids.get(name)
@@ -71,15 +101,16 @@ def _category(kind: Kind, name: str) -> int:
 
 
 class _Rows:
-    """Per track key: flat lists of start, end, name id, category, external id."""
+    """Per track key: flat arrays of start, end, name id, category, external id, correlation
+    id, info id (7 doubles an event: a list of floats held ~4x the memory)."""
 
     def __init__(self, names: _Names) -> None:
         self.names = names
-        self.rows: dict[tuple[bool, int | str, int | str], list[float]] = {}
+        self.rows: dict[tuple[bool, int | str, int | str], array[float]] = {}
         self.cats: dict[tuple[Kind, int], int] = {}
 
     def add(self, batch: list[Event]) -> None:
-        rows, cats, nid_of = self.rows, self.cats, self.names.id
+        rows, cats, nid_of, info_of = self.rows, self.cats, self.names.id, self.names.info
         for e in batch:
             if e.ph != "X" or e.ts is None or e.dur is None or e.ts != e.ts or e.dur != e.dur:
                 continue
@@ -88,6 +119,8 @@ class _Rows:
                 continue
             if kind == Kind.ANNOTATION and not (is_dataloader(e.name) or e.name in COMM_OPS):
                 continue  # ProfilerStep#N is the step itself; other annotations nest ops
+            if kind == Kind.OP and e.name.startswith(STEP_PREFIX):
+                continue  # the 2021 traces' ProfilerStep#N, an `Operator`: the step itself
             nid = nid_of(e.name)
             cat = cats.get((kind, nid))
             if cat is None:
@@ -103,11 +136,14 @@ class _Rows:
                     else e.args.external_id_2021
                 )
                 ext = -1 if x is None else x
+            info = -1
+            if kind == Kind.OP and e.args is not None and (e.args.input_dims or e.args.input_type):
+                info = info_of(e.args)
             key = (kind in _DEVICE_KINDS, e.pid, e.tid)
             row = rows.get(key)
             if row is None:
-                row = rows[key] = []
-            row += (e.ts, e.ts + max(e.dur, 0.0), nid, cat, ext, corr)
+                row = rows[key] = array("d")
+            row.extend((e.ts, e.ts + max(e.dur, 0.0), nid, cat, ext, corr, info))
 
 
 def _tracks(r: _Rows, comm_ext: set[int]) -> list[Track]:
@@ -116,12 +152,13 @@ def _tracks(r: _Rows, comm_ext: set[int]) -> list[Track]:
     for (device, pid, tid), flat in sorted(
         r.rows.items(), key=lambda kv: (kv[0][0], str(kv[0][1]), str(kv[0][2]))
     ):
-        a = np.array(flat, dtype=np.float64).reshape(-1, 6)
+        a = np.frombuffer(flat, dtype=np.float64).reshape(-1, 7)
         cat = a[:, 3].astype(np.int8)
         if device and len(ext_ids):
             cat[(cat == DEVICE_COMPUTE) & np.isin(a[:, 4], ext_ids)] = COLLECTIVES
         if device:
-            name, group = f"GPU {pid} stream {tid}", f"GPU {pid}"
+            stream = str(tid) if str(tid).startswith("stream") else f"stream {tid}"
+            name, group = f"GPU {pid} {stream}", f"GPU {pid}"
         else:
             name, group = f"thread {tid}", f"host {pid}"
         out.append(
@@ -134,6 +171,7 @@ def _tracks(r: _Rows, comm_ext: set[int]) -> list[Track]:
                 a[:, 2].astype(np.int32),
                 cat,
                 a[:, 5].astype(np.int64),
+                a[:, 6].astype(np.int32),
             )
         )
     out.sort(key=lambda t: (t.kind == "device", t.group, -len(t.start)))
@@ -179,4 +217,4 @@ def read_session(
                 progress((i + f) / n, f"reading {host}")
 
         sources.append(read_rank(h.path, h.host, names, cancel, sub))
-    return Timeline(names.names, sources)
+    return Timeline(names.names, sources, names.infos)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -37,6 +38,7 @@ from tui_prof.profiles.xplane.step_events import (
 from tui_prof.profiles.xplane.steps import find_steps
 from tui_prof.profiles.xplane.xspace import XSpaceFile, host_name, read_plane
 
+_INFO_STATS = ("level 0", "tf_op", "hlo_op", "hlo_module")
 _OTHER = CATEGORY_CODE["other"]
 # xprof's event type → category code; a type the overview folds into none is "other".
 _CODE = np.full(256, _OTHER, dtype=np.int8)
@@ -44,10 +46,47 @@ for _t, _c in CATEGORY_OF.items():
     _CODE[_t] = CATEGORY_CODE[_c]
 
 
+def info_text(stats: dict[str, str]) -> str:
+    """What an XSpace event records of its op: the TF annotation's input shapes (`level 0`'s
+    `#shape=(half[4,1];int32[1])#`), the op (`level 0`, `tf_op`), the XLA op and module; ''
+    where none."""
+    parts = []
+    ann = stats.get("level 0", "")
+    op, _, rest = ann.partition("#")
+    if "shape=(" in rest:
+        shapes = rest.split("shape=(", 1)[1].split(")", 1)[0]
+        parts.append(f"inputs {shapes.replace(';', ', ')}")
+    op = op or stats.get("tf_op", "")
+    if op and not op.endswith(":"):  # JAX's kernels say `XlaModule:`: nothing
+        parts.append(f"op {op}")
+    if stats.get("hlo_op"):
+        module = stats.get("hlo_module")
+        parts.append(f"XLA {stats['hlo_op']}" + (f" ({module})" if module else ""))
+    return " · ".join(parts)
+
+
+def _infos(texts: dict[str, dict[int, str]], n: int, ids: dict[str, int], infos: list[str]) -> Any:
+    """Per event of a line: its info id (into `infos`, shared by the session), -1 for none."""
+    out = np.full(n, -1, dtype=np.int32)
+    carrying = sorted({i for col in texts.values() for i in col})
+    for i in carrying:
+        text = info_text({k: col[i] for k, col in texts.items() if i in col})
+        if not text:
+            continue
+        k = ids.get(text)
+        if k is None:
+            k = ids[text] = len(infos)
+            infos.append(printable(text))
+        out[i] = k
+    return out
+
+
 def _read_file(
     path: Path,
     names: dict[str, int],
     name_list: list[str],
+    info_ids: dict[str, int],
+    infos: list[str],
     base_ps: int,
     tick: Callable[[int], None],
 ) -> tuple[str, list[Track]]:
@@ -62,6 +101,7 @@ def _read_file(
                 space,
                 ref,
                 stats=("correlation_id",),
+                text_stats=_INFO_STATS,
                 skip_derived=dev is not None and dev[0] == "GPU",
                 tick=tick,
             )
@@ -94,6 +134,7 @@ def _read_file(
                         nid,
                         cat,
                         np.where(corr == MISSING, -1, corr),
+                        _infos(le.texts, len(start), info_ids, infos),
                     )
                 )
     tracks.sort(key=lambda t: (t.kind == "device", t.group, -len(t.start)))
@@ -106,6 +147,7 @@ def read_session(
     progress: Callable[[float, str], object] | None = None,
 ) -> Timeline:
     paths = [h.path for h in session.hosts]
+    labels = [h.host for h in session.hosts]  # one per file, unlike recorded hostnames
     found = find_steps(
         paths,
         cancel=cancel,
@@ -126,13 +168,15 @@ def read_session(
 
     names: dict[str, int] = {}
     name_list: list[str] = []
+    info_ids: dict[str, int] = {}
+    infos: list[str] = []
     sources = []
-    for p in paths:
-        host, tracks = _read_file(p, names, name_list, base, tick)
+    for p, label in zip(paths, labels, strict=True):
+        _, tracks = _read_file(p, names, name_list, info_ids, infos, base, tick)
         spans = [
             StepSpan(num, (b - base) / 1e6, (e - base) / 1e6)
-            for h, num, b, e in found.spans_ps
-            if h == host
+            for f, num, b, e in found.spans_ps
+            if f == str(p)
         ]
-        sources.append(Source(host, tracks, spans))
-    return Timeline(name_list, sources)
+        sources.append(Source(label, tracks, spans))
+    return Timeline(name_list, sources, infos)

@@ -13,15 +13,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from tui_prof.model import (
-    DeviceUtilization,
-    Efficiency,
-    Environment,
-    KernelStat,
-    OpStat,
-    Precision,
-    StepBreakdown,
-)
+from tui_prof.device_use import DeviceUtilization, Efficiency
+from tui_prof.model import Environment, KernelStat, OpStat, Precision, StepBreakdown
 from tui_prof.profiles.efficiency import efficiency
 
 _BF16 = re.compile(r"bf16|bfloat16|_BBS_", re.IGNORECASE)

@@ -30,7 +30,7 @@ from tui_prof.render.timeline import (
 
 ZOOM = 2.0
 PAN = 0.25  # of the visible window per key press
-FIXED_LINES = 6  # header, axis, legend, three detail lines
+FIXED_LINES = 7  # header, axis, legend, four detail lines (name, where, shapes, partner)
 
 
 class TimelineView(Widget, can_focus=True):
@@ -409,17 +409,34 @@ class TimelineView(Widget, can_focus=True):
             f"{CATEGORY_LABELS[CATEGORIES[int(t.cat[i])]]}",
             style="dim",
         )
-        found = st.partner(self.track, i)
-        if found is not None:
-            other = st.tracks[found[0]]
-            j = found[1]
-            role = "launched" if t.kind == "host" else "launched by"
-            out.append(
-                f"\n{role} (p): {st.event_name(int(other.nid[j]))} · {other.name} · "
-                f"at {float(other.start[j]) / 1000:.3f} ms",
-                style="dim",
-            )
+        info = st.info(self.track, i)
+        if info:
+            out.append(f"\n{info}", style="dim")
+        out.append(self._partner_line(st, t, i), style="dim")
         return out
+
+    def _partner_line(self, st: StepTimeline, t: Track, i: int) -> str:
+        """Where `p` goes: the call (and op) that launched a kernel, or what an op launched."""
+        by = st.launched_by(self.track, i)
+        if by is not None:
+            (k, j), op = by
+            call = st.tracks[k]
+            what = st.event_name(int(call.nid[j]))
+            if op is not None:
+                what = f"{st.event_name(int(call.nid[op]))} → {what}"
+            return (
+                f"\nlaunched by (p): {what} · {call.name} at {float(call.start[j]) / 1000:.3f} ms"
+            )
+        found = st.launched(self.track, i)
+        if not found:
+            return ""
+        k, j = found[0]
+        dev = st.tracks[k]
+        more = f" (+{len(found) - 1} more)" if len(found) > 1 else ""
+        return (
+            f"\nlaunched (p): {st.event_name(int(dev.nid[j]))}{more} · {dev.name} "
+            f"at {float(dev.start[j]) / 1000:.3f} ms"
+        )
 
     def render(self) -> RenderableType:
         st = self.step_tl
