@@ -51,6 +51,7 @@ NOT_QUICK = frozenset(
         "test_torch_job",
         "test_tui",
         "test_tui_diff",
+        "test_tui_efficiency",
         "test_tui_workers",
         "test_tui_xla",
     }

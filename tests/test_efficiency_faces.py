@@ -86,3 +86,15 @@ def test_diff_markdown_compares_mfu() -> None:
     assert r.returncode == 0, r.stderr
     line = next(x for x in r.stdout.splitlines() if x.startswith("- Efficiency (A → B): "))
     assert f"MFU {a['mfu_percent']:.2g}% → {b['mfu_percent']:.2g}%" in line
+
+
+def test_diff_takes_a_peak_too() -> None:
+    a, b = _json(FLOAT32)["efficiency"], _json(AUTOCAST)["efficiency"]
+    assert isinstance(a, dict) and isinstance(b, dict)
+    r = run_cli("diff", str(FLOAT32), str(AUTOCAST), "--json", "--peak-tflops", "100")
+    assert r.returncode == 0, r.stderr
+    mfu = json.loads(r.stdout)["efficiency"]["mfu_percent"]
+    assert mfu["a"] == pytest.approx(a["achieved_tflops"])  # 100 × achieved ÷ 100 TFLOP/s
+    assert mfu["b"] == pytest.approx(b["achieved_tflops"])
+    bad = run_cli("diff", str(FLOAT32), str(AUTOCAST), "--peak-tflops", "-1")
+    assert bad.returncode == 2 and "not a positive number of TFLOP/s" in bad.stderr

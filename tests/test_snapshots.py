@@ -160,6 +160,13 @@ def test_program_dialog(snap_compare: SnapCompare, size: tuple[int, int]) -> Non
 
 
 @pytest.mark.parametrize("size", SIZES)
+def test_peak_dialog(snap_compare: SnapCompare, size: tuple[int, int]) -> None:
+    """`T` on a CPU PyTorch trace: the table has no peak for it, the dialog says so."""
+    app = TuiprofApp(_rel(SAMPLES / "torch_float32"))
+    assert snap_compare(app, terminal_size=size, run_before=_keys("T"))
+
+
+@pytest.mark.parametrize("size", SIZES)
 def test_diff_view(snap_compare: SnapCompare, size: tuple[int, int]) -> None:
     """Keras float32 marked as A (`m`), mixed precision diffed against it (`d`)."""
     from tui_prof.tui.widgets.profile_tree import ProfileTree

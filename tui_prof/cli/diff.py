@@ -67,6 +67,9 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--no-cache", action="store_true", help="recompute instead of reading the summary cache"
     )
+    from tui_prof.cli.summary import add_peak_argument
+
+    add_peak_argument(p)
     p.set_defaults(func=run, format="rich")
 
 
@@ -122,9 +125,10 @@ def run(args: argparse.Namespace) -> int:
                     b,
                     use_cache=not args.no_cache,
                     progress=lambda f, m: status.update(f"{m} ({f:.0%})"),
+                    peak_tflops=args.peak_tflops,
                 )
         else:
-            diff = diff_targets(a, b, use_cache=not args.no_cache)
+            diff = diff_targets(a, b, use_cache=not args.no_cache, peak_tflops=args.peak_tflops)
     except ProfileError as exc:
         return _fail(str(exc))
     limit = args.limit if args.limit > 0 else None

@@ -55,8 +55,10 @@ def build_tui_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("path", nargs="?", default=".", help="what to browse (default: .)")
     from tui_prof import __version__
+    from tui_prof.cli.summary import add_peak_argument
 
     parser.add_argument("--version", action="version", version=f"tuiprof {__version__}")
+    add_peak_argument(parser)  # `T` in the TUI changes it
     return parser
 
 
@@ -89,7 +91,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_tui_parser().parse_args(args_list)
     from tui_prof.tui.launch import launch
 
-    return launch(args.path)
+    return launch(args.path, args.peak_tflops)
 
 
 if __name__ == "__main__":

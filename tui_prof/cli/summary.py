@@ -76,17 +76,22 @@ def register(sub: Any) -> None:
         help="always run TensorBoard's converter, even on profiles of $TUIPROF_LARGE_MB (200) MB "
         "or more, which are otherwise read by tuiprof's streaming reader (no op/kernel tables)",
     )
-    p.add_argument(
-        "--peak-tflops",
-        metavar="TFLOPS",
-        type=_positive,
-        help="MFU against this dense peak per device (TFLOP/s) instead of the hardware table's "
-        "for the device and the number format the math ran in",
-    )
+    add_peak_argument(p)
     p.set_defaults(func=run, format="rich")
 
 
-def _positive(text: str) -> float:
+def add_peak_argument(p: argparse.ArgumentParser) -> None:
+    """`--peak-tflops`, as summary, diff and the TUI take it."""
+    p.add_argument(
+        "--peak-tflops",
+        metavar="TFLOPS",
+        type=peak_tflops,
+        help="MFU against this dense peak per device (TFLOP/s) instead of the hardware table's "
+        "for the device and the number format the math ran in",
+    )
+
+
+def peak_tflops(text: str) -> float:
     try:
         v = float(text)
     except ValueError:

@@ -56,18 +56,24 @@ def _peak_words(e: Efficiency) -> str:
     return f"{devices}{e.peak_source} {peak}"
 
 
-def efficiency_text(summary: ProfileSummary) -> Text | None:
+PEAK_HINT = f"give one: {USER_PEAK}"
+
+
+def efficiency_text(summary: ProfileSummary, peak_hint: str = PEAK_HINT) -> Text | None:
+    """`peak_hint` says how to give a peak where the table has none (the TUI: its key)."""
     e = summary.efficiency
     if e is None:
         return None
     t = Text()
     if e.mfu_percent is not None and e.achieved_tflops is not None:
-        t.append(f"MFU {percent(e.mfu_percent)}", style="bold")
+        # math ops without a FLOP model did work not counted: the MFU is a lower bound
+        at_least = "≥ " if e.unmodelled else ""
+        t.append(f"MFU {at_least}{percent(e.mfu_percent)}", style="bold")
         t.append(f" of {_peak_words(e)}; {rate(e.achieved_tflops)} achieved")
     elif e.achieved_tflops is not None:
         t.append(f"{rate(e.achieved_tflops)} achieved", style="bold")
         t.append(f"; MFU n/a: {e.peak_source}", style="yellow")
-        t.append(f" (give one: {USER_PEAK})", style="dim")
+        t.append(f" ({peak_hint})", style="dim")
     else:
         t.append(f"{count(e.flops_total)} counted", style="bold")
         t.append("; FLOP/s n/a: no steps", style="yellow")

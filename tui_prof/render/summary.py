@@ -24,7 +24,7 @@ from tui_prof.model import (
     StepBreakdown,
 )
 from tui_prof.profiles.assemble import matrix_units
-from tui_prof.render.efficiency import efficiency_text, memory_text
+from tui_prof.render.efficiency import PEAK_HINT, efficiency_text, memory_text
 from tui_prof.render.names import TailCut, kernel_names
 
 # Colour and a monochrome glyph per category; the glyph is also drawn in colour terminals' legend.
@@ -444,7 +444,7 @@ def recommendations_text(summary: ProfileSummary) -> Text:
 
 
 def overview_sections(
-    summary: ProfileSummary,
+    summary: ProfileSummary, peak_hint: str = PEAK_HINT
 ) -> tuple[RenderableType, RenderableType | None, Text]:
     """(breakdown, its detail, precision) of the overview, as both faces show it: with steps,
     the bars and the averages table; without, what the devices did and the XLA programs run,
@@ -456,7 +456,7 @@ def overview_sections(
     if summary.gpu_metrics:  # PyTorch: the plugin's figures, from the kernels' own args
         prec.append("\n")
         prec.append_text(gpu_metrics_text(summary.gpu_metrics))
-    for extra in (efficiency_text(summary), memory_text(summary)):
+    for extra in (efficiency_text(summary, peak_hint), memory_text(summary)):
         if extra is not None:
             prec.append("\n")
             prec.append_text(extra)

@@ -133,6 +133,35 @@ class Host:
     corr: Array  # runtime calls' correlation id, -1 for ops and calls without one
 
 
+_COUNTS = (
+    "runtime_2021",
+    "kernel_count",
+    "memcpy_count",
+    "memset_count",
+    "negative",
+    "untimed",
+    "gpu_step_marks",
+    "dataloader_annotations",
+)
+_SPANS = ("step_marks", "optimizer_marks", "dataloader", "comm_host")
+
+
+@dataclass
+class Part:
+    """What a worker process collected from one part (workers.py), with its own name and thread
+    ids, which Collector.merge maps to the session's: picklable, numbers and names only."""
+
+    names: list[str]
+    thread_keys: list[tuple[int | str, int | str]]
+    host: list[tuple[npt.NDArray[np.generic], ...]]
+    kernels: list[Array]
+    memcpy: list[Array]
+    memset: list[Array]
+    spans: dict[str, list[Any]]
+    comm_ext: set[int]
+    counts: dict[str, int]
+
+
 def _cat(chunks: list[npt.NDArray[Any]], dtype: type) -> npt.NDArray[Any]:
     return np.concatenate(chunks).astype(dtype, copy=False) if chunks else np.zeros(0, dtype)
 
@@ -353,6 +382,42 @@ class Collector:
         if memset:
             self._memset.append(np.array(memset, dtype=np.float64).reshape(-1, 4))
             self.memset_count += len(memset) // 4
+
+    # -- parts collected elsewhere ------------------------------------------------------------
+
+    def export(self) -> Part:
+        """This collector's rows, for a collector in another process to merge."""
+        return Part(
+            self.names,
+            self.thread_keys,
+            self._host,
+            self._kernels,
+            self._memcpy,
+            self._memset,
+            {k: getattr(self, k) for k in _SPANS},
+            self.comm_ext,
+            {k: getattr(self, k) for k in _COUNTS},
+        )
+
+    def merge(self, part: Part) -> None:
+        """Fold in a part collected in another process, as if `add` had seen its events here:
+        its names and threads get ids in its first-seen order, as they would have."""
+        nid = np.fromiter(map(self._nid.__getitem__, part.names), np.int32, len(part.names))
+        th = np.fromiter(
+            map(self._thread.__getitem__, part.thread_keys), np.int32, len(part.thread_keys)
+        )
+        for thread, ts, end, names, flags, corr in part.host:
+            self._host.append((th[thread], ts, end, nid[names], flags, corr))
+        for k in part.kernels:
+            k[:, 2] = nid[k[:, 2].astype(np.int64)]
+            self._kernels.append(k)
+        self._memcpy += part.memcpy
+        self._memset += part.memset
+        for key in _SPANS:
+            getattr(self, key).extend(part.spans[key])
+        self.comm_ext |= part.comm_ext
+        for key in _COUNTS:
+            setattr(self, key, getattr(self, key) + part.counts[key])
 
     # -- the whole trace ---------------------------------------------------------------------
 

@@ -11,18 +11,14 @@ that was ≈ 180 MB of resident memory counted against the next stages' peak
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import functools
 from collections.abc import Callable
 
 
 @functools.cache
 def _trim() -> Callable[[int], int] | None:
-    name = ctypes.util.find_library("c")
-    if name is None:
-        return None
-    try:
-        fn: Callable[[int], int] = ctypes.CDLL(name).malloc_trim
+    try:  # the process's own symbols (libc's among them): find_library would fork a process
+        fn: Callable[[int], int] = ctypes.CDLL(None).malloc_trim
     except (OSError, AttributeError):
         return None
     return fn

@@ -1,7 +1,7 @@
 """One trace file (one rank): steps, both breakdowns per step, ops, kernels and its devices.
 
-Contract: `analyse_file(path)` streams the file once (stream.TraceStream → collect.Collector) and
-returns a RankResult; ProfileError for a file that cannot be read. Each step is split twice by
+Contract: `analyse_file(path)` streams the file once (stream.TraceStream → collect.Collector, in
+worker processes for a long trace: workers.py) and returns a RankResult; ProfileError for a file that cannot be read. Each step is split twice by
 the same priority rule (ranges.partition), once per vocabulary:
   native (torch-tb-profiler):  kernel, memcpy, memset, communication, runtime, dataloader,
                                cpu_exec, other
@@ -35,6 +35,7 @@ from tui_prof.profiles.kineto.ops import OpsResult, analyse_ops
 from tui_prof.profiles.kineto.ranges import Ranges, as_ranges, partition, union
 from tui_prof.profiles.kineto.steps import Steps, find_steps
 from tui_prof.profiles.kineto.stream import TraceStream
+from tui_prof.profiles.kineto.workers import PARALLEL_FROM, read
 
 NATIVE_ORDER = ("kernel", "memcpy", "memset", "communication", "runtime", "dataloader", "cpu_exec")
 # tuiprof's roles in priority order and the category each one's time goes to. Runtime calls that
@@ -201,14 +202,14 @@ def analyse_file(
     cancel: threading.Event | None = None,
     progress: Callable[[float], object] | None = None,
     chunk_bytes: int | None = None,
+    workers: int | None = None,
+    parallel_from: int = PARALLEL_FROM,
 ) -> RankResult:
-    """`chunk_bytes`: unpacked JSON decoded at a time (stream.CHUNK_BYTES by default)."""
+    """`chunk_bytes`: unpacked JSON decoded at a time (stream.CHUNK_BYTES by default);
+    `workers`, `parallel_from`: processes that decode the parts of a trace longer than that
+    (workers.read; by default one per core)."""
     stream = TraceStream(path, cancel=cancel, progress=progress, chunk_bytes=chunk_bytes)
-    c = Collector()
-    extras = Extras()
-    for batch in stream.batches():
-        c.add(batch)
-        extras.add(batch)
+    c, extras = read(stream, Collector(), Extras(), workers=workers, parallel_from=parallel_from)
 
     def check() -> None:  # the stages after the read take seconds on a large trace
         if cancel is not None and cancel.is_set():
