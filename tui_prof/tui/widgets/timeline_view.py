@@ -25,6 +25,7 @@ from tui_prof.render.timeline import (
     header_line,
     label_width,
     legend_line,
+    track_label,
     track_line,
 )
 
@@ -434,7 +435,9 @@ class TimelineView(Widget, can_focus=True):
             if op is not None:
                 what = f"{st.event_name(int(call.nid[op]))} → {what}"
             return fit(
-                "launched by (p): ", what, f" · {call.name} {float(call.start[j]) / 1000:.3f} ms"
+                "launched by (p): ",
+                what,
+                f" · {track_label(call.name, 16)} {float(call.start[j]) / 1000:.3f} ms",
             )
         found = st.launched(self.track, i)
         if not found:
@@ -445,7 +448,7 @@ class TimelineView(Widget, can_focus=True):
         return fit(
             "launched (p): ",
             st.event_name(int(dev.nid[j])),
-            f"{more} · {dev.name} {float(dev.start[j]) / 1000:.3f} ms",
+            f"{more} · {track_label(dev.name, 16)} {float(dev.start[j]) / 1000:.3f} ms",
         )
 
     def render(self) -> RenderableType:
