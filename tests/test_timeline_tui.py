@@ -104,7 +104,7 @@ async def test_legacy_session_says_it_has_no_events() -> None:
 
 
 async def test_h_cycles_ranks_of_a_multi_rank_session(tmp_path: Path) -> None:
-    from tests.test_kineto import _write_rank
+    from test_kineto import _write_rank
 
     run = tmp_path / "run"
     _write_rank(run / "host_11.1700000000000.pt.trace.json.gz", 0, 1.0)
