@@ -10,6 +10,7 @@ from __future__ import annotations
 import gzip
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import REPO, SAMPLES, SHARED_TRACES, needs_shared
@@ -122,7 +123,7 @@ def test_mfu_against_a_given_peak() -> None:
 # -- real traces ---------------------------------------------------------------------------------
 
 
-def _events(path: Path) -> list[dict[str, object]]:
+def _events(path: Path) -> list[dict[str, Any]]:
     with gzip.open(path) as f:
         doc = json.load(f)
     return list(doc["traceEvents"])
@@ -131,9 +132,9 @@ def _events(path: Path) -> list[dict[str, object]]:
 @needs_shared
 def test_gemm_flops_equal_2mnk_from_the_recorded_shapes() -> None:
     expected = 0
-    for e in _events(A100):
-        if e.get("name") == "aten::mm" and e.get("cat") == "cpu_op":
-            (m, k), (_k, n) = e["args"]["Input Dims"][:2]  # type: ignore[index]
+    for ev in _events(A100):
+        if ev.get("name") == "aten::mm" and ev.get("cat") == "cpu_op":
+            (m, k), (_k, n) = ev["args"]["Input Dims"][:2]
             expected += 2 * m * k * n
     s = load_summary(discover(A100).sessions[0], use_cache=False)
     mm = [o for o in s.top_ops if o.name == "aten::mm"]
@@ -141,11 +142,13 @@ def test_gemm_flops_equal_2mnk_from_the_recorded_shapes() -> None:
     e = s.efficiency
     assert e is not None and e.flops_source == "shapes" and e.formats == {"fp32": 100.0}
     assert e.flops_per_step == pytest.approx(sum(e.step_flops) / len(s.steps))
+    assert e.flops_per_step is not None and s.average is not None
     assert e.achieved_tflops == pytest.approx(
-        e.flops_per_step / (s.average.step_time_ms / 1e3) / 1e12  # type: ignore[union-attr]
+        e.flops_per_step / (s.average.step_time_ms / 1e3) / 1e12
     )
     # the hardware table's A100 80GB SXM: fp32 on CUDA cores, 19.5 TFLOP/s (NVIDIA's datasheet)
     assert e.peak_tflops == 19.5 and e.peak_format == "fp32" and "A100" in e.peak_source
+    assert e.achieved_tflops is not None
     assert e.mfu_percent == pytest.approx(100 * e.achieved_tflops / 19.5)
 
 
@@ -166,8 +169,8 @@ def test_2021_trace_names_what_has_no_model_and_sums_its_memory_events() -> None
         (x for x in _events(path) if x.get("name") == "[memory]"), key=lambda x: x["ts"]
     ):
         args = ev["args"]
-        if args.get("Device Type") == 1:  # type: ignore[union-attr]
-            level += args["Bytes"]  # type: ignore[index]
+        if args.get("Device Type") == 1:
+            level += args["Bytes"]
             peak = max(peak, level)
     m = s.memory
     assert m is not None and m.relative and m.source == "kineto_memory_events"
@@ -209,7 +212,7 @@ def test_torch_trace_flops_equal_torchs_flop_counter(tmp_path: Path) -> None:
     conv = torch.nn.Conv2d(3, 8, 3, stride=2, padding=1)
     lin, proj = torch.nn.Linear(8 * 8 * 8, 64), torch.nn.Linear(16, 16)
 
-    def step(x: object, a: object) -> None:
+    def step(x: Any, a: Any) -> None:  # torch tensors (torch has no type information here)
         h = lin(conv(x).relu().flatten(1))
         q = proj(a)
         att = torch.nn.functional.scaled_dot_product_attention(q, q, q)
@@ -246,11 +249,11 @@ def test_diff_compares_mfu_and_memory() -> None:
     b = load_summary(discover(SAMPLES / "torch_cuda_autocast").sessions[0], use_cache=False)
     assert a.efficiency is not None and b.efficiency is not None
     changes = diff_summaries([a], [b]).to_dict()["efficiency"]
-    mfu = changes["mfu_percent"]  # type: ignore[index]
+    mfu = changes["mfu_percent"]
     assert mfu["a"] == a.efficiency.mfu_percent and mfu["b"] == b.efficiency.mfu_percent
     assert mfu["delta"] == pytest.approx(mfu["b"] - mfu["a"])
     # the same model both times: the same FLOPs per step, fp32 against fp16 peaks
-    assert changes["flops_per_step"]["delta"] == 0  # type: ignore[index]
+    assert changes["flops_per_step"]["delta"] == 0
     assert a.efficiency.peak_format == "fp32" and b.efficiency.peak_format == "fp16"
     assert "peak_allocated_mb" not in changes  # neither recorded memory
 
