@@ -317,3 +317,52 @@ def test_an_older_sessions_saved_memory_profile(tmp_path: Path) -> None:
     s = load_summary(found.sessions[0], use_cache=False)
     assert s.memory is not None and s.memory == memory_use(doc)
     assert s.memory.peak_allocated_mb is not None and s.memory.source == "xla_memory_profile"
+
+
+# -- a real H100 trace: float32 convolutions ran as TF32 --------------------------------------
+
+WIDE = SAMPLES / "torch_cuda_wide_float32"
+
+
+def _h100_trace() -> tuple[Path, list[dict[str, object]]]:
+    (path,) = WIDE.glob("*.pt.trace.json.gz")
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        return path, json.load(f)["traceEvents"]
+
+
+def test_float32_that_ran_as_tf32_counts_against_the_tf32_peak() -> None:
+    """cuDNN runs float32 convolutions as TF32 (kernel names `…_tf32f32_…`), cuBLAS ran this
+    model's float32 matmuls on the CUDA cores (`…_ffma_…`): MFU against the fp32 peak (67
+    TFLOP/s) read 61% here; the convolutions' share of the FLOPs ran against 494.5."""
+    path, events = _h100_trace()
+    kernels = {str(e["name"]) for e in events if e.get("cat") == "kernel"}
+    assert any("tf32" in k for k in kernels) and any("_ffma_" in k for k in kernels)
+    s = load_summary(path, use_cache=False)
+    e = s.efficiency
+    assert e is not None and e.mfu_percent is not None
+    conv = sum(f for name, f in _per_op(s).items() if "conv" in name)
+    assert conv / e.flops_total > 0.9  # the convolutions carry the math
+    assert e.formats["tf32"] > 85.0 and e.formats.get("fp32", 0.0) > 0.0  # the mm/addmm
+    assert e.peak_format == "tf32" and e.peak_tflops == 494.5
+    assert e.mfu_percent < 15.0  # 8.2%: the achieved rate is the same, the peak is right
+    fp16 = load_summary(next((SAMPLES / "torch_cuda_wide_autocast").glob("*.gz")), use_cache=False)
+    assert fp16.efficiency is not None and fp16.efficiency.peak_format == "fp16"
+
+
+def _per_op(s: object) -> dict[str, float]:
+    ops = getattr(s, "top_ops", ())
+    return {o.name: o.flops for o in ops if o.flops}
+
+
+def test_h100_memory_equals_the_memory_events_own_maximum() -> None:
+    path, events = _h100_trace()
+    allocated = [
+        float(a["Total Allocated"]) / 2**20  # MiB, as PyTorch's memory tools count
+        for e in events
+        if e.get("name") == "[memory]"
+        and isinstance(a := e.get("args"), dict)
+        and a.get("Device Type") == 1  # CUDA
+    ]
+    m = load_summary(path, use_cache=False).memory
+    assert m is not None and m.peak_allocated_mb is not None
+    assert m.peak_allocated_mb == pytest.approx(max(allocated), rel=1e-9)
