@@ -11,8 +11,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import SHARED_TRACES, needs_shared
 
-from tests.conftest import SHARED_TRACES, needs_shared
 from tui_prof.cli.main import main
 from tui_prof.model import CATEGORIES
 from tui_prof.profiles.timeline.bins import bin_track
@@ -166,3 +166,22 @@ def test_tf_kernels_name_their_op() -> None:
     ]
     named = [s for s in infos if s.startswith("op replica_")]
     assert len(named) >= 0.5 * len(infos)
+
+
+@pytest.mark.parametrize("width", [40, 53, 80, 120])
+@pytest.mark.parametrize("name", ["jax_cuda_float32", "torch_cuda_float32"])
+def test_narrow_views_keep_tracks_and_glyphs_apart(name: str, width: int) -> None:
+    """At 80×24 the tab is ~53 cells wide: two tracks never read the same, and every glyph
+    drawn is in the legend."""
+    from tui_prof.render.timeline import timeline_lines
+
+    tl = load_timeline(SAMPLES / name)
+    st = tl.step(tl.slowest())
+    lines = [t.plain for t in timeline_lines(st, width)]
+    rows = lines[1 : 1 + len(st.tracks)]
+    labels = [r.split("│")[0] for r in rows]
+    assert len(set(labels)) == len(labels), labels
+    drawn = {ch for r in rows for ch in r.split("│", 1)[1]} - {" "}
+    legend = lines[-1]
+    assert all(g in legend for g in drawn), (drawn, legend)
+    assert all(len(line) <= width for line in lines)

@@ -45,11 +45,49 @@ def _fit(text: str, n: int) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
+# Words a track name can lose when it is too wide: what tells tracks apart (a stream's or
+# thread's number) is at the end, so shorten the words and keep the tail.
+_SHORTER = (
+    (" stream ", " s"),
+    ("Stream #", "#"),
+    ("(Compute)", ""),
+    ("(Memcpy", "("),
+    ("thread ", "t"),
+)
+
+
+def track_label(name: str, n: int) -> str:
+    """A track's name in n cells: as it is, else with its words shortened, else its start and
+    its end around an ellipsis (two streams of one GPU must not read the same)."""
+    if len(name) <= n:
+        return name
+    for long, short in _SHORTER:
+        name = name.replace(long, short)
+    if len(name) <= n:
+        return name
+    head = min(6, max(n // 2 - 1, 1))
+    return name[:head] + "…" + name[len(name) - (n - head - 1) :]
+
+
+# The legend's words where the full labels do not fit a narrow view.
+SHORT_LABELS = {
+    "device_compute": "compute",
+    "device_to_device": "copy",
+    "device_collectives": "comm",
+    "host_compute": "host",
+    "kernel_launch": "launch",
+    "input": "input",
+    "output": "output",
+    "compilation": "compile",
+    "other": "other",
+}
+
+
 def track_line(
     t: Track, view: View, width: int, mono: bool = False, cursor: int | None = None
 ) -> Text:
     lw, cells = label_width(width), cells_for(width)
-    line = Text(_fit(t.name, lw).ljust(lw), style="bold" if t.kind == "device" else "")
+    line = Text(track_label(t.name, lw).ljust(lw), style="bold" if t.kind == "device" else "")
     line.append("│", style="dim")
     bins = bin_track(t, view.lo, view.hi, cells)
     for i, b in enumerate(bins):
@@ -84,17 +122,24 @@ def axis_line(view: View, width: int) -> Text:
 
 
 def legend_line(st: StepTimeline, width: int, mono: bool = False) -> Text:
-    present = {int(c) for t in st.tracks for c in set(t.cat.tolist())}
+    """Each category drawn in the step, glyph and label; short labels where the full ones do
+    not all fit, so every glyph on screen is explained."""
+    present = [
+        c
+        for i, c in enumerate(CATEGORIES)
+        if i in {int(x) for t in st.tracks for x in set(t.cat.tolist())}
+    ]
+    for labels, gap in ((CATEGORY_LABELS, "  "), (SHORT_LABELS, " ")):
+        if sum(len(labels[c]) + 2 + len(gap) for c in present) - len(gap) <= width:
+            break
     line = Text()
-    for i, c in enumerate(CATEGORIES):
-        if i not in present:
-            continue
+    for c in present:
         color, glyph = CATEGORY_STYLE[c]
-        piece = f"{glyph} {CATEGORY_LABELS[c]}  "
+        piece = f"{glyph} {labels[c]}"
         if line.cell_len + len(piece) > width:
             break
         line.append(glyph, style="" if mono else color)
-        line.append(f" {CATEGORY_LABELS[c]}  ")
+        line.append(f" {labels[c]}{gap}")
     line.rstrip()
     return line
 

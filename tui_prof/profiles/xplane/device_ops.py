@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tui_prof.model import KernelStat, OpStat
-from tui_prof.profiles.xplane.xspace import XSpaceFile, read_plane
+from tui_prof.profiles.xplane.xspace import Scans, XSpaceFile, read_plane
 
 OP_STATS = ("tf_op", "level 0")  # the converter's stat first, then the annotation
 _SHAPE = re.compile(r"grid:\s*([\d,]+)\s+block:\s*([\d,]+)")
@@ -60,11 +60,11 @@ class DeviceOps:
         return out
 
 
-def device_ops(paths: Sequence[Path]) -> DeviceOps:
+def device_ops(paths: Sequence[Path], scans: Scans | None = None) -> DeviceOps:
     """Kernels by the op their annotation names, over every GPU plane of the session."""
     found = DeviceOps()
     for path in paths:
-        with XSpaceFile(path) as space:
+        with XSpaceFile(path, scans) as space:
             for ref in space.planes:
                 if not (ref.device and ref.device[0] == "GPU"):
                     continue
@@ -122,14 +122,26 @@ def fill_kernels(kernels: Sequence[KernelStat], found: DeviceOps) -> list[Kernel
     return out
 
 
+def needs_device_ops(ops: Sequence[OpStat], kernels: Sequence[KernelStat]) -> bool:
+    """The converter has GPU kernels but no device op and no kernel's op."""
+    return (
+        bool(kernels)
+        and not any(o.where == "Device" for o in ops)
+        and not any(k.op_name for k in kernels)
+    )
+
+
 def with_device_ops(
-    paths: Sequence[Path], ops: list[OpStat], kernels: list[KernelStat]
+    paths: Sequence[Path],
+    ops: list[OpStat],
+    kernels: list[KernelStat],
+    scans: Scans | None = None,
 ) -> tuple[list[OpStat], list[KernelStat]]:
     """The converter's ops and kernels, completed from the annotations where it has GPU kernels
     but no device op and no kernel's op (see the module's contract)."""
-    if not kernels or any(o.where == "Device" for o in ops) or any(k.op_name for k in kernels):
+    if not needs_device_ops(ops, kernels):
         return ops, kernels
-    found = device_ops(paths)
+    found = device_ops(paths, scans)
     if not found.ops:
         return ops, kernels
     merged = ops + found.top_ops()

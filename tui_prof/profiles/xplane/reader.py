@@ -47,6 +47,7 @@ from tui_prof.profiles.xplane.memory import memory_use
 
 if TYPE_CHECKING:
     from tui_prof.profiles.xplane.steps import FoundSteps
+    from tui_prof.profiles.xplane.xspace import Scans
 
 OFFICIAL_DETAIL = "steps from TensorBoard's converter (official step markers)"
 # Program runs that leave the device idle for more than this share of the time between them.
@@ -185,8 +186,23 @@ def summarize(
             else (converter.MEMORY_PROFILE,)
         )
 
-    capability = _Beside(_compute_capability, paths if _names_gpu_planes(paths) else [])
-    tables = converter.convert(paths, then=hlo_if_no_steps)
+    scans: Scans = {}  # where the planes lie in each file, found once for both below
+    capability = _Beside(
+        lambda ps: _compute_capability(ps, scans), paths if _names_gpu_planes(paths) else []
+    )
+    converted: dict[str, Any] = {}
+
+    def tables_meanwhile(first: dict[str, Any]) -> None:
+        """The op and kernel tables (completed from the device planes where the converter
+        names no device op), read while the converter's process makes the memory profile."""
+        raw = tb_tables.kernels(first[converter.KERNEL_STATS])
+        ops = tb_tables.top_ops(first[converter.OP_STATS])
+        converted["raw_kernels"] = raw
+        if raw:
+            capability.result()  # its scan of the files is done (and in `scans`)
+        converted["ops"], converted["kernels"] = _with_device_ops(paths, ops, raw, scans)
+
+    tables = converter.convert(paths, then=hlo_if_no_steps, meanwhile=tables_meanwhile)
     _check(cancel)
     overview = tables[converter.OVERVIEW]
     props = tb_tables.overview_properties(overview)
@@ -226,12 +242,10 @@ def summarize(
         device_names=names,
         compute_capability=capability.result() if "GPU" in device_type.upper() else "",
     )
-    kernels = tb_tables.kernels(tables[converter.KERNEL_STATS])
     official = tb_tables.precision(props) if own.source == STEP_SOURCE_OFFICIAL else None
     training = props.get("is_training")
-    prec = _precision(device_type, official, tables, own.found, kernels)
-    ops = tb_tables.top_ops(tables[converter.OP_STATS])
-    ops, kernels = _with_device_ops(paths, ops, kernels)  # ops only in kernels' annotations
+    prec = _precision(device_type, official, tables, own.found, converted["raw_kernels"])
+    ops, kernels = converted["ops"], converted["kernels"]  # + ops only in kernels' annotations
     report(1.0, "done")
     return assemble(
         session,
@@ -303,25 +317,28 @@ def _summarize_streaming(
     )
 
 
-def _compute_capability(paths: Sequence[Path]) -> str:
+def _compute_capability(paths: Sequence[Path], scans: Scans | None = None) -> str:
     """The GPU planes' compute capability; the raw decoder (and numpy with it) is imported only
     for a GPU profile, so a CPU session's first screen does not wait for it."""
     if not paths:
         return ""
     from tui_prof.profiles.xplane.xspace import cuda_compute_capability
 
-    return cuda_compute_capability(paths)
+    return cuda_compute_capability(paths, scans)
 
 
 def _with_device_ops(
-    paths: Sequence[Path], ops: list[OpStat], kernels: list[KernelStat]
+    paths: Sequence[Path],
+    ops: list[OpStat],
+    kernels: list[KernelStat],
+    scans: Scans | None = None,
 ) -> tuple[list[OpStat], list[KernelStat]]:
     """`device_ops.with_device_ops`, imported only where there are GPU kernels to complete."""
     if not kernels:
         return ops, kernels
     from tui_prof.profiles.xplane.device_ops import with_device_ops
 
-    return with_device_ops(paths, ops, kernels)
+    return with_device_ops(paths, ops, kernels, scans)
 
 
 class _Beside:

@@ -120,10 +120,15 @@ def stat_value(stat: Any, stat_names: dict[int, str]) -> Any:
     return text(value) if kind == "str_value" else value
 
 
+# Where each file's planes lie, by path, for readers that open the same files in turn within
+# one analysis (compute capability, then device ops): the caller owns it and drops it after.
+Scans = dict[str, tuple[tuple["PlaneRef", ...], tuple[str, ...]]]
+
+
 class XSpaceFile:
     """One memory-mapped XSpace; planes are located at open and parsed line by line on demand."""
 
-    def __init__(self, path: Path | str) -> None:
+    def __init__(self, path: Path | str, scans: Scans | None = None) -> None:
         self.path = Path(path)
         try:
             with open(self.path, "rb") as fh:
@@ -136,6 +141,10 @@ class XSpaceFile:
         self.size = size
         self.hostnames: list[str] = []
         self.planes: list[PlaneRef] = []
+        known = scans.get(str(self.path)) if scans is not None else None
+        if known is not None:  # scanned earlier in this analysis (PlaneRefs are not changed)
+            self.planes, self.hostnames = list(known[0]), list(known[1])
+            return
         try:
             self._scan()
         except (ValueError, IndexError) as exc:
@@ -146,6 +155,8 @@ class XSpaceFile:
         if not self.planes:
             self.close()
             raise UnreadableProfile(f"{self.path.name}: not a readable XSpace profile (no planes)")
+        if scans is not None:
+            scans[str(self.path)] = (tuple(self.planes), tuple(self.hostnames))
 
     def _scan(self) -> None:
         mm = self._mm
@@ -370,12 +381,12 @@ def plane_summary(paths: Sequence[Path | str]) -> dict[str, Any]:
     }
 
 
-def cuda_compute_capability(paths: Sequence[Path | str]) -> str:
+def cuda_compute_capability(paths: Sequence[Path | str], scans: Scans | None = None) -> str:
     """The first NVIDIA GPU plane's compute capability ("7.0"), from its plane stats
     (`compute_cap_major`/`_minor`); "" where there is none. AMD planes carry ROCm's own
     major.minor (gfx942 as 9.4), which is not CUDA's and is left out."""
     for p in paths:
-        with XSpaceFile(p) as space:
+        with XSpaceFile(p, scans) as space:
             for plane in space.planes:
                 if not (plane.device and plane.device[0] == "GPU"):
                     continue
