@@ -237,6 +237,11 @@ def test_multi_rank_session_steps_from_the_slowest_rank_or_the_one_asked(
     assert main(["timeline", str(run), "--rank", "host_11", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["source"] == "host_11"
+    assert main(["timeline", str(run), "--compare-median", "--rank", "host_11", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["source"] == "host_11"
+    want = tl.step_length_us(tl.slowest("host_11"), "host_11")
+    assert doc["slowest"]["step_us"] == pytest.approx(want)
     assert main(["timeline", str(run), "--rank", "nobody"]) == 2
     assert "no rank or host 'nobody'" in capsys.readouterr().err
 

@@ -12,11 +12,12 @@ import numpy as np
 from tui_prof.profiles.load import session_of
 from tui_prof.profiles.timeline import store
 from tui_prof.profiles.timeline.load import load_timeline
+from tui_prof.profiles.timeline.model import Timeline
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_traces"
 
 
-def _same(a, b) -> None:  # type: ignore[no-untyped-def]
+def _same(a: Timeline, b: Timeline) -> None:
     assert a.names == b.names and a.infos == b.infos
     assert [s.name for s in a.sources] == [s.name for s in b.sources]
     for sa, sb in zip(a.sources, b.sources, strict=True):
