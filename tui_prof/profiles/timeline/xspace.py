@@ -10,6 +10,7 @@ kernels and are left out, as the step finder leaves them out.
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -36,7 +37,7 @@ from tui_prof.profiles.xplane.step_events import (
     types_of,
 )
 from tui_prof.profiles.xplane.steps import find_steps
-from tui_prof.profiles.xplane.xspace import XSpaceFile, host_name, read_plane
+from tui_prof.profiles.xplane.xspace import DERIVED_LINE_IDS, XSpaceFile, host_name
 
 _INFO_STATS = ("level 0", "tf_op", "hlo_op", "hlo_module")
 _OTHER = CATEGORY_CODE["other"]
@@ -66,18 +67,44 @@ def info_text(stats: dict[str, str]) -> str:
 
 
 def _infos(texts: dict[str, dict[int, str]], n: int, ids: dict[str, int], infos: list[str]) -> Any:
-    """Per event of a line: its info id (into `infos`, shared by the session), -1 for none."""
+    """Per event of a line: its info id (into `infos`, shared by the session), -1 for none.
+    Each distinct combination of the stats is worded once (a line repeats a few ops' stats
+    over its events, so the work is per combination, not per event)."""
+    cols = [(name, col) for name, col in texts.items() if col]
     out = np.full(n, -1, dtype=np.int32)
-    carrying = sorted({i for col in texts.values() for i in col})
-    for i in carrying:
-        text = info_text({k: col[i] for k, col in texts.items() if i in col})
+    if not cols:
+        return out
+    codes = np.full((n, len(cols)), -1, dtype=np.int64)
+    values: list[list[str]] = []
+    for j, (_, col) in enumerate(cols):
+        table: dict[str, int] = {}
+        idx = np.fromiter(col.keys(), dtype=np.int64, count=len(col))
+        codes[idx, j] = np.fromiter(
+            (table.setdefault(v, len(table)) for v in col.values()), dtype=np.int64, count=len(col)
+        )
+        values.append(list(table))
+    # one integer per event for its combination (mixed radix), so finding the distinct ones is
+    # a 1-D unique, not a row-wise sort
+    if math.prod(len(v) + 1 for v in values) < 2**62:
+        key = np.zeros(n, dtype=np.int64)
+        for j in range(len(cols)):
+            key = key * (len(values[j]) + 1) + (codes[:, j] + 1)
+        uniq, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+        combos = codes[first]
+    else:  # too many distinct values to number them together: sort the rows
+        combos, inverse = np.unique(codes, axis=0, return_inverse=True)
+        uniq = combos
+    per_combo = np.full(len(uniq), -1, dtype=np.int32)
+    for c, row in enumerate(combos.tolist()):
+        text = info_text({cols[j][0]: values[j][v] for j, v in enumerate(row) if v >= 0})
         if not text:
             continue
         k = ids.get(text)
         if k is None:
             k = ids[text] = len(infos)
             infos.append(printable(text))
-        out[i] = k
+        per_combo[c] = k
+    out[:] = per_combo[inverse.reshape(-1)]
     return out
 
 
@@ -97,23 +124,25 @@ def _read_file(
             dev = ref.device
             if not ref.is_host and dev is None:
                 continue
-            pe = read_plane(
-                space,
-                ref,
-                stats=("correlation_id",),
-                text_stats=_INFO_STATS,
-                skip_derived=dev is not None and dev[0] == "GPU",
-                tick=tick,
-            )
+            meta = space.metadata(ref)
+            wanted = {"correlation_id", *_INFO_STATS}
+            stat_ids = {k: v for k, v in meta.stat_names.items() if v in wanted}
+            derived = DERIVED_LINE_IDS if dev is not None and dev[0] == "GPU" else None
             classify = classify_host if dev is None else classify_device
             group = host if dev is None else f"{dev[0]} {dev[1]}"
-            for le in pe.lines:
-                types = types_of(le.metadata_id, pe.meta.event_names, classify)
+            # line by line, each made a track at once: one line's decoded events at a time
+            for size, le in space.lines(
+                ref, stat_ids, frozenset(_INFO_STATS), meta.stat_names, skip_ids=derived
+            ):
+                tick(size)
+                if le is None or not len(le.start_ps):
+                    continue
+                types = types_of(le.metadata_id, meta.event_names, classify)
                 cat = _CODE[np.clip(types, 0, 255)]
                 uniq, inverse = np.unique(le.metadata_id, return_inverse=True)
                 ids = []
                 for u in uniq.tolist():
-                    n = pe.meta.event_names.get(int(u), "")
+                    n = meta.event_names.get(int(u), "")
                     i = names.get(n)
                     if i is None:
                         i = names[n] = len(name_list)

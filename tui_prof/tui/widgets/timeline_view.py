@@ -265,7 +265,9 @@ class TimelineView(Widget, can_focus=True):
     def action_jump(self, which: str) -> None:
         if self.timeline is not None:
             self._show_step(
-                self.timeline.slowest() if which == "slowest" else self.timeline.median()
+                self.timeline.slowest(self.source)
+                if which == "slowest"
+                else self.timeline.median(self.source)
             )
 
     # -- drawing ---------------------------------------------------------------------------------
@@ -368,7 +370,7 @@ class TimelineView(Widget, can_focus=True):
             return
         self.versus = not self.versus
         if self.versus:
-            self._show_step(self.timeline.slowest())
+            self._show_step(self.timeline.slowest(self.source))
         self.refresh()
 
     def _versus(self, width: int, rows: int) -> list[Text]:
@@ -376,7 +378,7 @@ class TimelineView(Widget, can_focus=True):
         from tui_prof.profiles.timeline.compare import compare_median
 
         assert self.timeline is not None
-        c = compare_median(self.timeline)
+        c = compare_median(self.timeline, self.source)
         median_view = View.fit(c.median)
         lines = [header_line(c.median, median_view, width, " (median)")]
         lines += [track_line(t, median_view, width) for t in c.median.tracks[: max(rows // 2, 1)]]
