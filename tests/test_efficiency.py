@@ -19,6 +19,7 @@ from tui_prof.model import Environment
 from tui_prof.profiles.cache import decode, encode
 from tui_prof.profiles.discover import discover
 from tui_prof.profiles.efficiency import efficiency, with_peak
+from tui_prof.profiles.hardware import SPECS
 from tui_prof.profiles.kineto.flop_models import flops, is_math_op, number_format
 from tui_prof.profiles.load import load_summary
 
@@ -181,23 +182,58 @@ def test_2021_trace_names_what_has_no_model_and_sums_its_memory_events() -> None
     assert decode(encode(s)).memory == s.memory
 
 
+def _gemm_flops_from_the_converters_text(hlo: list[dict[str, object]]) -> float:
+    """2·M·N·K × runs of each cuBLAS GEMM call, from the shapes the converter's own HLO
+    expressions print (`custom-call(bf16[M,K]{..} %a, bf16[K,N]{..} %b)`), and the converter's
+    count of the Triton GEMM fusion (the one it counts)."""
+    import re
+
+    total = 0.0
+    for r in hlo:
+        expr = str(r.get("hlo_op_expression") or "")
+        if "__cublas$gemm" in expr:
+            args = expr.split("custom-call(", 1)[1]
+            (m, k), (_, n) = [tuple(map(int, d)) for d in re.findall(r"\[(\d+),(\d+)\]", args)[:2]]
+            total += 2.0 * m * n * k * float(r["occurrences"])  # type: ignore[arg-type]
+        elif r.get("model_flop_rate"):
+            total += float(r["model_flop_rate"]) * float(r["total_self_time"]) * 1e3  # type: ignore[arg-type]
+    return total
+
+
 @needs_shared
-def test_xla_cost_equals_the_converters() -> None:
-    """JAX GEMM on MI300X: a 256³ bf16 dot run 3 times, XLA's cost as the converter states it."""
+def test_xla_cost_and_the_hlos_gemms(monkeypatch: pytest.MonkeyPatch) -> None:
+    """JAX GEMMs on MI300X: a 256³ bf16 dot (a Triton fusion, which the converter counts: 3 ×
+    2·256³) and five larger ones as hipBLASLt calls, 3 runs each, which it counts as 0 FLOPs.
+    tuiprof counts those from the profile's own HLO: 2·M·N·K as the converter prints the shapes."""
     from tui_prof.profiles.xplane.converter import convert
     from tui_prof.profiles.xplane.tb_tables import rows
 
-    s = load_summary(discover(GEMM_XSPACE).sessions[0], use_cache=False)
-    dot = next(o for o in s.top_ops if o.flops)
-    assert dot.flops == pytest.approx(3 * 2 * 256**3)
     paths = [h.path for h in discover(GEMM_XSPACE).sessions[0].hosts]
     hlo = rows(convert(paths, ("hlo_stats",))["hlo_stats"])
-    ref = next(r for r in hlo if r.get("model_flop_rate"))
-    assert dot.flops == pytest.approx(ref["model_flop_rate"] * ref["total_self_time"] * 1e3)
+    fusion = next(r for r in hlo if r.get("model_flop_rate"))
+    assert fusion["model_flop_rate"] * fusion["total_self_time"] * 1e3 == pytest.approx(
+        3 * 2 * 256**3
+    )
+    assert all(
+        not r.get("model_flop_rate") for r in hlo if "__cublas$gemm" in r["hlo_op_expression"]
+    )
+    expected = _gemm_flops_from_the_converters_text(hlo)
+    assert expected == pytest.approx(2_686_602_706_944)
+    s = load_summary(discover(GEMM_XSPACE).sessions[0], use_cache=False)
+    dot = next(o for o in s.top_ops if o.flops)
+    assert dot.name == "jit(dot)/dot_general" and dot.flops == pytest.approx(expected)
     e = s.efficiency
-    assert e is not None and e.flops_source == "xla_cost" and e.peak_format == "bf16"
+    assert e is not None and e.flops_source == "xla_hlo" and e.peak_format == "bf16"
+    assert e.flops_total == pytest.approx(expected)
     assert e.devices == 1  # one of the eight GPUs did the work
     assert s.memory is not None and s.memory.source == "xla_memory_profile"
+    # read without the converter (as profiles of 200 MB or more are): the same count and peak
+    monkeypatch.setenv("TUIPROF_LARGE_MB", "0")
+    raw = load_summary(discover(GEMM_XSPACE).sessions[0], use_cache=False).efficiency
+    assert raw is not None and raw.flops_source == "xla_hlo"
+    assert raw.flops_total == pytest.approx(expected) and raw.devices == 1
+    assert raw.peak_tflops == e.peak_tflops and raw.peak_source == e.peak_source
+    assert raw.mfu_percent == pytest.approx(e.mfu_percent)
 
 
 # -- a trace torch records here (CPU) ----------------------------------------------------------
@@ -366,3 +402,28 @@ def test_h100_memory_equals_the_memory_events_own_maximum() -> None:
     m = load_summary(path, use_cache=False).memory
     assert m is not None and m.peak_allocated_mb is not None
     assert m.peak_allocated_mb == pytest.approx(max(allocated), rel=1e-9)
+
+
+@needs_shared
+def test_an_mi250_gcd_from_rocm_device_properties() -> None:
+    """HTA's MI250 trace names its devices "AMD Radeon Graphics" with ROCm's 9.0 and 104 compute
+    units: gfx90a (an MI210, or one GCD of an MI250), so the peak is one GCD's, not the card's."""
+    s = load_summary(SHARED_TRACES / "kineto" / "mi250_minitoy_train.json.gz", use_cache=False)
+    assert s.environment.device_type == "AMD GPU - gfx90a"
+    e = s.efficiency
+    assert e is not None and e.peak_tflops is not None and e.mfu_percent is not None
+    assert "one GCD of 2" in e.peak_source and "(by architecture)" in e.peak_source
+    assert e.peak_tflops == pytest.approx(SPECS["mi250x"].matrix_tflops["fp32"] / 2)
+
+
+def test_tiny_mfu_reads_as_a_percentage() -> None:
+    from tui_prof.render.efficiency import percent
+
+    assert [percent(v) for v in (38.2, 3.84, 0.042, 0.0013, 7.4e-05, 0.0)] == [
+        "38%",
+        "3.8%",
+        "0.042%",
+        "0.0013%",
+        "<0.001%",
+        "0%",
+    ]

@@ -41,11 +41,12 @@ from tui_prof.model import (
 from tui_prof.profiles.assemble import assemble
 from tui_prof.profiles.discover import Session
 from tui_prof.profiles.xplane import converter, op_precision, tb_tables
-from tui_prof.profiles.xplane.cost import xla_efficiency
+from tui_prof.profiles.xplane.cost import hlo_efficiency, with_hlo, xla_efficiency
 from tui_prof.profiles.xplane.framework import framework_of
 from tui_prof.profiles.xplane.memory import memory_use
 
 if TYPE_CHECKING:
+    from tui_prof.profiles.xplane.hlo_cost import HloFlops
     from tui_prof.profiles.xplane.steps import FoundSteps
     from tui_prof.profiles.xplane.xspace import Scans
 
@@ -201,6 +202,7 @@ def summarize(
         if raw:
             capability.result()  # its scan of the files is done (and in `scans`)
         converted["ops"], converted["kernels"] = _with_device_ops(paths, ops, raw, scans)
+        converted["hlo"] = _hlo_flops(paths, gpu=bool(raw))  # GPU kernels: count the HLO's math
 
     tables = converter.convert(paths, then=hlo_if_no_steps, meanwhile=tables_meanwhile)
     _check(cancel)
@@ -246,6 +248,8 @@ def summarize(
     training = props.get("is_training")
     prec = _precision(device_type, official, tables, own.found, converted["raw_kernels"])
     ops, kernels = converted["ops"], converted["kernels"]  # + ops only in kernels' annotations
+    hlo = converted.get("hlo")
+    ops, from_hlo = with_hlo(ops, hlo)
     report(1.0, "done")
     return assemble(
         session,
@@ -261,7 +265,7 @@ def summarize(
         programs=own.programs,
         framework=framework_of(paths),
         is_training=True if training == "true" else None,
-        efficiency=xla_efficiency(ops, own.steps, env, prec, kernels, utilization),
+        efficiency=xla_efficiency(ops, own.steps, env, prec, kernels, utilization, hlo, from_hlo),
         memory=memory_use(tables.get(converter.MEMORY_PROFILE)),
     )
 
@@ -275,15 +279,16 @@ def _summarize_streaming(
 ) -> ProfileSummary:
     """A large session: steps, breakdown, devices and 16-bit share from the raw events alone."""
     from tui_prof.profiles.xplane.utilization import device_utilization
-    from tui_prof.profiles.xplane.xspace import plane_summary
+    from tui_prof.profiles.xplane.xspace import amd_device_type, plane_summary
 
     mb = session.size / 2**20
     report(0.02, f"large profile ({mb:,.0f} MB): reading it with tuiprof's streaming reader")
     own = _own_steps(paths, cancel, report, 0.05, 0.85, step_program)
     _check(cancel)
     planes = plane_summary(paths)
+    amd = amd_device_type(paths) if planes["device_type"] == "GPU" else ""
     env = Environment(
-        device_type=planes["device_type"],
+        device_type=amd or planes["device_type"],
         device_count=planes["device_count"],
         hosts=tuple(h.host for h in session.hosts),
         device_names=tuple(planes["device_names"]),
@@ -314,7 +319,20 @@ def _summarize_streaming(
         utilization=utilization,
         programs=own.programs,
         framework=framework_of(paths),
+        efficiency=hlo_efficiency(
+            _hlo_flops(paths, gpu=planes["device_type"] == "GPU"), own.steps, env, utilization
+        ),
     )
+
+
+def _hlo_flops(paths: Sequence[Path], gpu: bool) -> HloFlops | None:
+    """The GPUs' FLOPs from the profile's own HLO (xplane/hlo_cost.py), where it keeps it; the
+    raw decoder is imported only for a GPU profile."""
+    if not gpu or not paths:
+        return None
+    from tui_prof.profiles.xplane.hlo_cost import has_hlo, hlo_flops
+
+    return hlo_flops(paths) if has_hlo(paths) else None
 
 
 def _compute_capability(paths: Sequence[Path], scans: Scans | None = None) -> str:

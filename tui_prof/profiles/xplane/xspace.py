@@ -399,6 +399,25 @@ def cuda_compute_capability(paths: Sequence[Path | str], scans: Scans | None = N
     return ""
 
 
+# ROCm's major.minor of the gfx targets the hardware table knows, as XLA names the device type
+_AMD_TYPES = {(9, 4): "AMD GPU - gfx942", (9, 0): "AMD GPU - gfx90a"}
+
+
+def amd_device_type(paths: Sequence[Path | str]) -> str:
+    """ "AMD GPU - gfx942" for an AMD GPU plane whose ROCm version names a known target (what
+    the converter's device type reads), for profiles read without it; "" otherwise."""
+    for p in paths:
+        with XSpaceFile(p) as space:
+            for plane in space.planes:
+                if plane.device and plane.device[0] == "GPU":
+                    stats = space.metadata(plane).stats
+                    if str(stats.get("device_vendor") or "").upper() != "AMD":
+                        return ""
+                    caps = (stats.get("compute_cap_major"), stats.get("compute_cap_minor"))
+                    return _AMD_TYPES.get(caps, "")  # type: ignore[arg-type]
+    return ""
+
+
 # tsl's derived lines ("Steps", "TensorFlow Ops", ...) use thread ids from 0xdeadbeef (as int32) up.
 _DERIVED_MIN = -559038737
 DERIVED_LINE_IDS = range(_DERIVED_MIN, _DERIVED_MIN + 64)
