@@ -47,7 +47,6 @@ from tui_prof.profiles.xplane.memory import memory_use
 
 if TYPE_CHECKING:
     from tui_prof.profiles.xplane.steps import FoundSteps
-    from tui_prof.profiles.xplane.xspace import Scans
 
 OFFICIAL_DETAIL = "steps from TensorBoard's converter (official step markers)"
 # Program runs that leave the device idle for more than this share of the time between them.
@@ -186,10 +185,7 @@ def summarize(
             else (converter.MEMORY_PROFILE,)
         )
 
-    scans: Scans = {}  # where the planes lie in each file, found once for both below
-    capability = _Beside(
-        lambda ps: _compute_capability(ps, scans), paths if _names_gpu_planes(paths) else []
-    )
+    capability = _Beside(_compute_capability, paths if _names_gpu_planes(paths) else [])
     converted: dict[str, Any] = {}
 
     def tables_meanwhile(first: dict[str, Any]) -> None:
@@ -198,9 +194,7 @@ def summarize(
         raw = tb_tables.kernels(first[converter.KERNEL_STATS])
         ops = tb_tables.top_ops(first[converter.OP_STATS])
         converted["raw_kernels"] = raw
-        if raw:
-            capability.result()  # its scan of the files is done (and in `scans`)
-        converted["ops"], converted["kernels"] = _with_device_ops(paths, ops, raw, scans)
+        converted["ops"], converted["kernels"] = _with_device_ops(paths, ops, raw)
 
     tables = converter.convert(paths, then=hlo_if_no_steps, meanwhile=tables_meanwhile)
     _check(cancel)
@@ -317,28 +311,25 @@ def _summarize_streaming(
     )
 
 
-def _compute_capability(paths: Sequence[Path], scans: Scans | None = None) -> str:
-    """The GPU planes' compute capability; the raw decoder (and numpy with it) is imported only
-    for a GPU profile, so a CPU session's first screen does not wait for it."""
+def _compute_capability(paths: Sequence[Path]) -> str:
+    """The GPU planes' compute capability, read only for a GPU profile (gpu_planes: upb, no
+    numpy), so a CPU session's first screen does not wait for it."""
     if not paths:
         return ""
-    from tui_prof.profiles.xplane.xspace import cuda_compute_capability
+    from tui_prof.profiles.xplane.gpu_planes import compute_capability
 
-    return cuda_compute_capability(paths, scans)
+    return compute_capability(paths)
 
 
 def _with_device_ops(
-    paths: Sequence[Path],
-    ops: list[OpStat],
-    kernels: list[KernelStat],
-    scans: Scans | None = None,
+    paths: Sequence[Path], ops: list[OpStat], kernels: list[KernelStat]
 ) -> tuple[list[OpStat], list[KernelStat]]:
     """`device_ops.with_device_ops`, imported only where there are GPU kernels to complete."""
     if not kernels:
         return ops, kernels
     from tui_prof.profiles.xplane.device_ops import with_device_ops
 
-    return with_device_ops(paths, ops, kernels, scans)
+    return with_device_ops(paths, ops, kernels)
 
 
 class _Beside:
