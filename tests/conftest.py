@@ -10,11 +10,15 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+if TYPE_CHECKING:
+    from textual.pilot import Pilot
+
+TESTS = Path(__file__).resolve().parent
+REPO = TESTS.parent
 SAMPLES = REPO / "sample_traces"
 SHARED = REPO.parent / "shared"
 SHARED_TRACES = SHARED / "traces"
@@ -90,7 +94,7 @@ def sample_session(name: str) -> Path:
     return found[0]
 
 
-def official_overview(paths: list[Path]) -> list[dict]:
+def official_overview(paths: list[Path]) -> list[dict[str, Any]]:
     """TensorBoard's converter called directly (not through tuiprof), for tests to compare against."""
     import json
     import tempfile
@@ -105,10 +109,11 @@ def official_overview(paths: list[Path]) -> list[dict]:
             "overview_page",
             {"use_saved_result": False},
         )
-    return json.loads(data)
+    rows: list[dict[str, Any]] = json.loads(data)
+    return rows
 
 
-async def until(pilot: Any, predicate: Callable[[], bool], timeout: float = 30) -> None:
+async def until(pilot: Pilot[Any], predicate: Callable[[], object], timeout: float = 30) -> None:
     """Let the app run until `predicate()` holds (a condition, not a sleep); fail after `timeout` s."""
     deadline = time.monotonic() + timeout
     while not predicate():
@@ -124,7 +129,7 @@ def needs_module(module: str, extra: str) -> pytest.MarkDecorator:
     )
 
 
-async def settle(pilot) -> None:
+async def settle(pilot: Pilot[Any]) -> None:
     """Wait until no worker has run for two rounds (workers here start workers: scan → compare),
     instead of sleeping. The logdir follower runs as long as its screen, so it is not waited for."""
     from tui_prof.tui.screens.browse import FOLLOW_GROUP
@@ -139,6 +144,15 @@ async def settle(pilot) -> None:
         quiet = 0 if busy else quiet + 1
         if quiet >= 2:
             return
+
+
+def script_env(**extra: str) -> dict[str, str]:
+    """The environment of a child process running this checkout's code; a test module re-run as a
+    script there (in a network namespace, say) finds conftest and the helper modules beside it as
+    pytest's own import does, wherever under tests/ it lives."""
+    old = os.environ.get("PYTHONPATH")
+    path = os.pathsep.join([str(REPO), str(TESTS), *([old] if old else [])])
+    return {**os.environ, "PYTHONPATH": path, **extra}
 
 
 def run_cli(

@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+from typing import Any
 
 import pytest
 from conftest import SAMPLES, run_cli
@@ -17,10 +18,10 @@ AUTOCAST = SAMPLES / "torch_cuda_autocast"  # H100, fp16 GEMMs and convolutions,
 FLOAT32 = SAMPLES / "torch_cuda_float32"
 
 
-def _json(path: object) -> dict[str, object]:
+def _json(path: object) -> dict[str, Any]:
     r = run_cli("summary", str(path), "--json")
     assert r.returncode == 0, r.stderr
-    session: dict[str, object] = json.loads(r.stdout)["sessions"][0]
+    session: dict[str, Any] = json.loads(r.stdout)["sessions"][0]
     return session
 
 
@@ -64,11 +65,7 @@ def test_markdown_has_the_efficiency_line_and_the_op_rates() -> None:
     assert f"- Efficiency: MFU {mfu:.2g}% of 100 TFLOP/s (--peak-tflops); " in md
     assert f"{achieved_g:.3g} GFLOP/s achieved" in md
     # the op table: device rows, each op's FLOPs over its device self time
-    ops = {
-        o["name"]: o
-        for o in s["top_ops"]  # type: ignore[union-attr]
-        if o["where"] == "Device" and o["flops"]
-    }
+    ops = {o["name"]: o for o in s["top_ops"] if o["where"] == "Device" and o["flops"]}
     mm = ops["aten::mm"]
     rate = mm["flops"] / (mm["total_self_time_us"] * 1e-6) / 1e9
     line = next(x for x in md.splitlines() if x.startswith("| `aten::mm` | Device |"))

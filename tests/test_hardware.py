@@ -116,7 +116,7 @@ NVIDIA_SPARSE = {
     "NVIDIA H100 PCIe": {"tf32": 756, "bf16": 1513, "fp16": 1513, "fp8": 3026, "int8": 3026},
     "NVIDIA B200": {"tf32": 2200, "bf16": 4500, "fp16": 4500, "fp8": 9000, "fp4": 18000},
 }
-DENSE = {
+DENSE: dict[str, dict[str, float]] = {
     "NVIDIA V100 SXM2": {"fp16": 125, "fp32": 15.7},
     "NVIDIA V100 PCIe": {"fp16": 112, "fp32": 14},
     "NVIDIA T4": {"fp16": 65, "int8": 130, "fp32": 8.1},

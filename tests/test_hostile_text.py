@@ -8,11 +8,13 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 from conftest import REPO, run_cli, settle
 from kineto_factory import two_steps
-from xla_profiles import Space
+from textual.app import App
+from xla_profiles import Event, Space
 
 from tui_prof.printable import printable, strict_json
 from tui_prof.profiles.load import summarize_session
@@ -50,7 +52,10 @@ def _program(logdir: Path) -> Path:
     """A JAX-like job whose one jitted program (the steps) carries the name."""
     space = Space()
     space.task_environment(0, 1000)
-    host, python, launches, gpu = space.plane(0, "/host:CPU"), [], [], []
+    host = space.plane(0, "/host:CPU")
+    python: list[Event] = []
+    launches: list[Event] = []
+    gpu: list[Event] = []
     for k in range(5):
         t = 100.0 * k
         python += [(f"jit_{H}:XLA GPU module", t + 5, 10, {})]
@@ -154,10 +159,14 @@ def test_a_jobs_output_progress_and_metric_names(tmp_path: Path) -> None:
         assert not _obeyable(c.stdout + c.stderr) and ("loss" + SHOWN in c.stdout or fmt)
 
 
-def _terminal_bytes(app) -> str:
+def _terminal_bytes(app: App[Any]) -> str:
     """What the app would write to the terminal for the whole screen now."""
-    update = app.screen._compositor.render_update(full=True)
-    return update.render_segments(app.console)
+    from textual._compositor import CompositorUpdate  # the one a full update is
+
+    # typed as a renderable; a full update is a CompositorUpdate (its segments are what is written)
+    update = cast(CompositorUpdate, app.screen._compositor.render_update(full=True))
+    raw: str = update.render_segments(app.console)
+    return raw
 
 
 def _no_sequence_but_textuals(raw: str) -> bool:
@@ -167,6 +176,7 @@ def _no_sequence_but_textuals(raw: str) -> bool:
 
 async def test_tui_tabs_tree_and_log(logdir: Path) -> None:
     from tui_prof.tui.app import TuiprofApp
+    from tui_prof.tui.screens.experiments import ExperimentsScreen
 
     app = TuiprofApp(logdir)
     async with app.run_test(size=(160, 50)) as pilot:
@@ -182,6 +192,7 @@ async def test_tui_tabs_tree_and_log(logdir: Path) -> None:
         await pilot.press("e")
         await pilot.pause()
         screen = app.get_screen("experiments")
+        assert isinstance(screen, ExperimentsScreen)
         screen._write_log(["job says " + H, "and\rthen"])  # the face every log line goes through
         await pilot.pause(0.3)
         raw = _terminal_bytes(app)

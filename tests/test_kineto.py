@@ -51,6 +51,7 @@ def test_each_vocabulary_splits_steps_as_worked_out_by_hand(tmp_path: Path, voca
         ours = {k: v for k, v in st.breakdown_ms.items() if k in EXPECTED_OURS[st.step]}
         assert ours == pytest.approx(EXPECTED_OURS[st.step], abs=1e-9)
         assert sum(st.breakdown_ms.values()) == pytest.approx(st.step_time_ms)
+        assert st.native_breakdown_ms is not None
         assert sum(st.native_breakdown_ms.values()) == pytest.approx(st.step_time_ms)
     assert s.precision is not None
     assert s.precision.compute_16bit_percent == pytest.approx(SIXTEEN_BIT_PERCENT)

@@ -131,6 +131,7 @@ async def test_the_steps_tab_shows_each_steps_gpu_utilization(tmp_path: Path) ->
     """As a person reads it: the plugin's sample opened in the TUI, the Steps tab at 80×24."""
     _exists(PLUGIN_SAMPLE)
     from conftest import settle
+    from textual.widgets.data_table import ColumnKey
 
     from tui_prof.tui.app import TuiprofApp
     from tui_prof.tui.widgets.session_view import StepBreakdownTable
@@ -143,7 +144,7 @@ async def test_the_steps_tab_shows_each_steps_gpu_utilization(tmp_path: Path) ->
         await pilot.press("2")
         await pilot.pause()
         table = app.screen.query_one(StepBreakdownTable)
-        col = list(table.columns).index("gpu_util")
+        col = list(table.columns).index(ColumnKey("gpu_util"))
         shown = [table.get_row_at(i)[col] for i in range(table.row_count)]
         assert shown == [f"{s.utilization_percent:.1f}" for s in expected]
         assert shown[0] == "52.5"

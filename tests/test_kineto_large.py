@@ -16,6 +16,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import REPO, SAMPLES, SHARED_TRACES, settle
@@ -26,6 +27,7 @@ from textual.widgets import Static
 from tui_prof.profiles.discover import Session
 from tui_prof.profiles.kineto import workers
 from tui_prof.profiles.kineto.rank import RankResult, analyse_file
+from tui_prof.profiles.kineto.stream import TraceStream
 from tui_prof.profiles.load import summarize_session
 from tui_prof.tui.app import TuiprofApp
 from tui_prof.tui.widgets.profile_tree import ProfileTree
@@ -82,9 +84,9 @@ def test_a_cut_inside_a_name_sends_the_read_back_to_this_process(tmp_path: Path)
     path = t.write(tmp_path / "w.1.pt.trace.json")
     streams: list[object] = []
 
-    class Counted(workers.TraceStream):
-        def __init__(self, *a: object, **k: object) -> None:
-            super().__init__(*a, **k)  # type: ignore[arg-type]
+    class Counted(TraceStream):  # the class workers.py starts, counted
+        def __init__(self, *a: Any, **k: Any) -> None:
+            super().__init__(*a, **k)
             streams.append(self)
 
     here = analyse_file(path, "r", workers=0, chunk_bytes=4096)
@@ -128,6 +130,7 @@ def test_realistic_generator_repeats_a_real_trace_as_steps_of_their_own(tmp_path
     for k, s in enumerate(three.steps):  # each copy's steps: the source's, to rounding
         src = one.steps[k % len(one.steps)]
         assert s.step_time_ms == pytest.approx(src.step_time_ms, abs=1e-6)
+    assert three.average is not None and one.average is not None
     assert three.average.breakdown_ms == pytest.approx(one.average.breakdown_ms, rel=1e-3)
     top1, top3 = one.top_ops[0], three.top_ops[0]
     assert (top3.name, top3.occurrences) == (top1.name, 3 * top1.occurrences)

@@ -12,10 +12,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import SHARED_TRACES, needs_shared
 
-from tests.conftest import SHARED_TRACES, needs_shared
 from tui_prof.cli.main import main
 from tui_prof.model import CATEGORIES, ProfileError
+from tui_prof.profiles.discover import Session
 from tui_prof.profiles.load import summarize_session
 from tui_prof.profiles.timeline.bins import IDLE, bin_track
 from tui_prof.profiles.timeline.load import load_timeline
@@ -176,7 +177,7 @@ def test_missing_step_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
         load_timeline(SAMPLES / "torch_float32").step(999)
 
 
-def _sessions(path: Path) -> list[object]:
+def _sessions(path: Path) -> list[Session]:
     from tui_prof.profiles.discover import discover
 
     return list(discover(path).sessions)
@@ -203,7 +204,7 @@ def test_device_events_have_their_launch_as_partner(path: Path) -> None:
 
 def test_renumbered_to_the_converters_step_numbers() -> None:
     """custom_loop: TensorBoard's converter numbers its steps 0..4, tuiprof's finder 5..9."""
-    from tests.conftest import sample_session
+    from conftest import sample_session
 
     path = sample_session("custom_loop")
     tl = load_timeline(path)
@@ -220,7 +221,7 @@ def test_renumbered_to_the_converters_step_numbers() -> None:
 def test_multi_rank_session_steps_from_the_slowest_rank_or_the_one_asked(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from tests.test_kineto import _write_rank
+    from test_kineto import _write_rank
 
     run = tmp_path / "run"
     _write_rank(run / "host_11.1700000000000.pt.trace.json.gz", 0, 1.0)
@@ -236,6 +237,11 @@ def test_multi_rank_session_steps_from_the_slowest_rank_or_the_one_asked(
     assert main(["timeline", str(run), "--rank", "host_11", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["source"] == "host_11"
+    assert main(["timeline", str(run), "--compare-median", "--rank", "host_11", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["source"] == "host_11"
+    want = tl.step_length_us(tl.slowest("host_11"), "host_11")
+    assert doc["slowest"]["step_us"] == pytest.approx(want)
     assert main(["timeline", str(run), "--rank", "nobody"]) == 2
     assert "no rank or host 'nobody'" in capsys.readouterr().err
 
@@ -244,7 +250,7 @@ def test_hostile_names_are_shown_escaped(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A kernel named with an escape sequence (OSC 52 writes the clipboard) reaches no terminal."""
-    from tests.kineto_factory import two_steps
+    from kineto_factory import two_steps
 
     t = two_steps("today")
     for e in t.events:

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import SHARED_TRACES, needs_shared
 
-from tests.conftest import SHARED_TRACES, needs_shared
 from tui_prof.cli.main import main
 from tui_prof.model import CATEGORIES
 from tui_prof.profiles.timeline.bins import bin_track

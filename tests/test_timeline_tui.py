@@ -104,7 +104,7 @@ async def test_legacy_session_says_it_has_no_events() -> None:
 
 
 async def test_h_cycles_ranks_of_a_multi_rank_session(tmp_path: Path) -> None:
-    from tests.test_kineto import _write_rank
+    from test_kineto import _write_rank
 
     run = tmp_path / "run"
     _write_rank(run / "host_11.1700000000000.pt.trace.json.gz", 0, 1.0)
@@ -151,3 +151,30 @@ async def test_detail_shows_shapes_and_p_goes_from_op_to_kernel_and_back() -> No
         assert (
             st.tracks[op_track].start[op] <= call.start[view.event] <= st.tracks[op_track].end[op]
         )
+
+
+async def test_at_80x24_the_detail_and_tracks_fit_the_tab() -> None:
+    """A long kernel name selected at 80×24: the view's lines fit its height and width, and the
+    partner line (the last) is among them, with at least two track rows above."""
+    app = TuiprofApp(SAMPLES / "torch_cuda_float32")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("5")
+        await settle(pilot)
+        view = app.screen.query_one(TimelineView)
+        st = view.step_tl
+        assert st is not None
+        while st.tracks[view.track].kind != "device":
+            await pilot.press("down")
+        await pilot.press("right")
+        width, height = view.size.width, view.size.height
+        drawn = view.render()
+        lines = [
+            piece
+            for part in getattr(drawn, "renderables", [])
+            for piece in part.wrap(app.console, width)
+        ]
+        assert len(lines) <= height, [x.plain for x in lines]
+        assert all(x.cell_len <= width for x in lines)
+        assert lines[-1].plain.startswith("launched by (p): ")
+        assert sum("│" in x.plain[:30] for x in lines) >= 2

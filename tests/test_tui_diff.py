@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 from conftest import SAMPLES, sample_session, settle
+from textual.pilot import Pilot
 from textual.widgets import Static
 
 from tui_prof.profiles.diff import diff_summaries
@@ -25,7 +27,7 @@ def _text(app: TuiprofApp, selector: str) -> str:
     return console.export_text()
 
 
-async def _go_to(pilot, target: Path) -> None:
+async def _go_to(pilot: Pilot[Any], target: Path) -> None:
     tree = pilot.app.screen.query_one(ProfileTree)
     for _ in range(60):  # j until the cursor is on the session, as a user would
         node = tree.cursor_node
@@ -47,7 +49,8 @@ async def test_mark_then_diff_shows_every_op_in_the_diffs_order() -> None:
         await _go_to(pilot, a_dir)
         await pilot.press("m")
         await pilot.pause()
-        assert "A▸" in str(app.screen.query_one(ProfileTree).cursor_node.label)
+        marked = app.screen.query_one(ProfileTree).cursor_node
+        assert marked is not None and "A▸" in str(marked.label)
         await _go_to(pilot, b_dir)
         await pilot.press("d")
         await settle(pilot)
@@ -88,4 +91,6 @@ async def test_experiment_variants_diff_from_the_experiments_view() -> None:
         assert isinstance(app.screen, DiffScreen)
         header = _text(app, "#diff-header")
         assert "float32 (5 of 5 runs)" in header and "mixed (5 of 5 runs)" in header
-        assert "± SE" in [str(c.label) for c in app.screen.query_one("#diff-ops").columns.values()]
+        assert "± SE" in [
+            str(c.label) for c in app.screen.query_one("#diff-ops", DiffRowsTable).columns.values()
+        ]

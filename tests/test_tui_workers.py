@@ -11,8 +11,9 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from conftest import REPO, settle, until
-from rich.console import Console, RenderableType
+from rich.console import Console
 from textual.widgets import Static
 
 from tui_prof.tui.app import TuiprofApp
@@ -41,7 +42,7 @@ class LagMeter:
         return max(self.gaps, default=0.0)
 
 
-def _text(renderable: RenderableType) -> str:
+def _text(renderable: object) -> str:
     console = Console(width=160, color_system=None, record=True, file=open(os.devnull, "w"))  # noqa: SIM115
     console.print(renderable)
     return console.export_text()
@@ -68,7 +69,7 @@ def test_every_worker_in_the_tui_leaves_errors_to_the_apps_handler() -> None:
 
 
 async def test_a_worker_that_raises_shows_one_line_and_names_the_log(
-    tmp_path: Path, monkeypatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
 

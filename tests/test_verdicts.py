@@ -16,8 +16,8 @@ import re
 from pathlib import Path
 
 import pytest
+from conftest import SAMPLES, SHARED_TRACES
 
-from tests.conftest import SAMPLES, SHARED_TRACES
 from tui_prof.model import (
     CATEGORIES,
     CATEGORY_LABELS,

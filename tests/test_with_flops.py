@@ -65,7 +65,8 @@ def _record(path: Path) -> dict[int, float]:
 
 def _by_hand(e: dict[str, Any]) -> float | None:
     """2·M·N·K (GEMMs) or 2·outputs·C_in·k_h·k_w (the convolution) from the file's own args."""
-    dims, name = e["args"]["Input Dims"], e["name"]
+    dims: list[list[int]] = e["args"]["Input Dims"]
+    name = e["name"]
     if name == "aten::addmm":  # bias, A (M×K), B (K×N)
         (m, k), (_, n) = dims[1], dims[2]
         return 2.0 * m * n * k
@@ -78,7 +79,8 @@ def _by_hand(e: dict[str, Any]) -> float | None:
     if name == "aten::conv2d":
         (batch, c_in, h, w), (c_out, _, kh, kw) = dims[0], dims[1]
         concrete = e["args"]["Concrete Inputs"]
-        stride, pad = json.loads(concrete[3]), json.loads(concrete[4])
+        stride: list[int] = json.loads(concrete[3])
+        pad: list[int] = json.loads(concrete[4])
         oh = (h + 2 * pad[0] - kh) // stride[0] + 1
         ow = (w + 2 * pad[1] - kw) // stride[1] + 1
         return 2.0 * batch * c_out * oh * ow * c_in * kh * kw
@@ -86,13 +88,17 @@ def _by_hand(e: dict[str, Any]) -> float | None:
 
 
 @pytest.fixture(scope="module")
-def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any], dict]:
+def recorded(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[Path, dict[str, Any], dict[int, float]]:
     path = tmp_path_factory.mktemp("with_flops") / "t.json"
     torch_flops = _record(path)
     return path, json.loads(path.read_text()), torch_flops
 
 
-def test_shapes_give_2mnk_and_torchs_own_counts(recorded: tuple[Path, dict, dict]) -> None:
+def test_shapes_give_2mnk_and_torchs_own_counts(
+    recorded: tuple[Path, dict[str, Any], dict[int, float]],
+) -> None:
     path, doc, torch_flops = recorded
     assert doc["with_flops"] == 1
     ops = [e for e in doc["traceEvents"] if e.get("ph") == "X" and e.get("cat") == "cpu_op"]
@@ -122,7 +128,9 @@ def test_shapes_give_2mnk_and_torchs_own_counts(recorded: tuple[Path, dict, dict
     assert s.memory is not None and s.memory.peak_allocated_mb is not None
 
 
-def test_flops_args_count_once(recorded: tuple[Path, dict, dict], tmp_path: Path) -> None:
+def test_flops_args_count_once(
+    recorded: tuple[Path, dict[str, Any], dict[int, float]], tmp_path: Path
+) -> None:
     """torch's counts written into the trace as `flops` args (on addmm, mm, bmm, conv2d and the
     scalar adds, as torch attributes them): the total is torch's, with the convolution once."""
     _, doc, torch_flops = recorded

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from conftest import SHARED_TRACES, needs_shared, sample_session
 from rich.console import Console
-from xla_profiles import Space
+from xla_profiles import Event, Space
 
 from tui_prof.model import STEP_SOURCE_OFFICIAL, STEP_SOURCE_PROGRAM_RUNS
 from tui_prof.profiles.load import summarize_session
@@ -108,8 +108,9 @@ def _gpu_job(logdir: Path) -> Path:
     space = Space()
     space.task_environment(0, 1000)
     host = space.plane(0, "/host:CPU")
-    python, launches = [], []
-    gpu0 = []
+    python: list[Event] = []
+    launches: list[Event] = []
+    gpu0: list[Event] = []
     for k in range(6):
         t = 100.0 * k
         python += [
@@ -257,7 +258,7 @@ def _tpu_job(logdir: Path) -> Path:
     for core in range(2):
         tpu = space.plane(10 + core, f"/device:TPU:{core}", {"device_type_string": "TPU v6 Lite"})
         tpu.line(2, "XLA Modules", [("jit_f(42)", 200.0 * k + 10, 100, {}) for k in range(4)])
-        ops = []
+        ops: list[Event] = []
         for k in range(4):
             t = 200.0 * k + 10
             ops += [

@@ -7,12 +7,15 @@ named as XLA names them, events with metadata ids, stats by metadata id.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from tui_prof.profiles.xplane.proto import XSpace
 
 US = 1_000_000  # picoseconds per microsecond
+# An event on a line: (name, start µs, duration µs, stats).
+Event = tuple[str, float, float, Mapping[str, int | str]]
 
 
 class Plane:
@@ -60,7 +63,7 @@ class Plane:
         self,
         line_id: int,
         name: str,
-        events: list[tuple[str, float, float, dict[str, int | str]]],
+        events: Sequence[Event],
     ) -> None:
         """Events as (name, start µs, duration µs, stats), on one thread/stream."""
         line = self.msg.lines.add(id=line_id, name=name, display_name=name, timestamp_ns=0)

@@ -65,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         tl = load_timeline(args.path)
         if args.compare_median:
-            return _compare(tl, args.json, width)
+            return _compare(tl, args.json, width, args.rank)
         number = args.step if args.step is not None else tl.slowest(args.rank)
         st = tl.step(number, source=args.rank)
     except ProfileError as exc:
@@ -80,11 +80,11 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _compare(tl: Any, as_json: bool, width: int) -> int:
+def _compare(tl: Any, as_json: bool, width: int, rank: str | None) -> int:
     from tui_prof.profiles.timeline.compare import compare_median
     from tui_prof.render.timeline import timeline_lines
 
-    c = compare_median(tl)
+    c = compare_median(tl, rank)
     if as_json:
         print(strict_json(c.to_dict()))
         return 0

@@ -35,7 +35,8 @@ from tui_prof.profiles.discover import Session, display_path
 # 7: PyTorch traces: the plugin's GPU figures (gpu_metrics).
 # 8: the verdict's parts (dominant, secondary, start-up) and start-up calls.
 # 9: stored as msgspec MessagePack of the model's types (no hand-written mirror).
-SCHEMA = 9
+# 10: float32 math that ran as TF32 counts against the TF32 peak; FFMA xmma kernels are not Tensor Cores.
+SCHEMA = 10
 SUFFIX = ".msgpack"
 
 _ENCODER = msgspec.msgpack.Encoder()

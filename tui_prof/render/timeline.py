@@ -73,7 +73,7 @@ def track_label(name: str, n: int) -> str:
 SHORT_LABELS = {
     "device_compute": "compute",
     "device_to_device": "copy",
-    "device_collectives": "collective",
+    "device_collectives": "comm",
     "host_compute": "host",
     "kernel_launch": "launch",
     "input": "input",

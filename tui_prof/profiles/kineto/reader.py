@@ -279,7 +279,8 @@ def summarize(
     for r in results:
         for name, o in r.ops.ops.items():
             device_us[name] = device_us.get(name, 0.0) + o.device_self_us
-    eff, memory, flops = combine(results, steps, env, device_us)
+    kernels = _kernels(results)
+    eff, memory, flops = combine(results, steps, env, device_us, kernels)
     report(1.0, "done")
     summary = assemble(
         session,
@@ -288,7 +289,7 @@ def summarize(
         detail,
         env,
         prec,
-        _kernels(results),
+        kernels,
         _ops(results, flops),
         warnings,
         framework="pytorch",

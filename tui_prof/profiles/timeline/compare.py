@@ -48,14 +48,16 @@ class Comparison:
             "slowest": {"step": self.slow.step, "step_us": self.slow.duration_us},
             "median": {"step": self.median.step, "step_us": self.median.duration_us},
             "delta_us": self.delta_us,
+            "source": self.slow.source,
             "tracks": [t.to_dict() for t in self.tracks],
         }
 
 
-def compare_median(tl: Timeline) -> Comparison:
-    """Busy time per track in the slowest and the median step (the same source for both)."""
-    slow = tl.step(tl.slowest())
-    median = tl.step(tl.median(), source=slow.source or None)
+def compare_median(tl: Timeline, source: str | None = None) -> Comparison:
+    """Busy time per track in the slowest and the median step, both from one source: `source`,
+    else the one where the slowest step is slowest."""
+    slow = tl.step(tl.slowest(source), source=source)
+    median = tl.step(tl.median(source), source=slow.source or source)
     before = {(t.kind, t.name): median.busy_us(t) for t in median.tracks}
     rows = [
         TrackGrowth(t.name, t.kind, slow.busy_us(t), before.pop((t.kind, t.name), 0.0))

@@ -20,6 +20,7 @@ import numpy.typing as npt
 from tui_prof.model import Cancelled
 from tui_prof.printable import printable
 from tui_prof.profiles.discover import Session
+from tui_prof.profiles.kineto import heap
 from tui_prof.profiles.kineto import names as knames
 from tui_prof.profiles.kineto.collect import COMM_OPS, STEP_PREFIX, Collector, is_dataloader
 from tui_prof.profiles.kineto.events import Args, Event, Kind, kind_of, raw_list
@@ -35,6 +36,10 @@ from tui_prof.profiles.timeline.model import (
     make_track,
 )
 
+# Unpacked JSON decoded at a time: the decoded batch is the read's peak, and this pass keeps
+# less per event than the summary's (a quarter of stream.CHUNK_BYTES: 282 -> 176 MB peak on a
+# 259 MB trace, no slower).
+CHUNK_BYTES = 4 * 2**20
 _DEVICE_KINDS = (Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET)
 _HOST_KINDS = (Kind.OP, Kind.ANNOTATION, Kind.DATALOADER)  # no launch ids: only calls link
 _KEPT = (Kind.OP, Kind.ANNOTATION, Kind.RUNTIME, Kind.RUNTIME_2021, Kind.DATALOADER, *_DEVICE_KINDS)
@@ -125,7 +130,8 @@ class _Rows:
         self.keys: list[tuple[bool, int | str, int | str]] = []
         self.key_ids: dict[tuple[bool, int | str, int | str], int] = {}
         self.what: dict[tuple[str, str], tuple[Kind, int, int] | None] = {}
-        self.chunks: list[tuple[npt.NDArray[Any], ...]] = []
+        # per track: its events' column pieces, one per batch (no whole-profile copy to split)
+        self.parts: list[list[tuple[npt.NDArray[Any], ...]]] = []
         self.comm_ext: set[int] = set()
 
     def _what(self, cat: str, name: str) -> tuple[Kind, int, int] | None:
@@ -141,6 +147,7 @@ class _Rows:
     def _track(self, key: tuple[bool, int | str, int | str]) -> int:
         i = self.key_ids[key] = len(self.keys)
         self.keys.append(key)
+        self.parts.append([])
         return i
 
     def add(self, batch: list[Event]) -> None:
@@ -182,29 +189,34 @@ class _Rows:
             flat += (tr, ts, ts + (dur if dur > 0 else 0.0), nid, cat, ext, corr, info)
         if flat:
             a = np.array(flat, dtype=np.float64).reshape(-1, len(self.COLUMNS))
-            self.chunks.append(tuple(a[:, k].astype(t) for k, (_, t) in enumerate(self.COLUMNS)))
+            which = a[:, 0].astype(np.int32)
+            order = np.argsort(which, kind="stable")
+            a = a[order]
+            bounds = np.searchsorted(which[order], np.arange(len(self.keys) + 1))
+            for t in np.flatnonzero(np.diff(bounds)).tolist():
+                piece = a[bounds[t] : bounds[t + 1]]
+                self.parts[t].append(
+                    tuple(piece[:, j].astype(t) for j, (_, t) in enumerate(self.COLUMNS[1:], 1))
+                )
 
-    def columns(self) -> dict[str, npt.NDArray[Any]]:
-        """Every kept event, by column, sorted by track (stable: file order within one)."""
-        cols = {
-            name: np.concatenate([c[k] for c in self.chunks]) if self.chunks else np.zeros(0, t)
-            for k, (name, t) in enumerate(self.COLUMNS)
+    def columns(self, k: int) -> dict[str, npt.NDArray[Any]]:
+        """Track k's events by column, in file order; its pieces are let go."""
+        parts, self.parts[k] = self.parts[k], []
+        return {
+            name: np.concatenate([p[j - 1] for p in parts]) if parts else np.zeros(0, t)
+            for j, (name, t) in enumerate(self.COLUMNS)
+            if j > 0
         }
-        self.chunks = []
-        order = np.argsort(cols["track"], kind="stable")
-        return {k: v[order] for k, v in cols.items()}
 
 
 def _tracks(r: _Rows, comm_ext: set[int]) -> list[Track]:
     out: list[Track] = []
-    cols = r.columns()
     ext_ids = np.fromiter(comm_ext | r.comm_ext, dtype=np.int64)
-    bounds = np.searchsorted(cols["track"], np.arange(len(r.keys) + 1))
     for k, (device, pid, tid) in enumerate(r.keys):
-        w = slice(int(bounds[k]), int(bounds[k + 1]))
-        cat = cols["cat"][w]
+        cols = r.columns(k)
+        cat = cols["cat"]
         if device and len(ext_ids):
-            cat[(cat == DEVICE_COMPUTE) & np.isin(cols["ext"][w], ext_ids)] = COLLECTIVES
+            cat[(cat == DEVICE_COMPUTE) & np.isin(cols["ext"], ext_ids)] = COLLECTIVES
         if device:
             stream = str(tid) if str(tid).startswith("stream") else f"stream {tid}"
             name, group = f"GPU {pid} {stream}", f"GPU {pid}"
@@ -215,12 +227,12 @@ def _tracks(r: _Rows, comm_ext: set[int]) -> list[Track]:
                 name,
                 "device" if device else "host",
                 group,
-                cols["start"][w],
-                cols["end"][w],
-                cols["nid"][w],
+                cols["start"],
+                cols["end"],
+                cols["nid"],
                 cat,
-                cols["corr"][w],
-                cols["info"][w],
+                cols["corr"],
+                cols["info"],
             )
         )
     out.sort(key=lambda t: (t.kind == "device", t.group, str(t.name)))
@@ -236,7 +248,7 @@ def read_rank(
     progress: Callable[[float], object] | None = None,
 ) -> Source:
     """One rank's trace: its tracks and the summary's steps."""
-    stream = TraceStream(path, cancel=cancel, progress=progress)
+    stream = TraceStream(path, cancel=cancel, progress=progress, chunk_bytes=CHUNK_BYTES)
     c = Collector()
     rows = _Rows(names)
     for batch in stream.batches():
@@ -245,11 +257,17 @@ def read_rank(
         if cancel is not None and cancel.is_set():
             raise Cancelled()
     dev = c.device()
+    heap.release()  # the column chunks device() joined
     steps = find_steps(c, dev)
     spans = []
     if steps is not None:
         spans = [StepSpan(n, s, e) for n, (s, e) in zip(steps.numbers, steps.spans, strict=True)]
-    return Source(label, _tracks(rows, c.comm_ext), spans)
+    comm_ext = c.comm_ext
+    del c, dev, steps  # the summary's columns, before the tracks are built beside the rows
+    heap.release()
+    tracks = _tracks(rows, comm_ext)
+    heap.release()  # the rows' per-batch pieces
+    return Source(label, tracks, spans)
 
 
 def read_session(

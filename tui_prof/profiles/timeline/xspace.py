@@ -10,6 +10,7 @@ kernels and are left out, as the step finder leaves them out.
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -66,18 +67,44 @@ def info_text(stats: dict[str, str]) -> str:
 
 
 def _infos(texts: dict[str, dict[int, str]], n: int, ids: dict[str, int], infos: list[str]) -> Any:
-    """Per event of a line: its info id (into `infos`, shared by the session), -1 for none."""
+    """Per event of a line: its info id (into `infos`, shared by the session), -1 for none.
+    Each distinct combination of the stats is worded once (a line repeats a few ops' stats
+    over its events, so the work is per combination, not per event)."""
+    cols = [(name, col) for name, col in texts.items() if col]
     out = np.full(n, -1, dtype=np.int32)
-    carrying = sorted({i for col in texts.values() for i in col})
-    for i in carrying:
-        text = info_text({k: col[i] for k, col in texts.items() if i in col})
+    if not cols:
+        return out
+    codes = np.full((n, len(cols)), -1, dtype=np.int64)
+    values: list[list[str]] = []
+    for j, (_, col) in enumerate(cols):
+        table: dict[str, int] = {}
+        idx = np.fromiter(col.keys(), dtype=np.int64, count=len(col))
+        codes[idx, j] = np.fromiter(
+            (table.setdefault(v, len(table)) for v in col.values()), dtype=np.int64, count=len(col)
+        )
+        values.append(list(table))
+    # one integer per event for its combination (mixed radix), so finding the distinct ones is
+    # a 1-D unique, not a row-wise sort
+    if math.prod(len(v) + 1 for v in values) < 2**62:
+        key = np.zeros(n, dtype=np.int64)
+        for j in range(len(cols)):
+            key = key * (len(values[j]) + 1) + (codes[:, j] + 1)
+        uniq, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+        combos = codes[first]
+    else:  # too many distinct values to number them together: sort the rows
+        combos, inverse = np.unique(codes, axis=0, return_inverse=True)
+        uniq = combos
+    per_combo = np.full(len(uniq), -1, dtype=np.int32)
+    for c, row in enumerate(combos.tolist()):
+        text = info_text({cols[j][0]: values[j][v] for j, v in enumerate(row) if v >= 0})
         if not text:
             continue
         k = ids.get(text)
         if k is None:
             k = ids[text] = len(infos)
             infos.append(printable(text))
-        out[i] = k
+        per_combo[c] = k
+    out[:] = per_combo[inverse.reshape(-1)]
     return out
 
 
