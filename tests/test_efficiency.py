@@ -181,23 +181,58 @@ def test_2021_trace_names_what_has_no_model_and_sums_its_memory_events() -> None
     assert decode(encode(s)).memory == s.memory
 
 
+def _gemm_flops_from_the_converters_text(hlo: list[dict[str, object]]) -> float:
+    """2·M·N·K × runs of each cuBLAS GEMM call, from the shapes the converter's own HLO
+    expressions print (`custom-call(bf16[M,K]{..} %a, bf16[K,N]{..} %b)`), and the converter's
+    count of the Triton GEMM fusion (the one it counts)."""
+    import re
+
+    total = 0.0
+    for r in hlo:
+        expr = str(r.get("hlo_op_expression") or "")
+        if "__cublas$gemm" in expr:
+            args = expr.split("custom-call(", 1)[1]
+            (m, k), (_, n) = [tuple(map(int, d)) for d in re.findall(r"\[(\d+),(\d+)\]", args)[:2]]
+            total += 2.0 * m * n * k * float(r["occurrences"])  # type: ignore[arg-type]
+        elif r.get("model_flop_rate"):
+            total += float(r["model_flop_rate"]) * float(r["total_self_time"]) * 1e3  # type: ignore[arg-type]
+    return total
+
+
 @needs_shared
-def test_xla_cost_equals_the_converters() -> None:
-    """JAX GEMM on MI300X: a 256³ bf16 dot run 3 times, XLA's cost as the converter states it."""
+def test_xla_cost_and_the_hlos_gemms(monkeypatch: pytest.MonkeyPatch) -> None:
+    """JAX GEMMs on MI300X: a 256³ bf16 dot (a Triton fusion, which the converter counts: 3 ×
+    2·256³) and five larger ones as hipBLASLt calls, 3 runs each, which it counts as 0 FLOPs.
+    tuiprof counts those from the profile's own HLO: 2·M·N·K as the converter prints the shapes."""
     from tui_prof.profiles.xplane.converter import convert
     from tui_prof.profiles.xplane.tb_tables import rows
 
-    s = load_summary(discover(GEMM_XSPACE).sessions[0], use_cache=False)
-    dot = next(o for o in s.top_ops if o.flops)
-    assert dot.flops == pytest.approx(3 * 2 * 256**3)
     paths = [h.path for h in discover(GEMM_XSPACE).sessions[0].hosts]
     hlo = rows(convert(paths, ("hlo_stats",))["hlo_stats"])
-    ref = next(r for r in hlo if r.get("model_flop_rate"))
-    assert dot.flops == pytest.approx(ref["model_flop_rate"] * ref["total_self_time"] * 1e3)
+    fusion = next(r for r in hlo if r.get("model_flop_rate"))
+    assert fusion["model_flop_rate"] * fusion["total_self_time"] * 1e3 == pytest.approx(
+        3 * 2 * 256**3
+    )
+    assert all(
+        not r.get("model_flop_rate") for r in hlo if "__cublas$gemm" in r["hlo_op_expression"]
+    )
+    expected = _gemm_flops_from_the_converters_text(hlo)
+    assert expected == pytest.approx(2_686_602_706_944)
+    s = load_summary(discover(GEMM_XSPACE).sessions[0], use_cache=False)
+    dot = next(o for o in s.top_ops if o.flops)
+    assert dot.name == "jit(dot)/dot_general" and dot.flops == pytest.approx(expected)
     e = s.efficiency
-    assert e is not None and e.flops_source == "xla_cost" and e.peak_format == "bf16"
+    assert e is not None and e.flops_source == "xla_hlo" and e.peak_format == "bf16"
+    assert e.flops_total == pytest.approx(expected)
     assert e.devices == 1  # one of the eight GPUs did the work
     assert s.memory is not None and s.memory.source == "xla_memory_profile"
+    # read without the converter (as profiles of 200 MB or more are): the same count and peak
+    monkeypatch.setenv("TUIPROF_LARGE_MB", "0")
+    raw = load_summary(discover(GEMM_XSPACE).sessions[0], use_cache=False).efficiency
+    assert raw is not None and raw.flops_source == "xla_hlo"
+    assert raw.flops_total == pytest.approx(expected) and raw.devices == 1
+    assert raw.peak_tflops == e.peak_tflops and raw.peak_source == e.peak_source
+    assert raw.mfu_percent == pytest.approx(e.mfu_percent)
 
 
 # -- a trace torch records here (CPU) ----------------------------------------------------------

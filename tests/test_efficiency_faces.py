@@ -98,3 +98,16 @@ def test_diff_takes_a_peak_too() -> None:
     assert mfu["b"] == pytest.approx(b["achieved_tflops"])
     bad = run_cli("diff", str(FLOAT32), str(AUTOCAST), "--peak-tflops", "-1")
     assert bad.returncode == 2 and "not a positive number of TFLOP/s" in bad.stderr
+
+
+def test_a_profile_without_a_flop_count_says_why() -> None:
+    """A JAX GPU profile that kept neither XLA's cost nor its HLO, and a TensorFlow one."""
+    for sample, why in (
+        ("jax_cuda_bf16", "neither XLA's cost of its device ops nor its programs' HLO"),
+        ("keras_fit_mixed", "TensorFlow ops run without XLA carry none"),
+    ):
+        assert _json(SAMPLES / sample)["efficiency"] is None
+        r = run_cli("summary", str(SAMPLES / sample), "--markdown")
+        assert f"- Efficiency: no FLOP count — the profile keeps {why}" in r.stdout or (
+            f"- Efficiency: no FLOP count — {why}" in r.stdout
+        )

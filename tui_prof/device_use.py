@@ -100,9 +100,9 @@ class Efficiency:
     """FLOPs per step, the FLOP rate they were done at and its share of the devices' peak (MFU).
 
     `flops_source` says where the FLOPs come from: "xla_cost" (XLA's own cost per HLO op, as the
-    converter reports it), "flops_arg" (the PyTorch profiler's `flops`, `with_flops=True`),
-    "shapes" (tuiprof's models of GEMMs, convolutions and attention from recorded shapes), or
-    both joined by "+". The peak is per device, for the number format most of the FLOPs ran in
+    converter reports it), "xla_hlo" (the matrix math of the profile's own HLO, counted by
+    tuiprof), "flops_arg" (a `flops` arg on the trace's ops), "shapes" (tuiprof's models of
+    GEMMs, convolutions and attention from recorded shapes), or two joined by "+". The peak is per device, for the number format most of the FLOPs ran in
     (`formats`: share of FLOPs per format); `peak_source` names the hardware table's row or the
     user's `--peak-tflops`. MFU = achieved ÷ (peak × devices); None where a part is unknown.
     """

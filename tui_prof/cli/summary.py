@@ -199,7 +199,7 @@ def _markdown_efficiency(s: ProfileSummary) -> list[str]:
         if text is None:
             continue
         first, *rest = text.plain.split("\n")
-        first = first.removeprefix("Memory: ")
+        first = first.removeprefix(f"{label}: ")
         out.append(f"- {label}: {_md_text(first)}")
         out.extend(f"  - {_md_text(line.strip())}" for line in rest if line.strip())
     return out

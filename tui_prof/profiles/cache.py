@@ -36,7 +36,8 @@ from tui_prof.profiles.discover import Session, display_path
 # 8: the verdict's parts (dominant, secondary, start-up) and start-up calls.
 # 9: stored as msgspec MessagePack of the model's types (no hand-written mirror).
 # 10: float32 math that ran as TF32 counts against the TF32 peak; FFMA xmma kernels are not Tensor Cores.
-SCHEMA = 10
+# 11: XSpace GPU FLOPs counted from the profile's own HLO too (library GEMM calls).
+SCHEMA = 11
 SUFFIX = ".msgpack"
 
 _ENCODER = msgspec.msgpack.Encoder()

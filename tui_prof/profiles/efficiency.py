@@ -59,7 +59,10 @@ def _no_row(env: Environment) -> str:
     """Why the table has no peak for these devices, naming them."""
     if env.device_type.upper() == "CPU":
         return "the hardware table has no dense peak for a CPU"
-    name = env.device_names[0] if env.device_names else env.device_type or "the device"
+    models = [n for n in env.device_names if not n.startswith("/")]  # not XSpace plane names
+    name = models[0] if models else env.device_type
+    if not name or name.upper() in ("GPU", "UNKNOWN"):
+        return "the profile does not name the device's model"
     return f"{name} is not in the hardware table"
 
 

@@ -20,6 +20,8 @@ BLOCKS = "▁▂▃▄▅▆▇█"
 SPARK_WIDTH = 40
 SOURCES = {
     "xla_cost": "XLA's cost per HLO op",
+    "xla_hlo": "the HLO's matrix math (GEMM and convolution calls included)",
+    "xla_cost+xla_hlo": "XLA's cost per HLO op and the HLO's GEMM and convolution calls",
     "flops_arg": "the profiler's flops (with_flops)",
     "shapes": "recorded shapes",
     "flops_arg+shapes": "the profiler's flops and recorded shapes",
@@ -59,11 +61,27 @@ def _peak_words(e: Efficiency) -> str:
 PEAK_HINT = f"give one: {USER_PEAK}"
 
 
+def no_count_reason(summary: ProfileSummary) -> str:
+    """Why a session has no FLOP count, in the terms of what wrote it."""
+    if summary.framework == "pytorch":
+        return (
+            "no GEMM, convolution or attention op with recorded shapes "
+            "(torch.profiler's record_shapes=True records them)"
+        )
+    if summary.step_source == "precomputed":
+        return "older TensorBoard tool files keep none"
+    if summary.framework == "tensorflow":
+        return "TensorFlow ops run without XLA carry none"
+    return "the profile keeps neither XLA's cost of its device ops nor its programs' HLO"
+
+
 def efficiency_text(summary: ProfileSummary, peak_hint: str = PEAK_HINT) -> Text | None:
     """`peak_hint` says how to give a peak where the table has none (the TUI: its key)."""
     e = summary.efficiency
     if e is None:
-        return None
+        t = Text("Efficiency: no FLOP count", style="yellow")
+        t.append(f" — {no_count_reason(summary)}", style="dim")
+        return t
     t = Text()
     if e.mfu_percent is not None and e.achieved_tflops is not None:
         # math ops without a FLOP model did work not counted: the MFU is a lower bound

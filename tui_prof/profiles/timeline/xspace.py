@@ -37,7 +37,7 @@ from tui_prof.profiles.xplane.step_events import (
     types_of,
 )
 from tui_prof.profiles.xplane.steps import find_steps
-from tui_prof.profiles.xplane.xspace import XSpaceFile, host_name, read_plane
+from tui_prof.profiles.xplane.xspace import DERIVED_LINE_IDS, XSpaceFile, host_name
 
 _INFO_STATS = ("level 0", "tf_op", "hlo_op", "hlo_module")
 _OTHER = CATEGORY_CODE["other"]
@@ -124,23 +124,25 @@ def _read_file(
             dev = ref.device
             if not ref.is_host and dev is None:
                 continue
-            pe = read_plane(
-                space,
-                ref,
-                stats=("correlation_id",),
-                text_stats=_INFO_STATS,
-                skip_derived=dev is not None and dev[0] == "GPU",
-                tick=tick,
-            )
+            meta = space.metadata(ref)
+            wanted = {"correlation_id", *_INFO_STATS}
+            stat_ids = {k: v for k, v in meta.stat_names.items() if v in wanted}
+            derived = DERIVED_LINE_IDS if dev is not None and dev[0] == "GPU" else None
             classify = classify_host if dev is None else classify_device
             group = host if dev is None else f"{dev[0]} {dev[1]}"
-            for le in pe.lines:
-                types = types_of(le.metadata_id, pe.meta.event_names, classify)
+            # line by line, each made a track at once: one line's decoded events at a time
+            for size, le in space.lines(
+                ref, stat_ids, frozenset(_INFO_STATS), meta.stat_names, skip_ids=derived
+            ):
+                tick(size)
+                if le is None or not len(le.start_ps):
+                    continue
+                types = types_of(le.metadata_id, meta.event_names, classify)
                 cat = _CODE[np.clip(types, 0, 255)]
                 uniq, inverse = np.unique(le.metadata_id, return_inverse=True)
                 ids = []
                 for u in uniq.tolist():
-                    n = pe.meta.event_names.get(int(u), "")
+                    n = meta.event_names.get(int(u), "")
                     i = names.get(n)
                     if i is None:
                         i = names[n] = len(name_list)

@@ -23,7 +23,9 @@ from typing import Any
 import numpy as np
 
 from tui_prof.model import UnreadableProfile, os_reason
-from tui_prof.profiles.xplane.gpu_planes import DERIVED_LINE_IDS, stat_value, text
+from tui_prof.profiles.xplane.gpu_planes import DERIVED_LINE_IDS as DERIVED_LINE_IDS
+from tui_prof.profiles.xplane.gpu_planes import stat_value as stat_value
+from tui_prof.profiles.xplane.gpu_planes import text as text
 from tui_prof.profiles.xplane.line_events import LineEvents, StatColumns
 from tui_prof.profiles.xplane.proto import RAW_CLASSES
 from tui_prof.profiles.xplane.wire import decode_line
@@ -353,6 +355,25 @@ def plane_summary(paths: Sequence[Path | str]) -> dict[str, Any]:
         "device_names": devices,
         "hosts": hosts,
     }
+
+
+# ROCm's major.minor of the gfx targets the hardware table knows, as XLA names the device type
+_AMD_TYPES = {(9, 4): "AMD GPU - gfx942", (9, 0): "AMD GPU - gfx90a"}
+
+
+def amd_device_type(paths: Sequence[Path | str]) -> str:
+    """ "AMD GPU - gfx942" for an AMD GPU plane whose ROCm version names a known target (what
+    the converter's device type reads), for profiles read without it; "" otherwise."""
+    for p in paths:
+        with XSpaceFile(p) as space:
+            for plane in space.planes:
+                if plane.device and plane.device[0] == "GPU":
+                    stats = space.metadata(plane).stats
+                    if str(stats.get("device_vendor") or "").upper() != "AMD":
+                        return ""
+                    caps = (stats.get("compute_cap_major"), stats.get("compute_cap_minor"))
+                    return _AMD_TYPES.get(caps, "")  # type: ignore[arg-type]
+    return ""
 
 
 @dataclass
