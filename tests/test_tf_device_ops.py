@@ -138,4 +138,4 @@ def test_the_readers_byte_search_names_the_plane_that_keeps_the_hlo() -> None:
     bytes must be the plane name that pass reads."""
     from tui_prof.profiles.xplane import hlo_cost, reader
 
-    assert reader.METADATA_PLANE_BYTES == hlo_cost.METADATA_PLANE.encode()
+    assert hlo_cost.METADATA_PLANE.encode() == reader.METADATA_PLANE_BYTES
