@@ -32,6 +32,7 @@ from typing import Any, Generic, TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from tui_prof.profiles.kineto import heap
 from tui_prof.profiles.kineto.events import Args, Event, Kind, kind_of
 
 # plain ints: the loop compares them once or more per event
@@ -160,6 +161,23 @@ class Part:
     spans: dict[str, list[Any]]
     comm_ext: set[int]
     counts: dict[str, int]
+
+
+def _stack(where: npt.NDArray[np.bool_], *cols: npt.NDArray[Any]) -> Array:
+    """The rows `where` says of some columns, as one (n, len(cols)) float array, filled one
+    column at a time (column_stack would hold every column's copy at once)."""
+    out = np.empty((int(where.sum()), len(cols)))
+    for i, col in enumerate(cols):
+        out[:, i] = col[where]
+    return out
+
+
+def _lo(x: Array, where: npt.NDArray[np.bool_]) -> float:
+    return float(np.min(x, where=where, initial=math.inf))
+
+
+def _hi(x: Array, where: npt.NDArray[np.bool_]) -> float:
+    return float(np.max(x, where=where, initial=-math.inf))
 
 
 def _cat(chunks: list[npt.NDArray[Any]], dtype: type) -> npt.NDArray[Any]:
@@ -431,6 +449,7 @@ class Collector:
         def column(i: int, dtype: type) -> npt.NDArray[Any]:  # frees its chunks as it goes
             out = _cat(cols[i], dtype)
             cols[i].clear()
+            heap.release()  # their pages: else each column's chunks stay resident beside it
             return out
 
         h = self.host = Host(
@@ -454,18 +473,21 @@ class Collector:
         memcpy, memset = rows(self._memcpy, 4), rows(self._memset, 4)
         dev = Device(
             kernels=kernels,
-            runtimes=np.column_stack([h.ts[rt], h.end[rt], h.corr[rt], h.nid[rt]]),
+            runtimes=_stack(rt, h.ts, h.end, h.corr, h.nid),
             copies=np.concatenate([memcpy, memset]),
             memcpy_rows=len(memcpy),
-            cpu_exec=np.column_stack([h.ts[cpu], h.end[cpu]]),
+            cpu_exec=_stack(cpu, h.ts, h.end),
         )
+        del memcpy, memset, cpu
         self.runtime_calls = int(rt.sum())
         steps = table(self.step_marks, 3)[:, :2]
-        lo = [h.ts[is_op], steps[:, 0]]
-        hi = [h.end[is_op], steps[:, 1]]
-        if sum(len(x) for x in lo):
-            self.cpu_lo = float(min(x.min() for x in lo if len(x)))
-            self.cpu_hi = float(max(x.max() for x in hi if len(x)))
+        ops = int(is_op.sum())
+        lo = [steps[:, 0]]
+        hi = [steps[:, 1]]
+        if ops + len(steps):  # min and max where the rows are ops, without copying them
+            self.cpu_lo = min([_lo(h.ts, is_op), *(float(x.min()) for x in lo if len(x))])
+            self.cpu_hi = max([_hi(h.end, is_op), *(float(x.max()) for x in hi if len(x))])
+        del is_op, rt
         other = table(self.dataloader + self.comm_host + self.optimizer_marks, 2)
         lo += [h.ts, dev.kernels[:, 0], dev.copies[:, 0], other[:, 0]]
         hi += [h.end, dev.kernels[:, 1], dev.copies[:, 1], other[:, 1]]

@@ -29,6 +29,11 @@ from tui_prof.profiles.kineto.events import RAW_ARGS, Event, Meta, Trace
 from tui_prof.profiles.kineto.inflate import Inflater
 
 CHUNK_BYTES = 16 * 2**20  # unpacked JSON decoded at a time
+# An undecoded part for a worker process (`defer`), at least: smaller, as each worker holds one
+# decoded and one waiting (16 MB decodes to ≈ 100 MB of structs: eight such workers, 1.3 GB).
+# The buffer is filled to this much and cut at its last boundary, so what is left to carry
+# over (copied when the next piece is appended) is a part of one event.
+DEFER_BYTES = 4 * 2**20
 READ_BYTES = 4 * 2**20
 HEAD_LIMIT = 64 * 2**20  # "traceEvents" must start within this many bytes
 CUT_ATTEMPTS = 8
@@ -207,7 +212,9 @@ class TraceStream:
         self._offset = start
         while True:
             self._check()
-            self._fill(source, self.chunk_bytes)
+            self._fill(
+                source, min(DEFER_BYTES, self.chunk_bytes) if self.defer else self.chunk_bytes
+            )
             if self._eof:
                 yield self._last()
                 return
