@@ -436,7 +436,7 @@ class TimelineView(Widget, can_focus=True):
             return fit(
                 "launched by (p): ",
                 what,
-                f" · {track_label(call.name, 16)} {float(call.start[j]) / 1000:.3f} ms",
+                f" · {track_label(call.name, 20)} {float(call.start[j]) / 1000:.3f} ms",
             )
         found = st.launched(self.track, i)
         if not found:
@@ -447,7 +447,7 @@ class TimelineView(Widget, can_focus=True):
         return fit(
             "launched (p): ",
             st.event_name(int(dev.nid[j])),
-            f"{more} · {track_label(dev.name, 16)} {float(dev.start[j]) / 1000:.3f} ms",
+            f"{more} · {track_label(dev.name, 20)} {float(dev.start[j]) / 1000:.3f} ms",
         )
 
     def render(self) -> RenderableType:
