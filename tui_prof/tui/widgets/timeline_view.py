@@ -91,7 +91,8 @@ class TimelineView(Widget, can_focus=True):
             "partner",
             "Partner",
             show=False,
-            tooltip="Jump to the kernel a launch started, or the launch that started a kernel",
+            tooltip="Jump from a kernel to the call that launched it; from a call or an op to "
+            "the (first) kernel it launched",
         ),
         Binding(
             "g",
