@@ -15,12 +15,11 @@ import pytest
 from tui_prof.profiles.xplane.hlo_cost import _Module
 from tui_prof.profiles.xplane.hlo_proto import HloModuleProto
 
-jax = pytest.importorskip("jax", reason="jax is not installed (an optional extra)")
-jnp = pytest.importorskip("jax.numpy")
-
 
 def _compiled(padding: Any) -> tuple[float, float]:
     """(XLA's FLOPs, tuiprof's FLOPs) of a strided conv, a dot and a batched dot."""
+    jax = pytest.importorskip("jax", reason="jax is not installed (an optional extra)")
+    jnp = pytest.importorskip("jax.numpy")
 
     def f(x: Any, w: Any, a: Any, b: Any) -> Any:
         dims = ("NCHW", "OIHW", "NCHW")
@@ -55,3 +54,22 @@ def test_padded_taps_count_as_pytorch_counts_them() -> None:
     xla, ours = _compiled(((1, 1), (1, 1)))
     assert ours == GEMMS + 2 * (2 * 8 * 8 * 8) * (3 * 3 * 3)
     assert xla < ours  # XLA leaves out the taps on the padding
+
+
+def test_a_damaged_module_counts_nothing_and_raises_nothing() -> None:
+    """A dot whose contracting dimension is out of range, and a fusion that calls its own
+    computation: no FLOPs, no exception, no endless recursion."""
+    m = HloModuleProto(name=b"bad", id=1, entry_computation_id=1)
+    comp = m.computations.add(name=b"main", id=1)
+    a = comp.instructions.add(name=b"a", opcode=b"parameter", id=10)
+    a.shape.element_type, a.shape.dimensions[:] = 11, [4, 4]
+    dot = comp.instructions.add(name=b"dot", opcode=b"dot", id=11, operand_ids=[10, 10])
+    dot.shape.element_type, dot.shape.dimensions[:] = 11, [4, 4]
+    dot.dot_dimension_numbers.lhs_contracting_dimensions[:] = [5]
+    loop = comp.instructions.add(name=b"f", opcode=b"fusion", id=12, called_computation_ids=[1])
+    gemm = comp.instructions.add(name=b"g", opcode=b"custom-call", id=13, operand_ids=[10])
+    gemm.custom_call_target, gemm.backend_config = b"__cublas$gemm", b"{not json"
+    counter = _Module(m)
+    assert counter.flops(dot) == (0.0, "")
+    assert counter.flops(loop) == (0.0, "")
+    assert counter.cost(gemm) == (0.0, "", 0.0)

@@ -91,7 +91,8 @@ class TimelineView(Widget, can_focus=True):
             "partner",
             "Partner",
             show=False,
-            tooltip="Jump to the kernel a launch started, or the launch that started a kernel",
+            tooltip="Jump from a kernel to the call that launched it; from a call or an op to "
+            "the (first) kernel it launched",
         ),
         Binding(
             "g",
@@ -436,7 +437,7 @@ class TimelineView(Widget, can_focus=True):
             return fit(
                 "launched by (p): ",
                 what,
-                f" · {track_label(call.name, 16)} {float(call.start[j]) / 1000:.3f} ms",
+                f" · {track_label(call.name, 20)} {float(call.start[j]) / 1000:.3f} ms",
             )
         found = st.launched(self.track, i)
         if not found:
@@ -447,7 +448,7 @@ class TimelineView(Widget, can_focus=True):
         return fit(
             "launched (p): ",
             st.event_name(int(dev.nid[j])),
-            f"{more} · {track_label(dev.name, 16)} {float(dev.start[j]) / 1000:.3f} ms",
+            f"{more} · {track_label(dev.name, 20)} {float(dev.start[j]) / 1000:.3f} ms",
         )
 
     def render(self) -> RenderableType:
