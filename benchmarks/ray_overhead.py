@@ -2,8 +2,9 @@
 
     python benchmarks/ray_overhead.py [--runs 20] [--many 200] [--workers 2] [--json]
 
-Everything runs against a real Ray cluster on 127.0.0.1 (tests/ray_cluster.py: a head that runs
-nothing, plus `--workers` worker nodes of `--cpus` CPUs each), started inside a network namespace
+Everything runs against a real Ray cluster on loopback (tests/ray_cluster.py: a head that runs
+nothing, plus `--workers` worker nodes of `--cpus` CPUs each, each node with its own 127.0.0.x
+address, temp dir and ports), started inside a network namespace
 of its own: this script re-executes itself under `unshare -n` with loopback up, and what it
 started is killed by process id when it is done (never `ray stop`). Without `unshare -n` or
 Ray it says so in one line and exits 2.
@@ -19,7 +20,10 @@ Ray it says so in one line and exits 2.
      `tail_job_logs` (how tuiprof reads a run: live), and until that stream closed: the floors
      a job per run costs on this cluster, whoever submits it;
    - tuiprof on Ray: the Runner with the Ray backend (after one unmeasured warm-up experiment
-     that put tuiprof's py_modules on every node).
+     that put tuiprof's py_modules on every node);
+   - a warm actor: the alternative to a job per run, a long-lived actor on a worker node that
+     runs the job as a subprocess and returns its exit, wall time, output and metrics as the
+     call's result (a driver joined to the cluster, `ray.init`), timed per call; its start once.
    As in runner_overhead.py, the cost of a run is the time between consecutive runs'
    completions (the experiment's start counts as the first), so the runner's own work between
    runs is included; overhead = median(Ray) - median(local), and their ratio. A tuiprof Ray
@@ -269,6 +273,51 @@ def bare_ray(address: str, runs: int) -> dict[str, Any]:
     return {**{k: med(v) for k, v in out.items()}, "in_ray": med(in_ray)}
 
 
+def warm_actor(gcs: str, runs: int) -> dict[str, Any]:
+    """The alternative to a job per run: a long-lived actor on a worker node (as Ray Tune keeps
+    its trial actors) that runs the same job as a subprocess and returns its exit, wall time,
+    output and metrics as the call's result, one call per run, from a driver joined to the
+    cluster. Timed from the call until its result is here; the actor's start once, apart."""
+    import ray
+
+    ray.init(address=gcs, logging_level="WARNING", log_to_driver=False)
+    try:
+
+        @ray.remote(num_cpus=1)
+        class Runner:
+            def run(self, argv: list[str]) -> dict[str, Any]:
+                import os
+                import subprocess
+                import tempfile
+                import time
+
+                with tempfile.TemporaryDirectory() as d:
+                    metrics = os.path.join(d, "metrics.jsonl")
+                    env = {**os.environ, "TUIPROF_METRICS_FILE": metrics}
+                    t0 = time.perf_counter()
+                    p = subprocess.run(argv, env=env, capture_output=True, stdin=subprocess.DEVNULL)
+                    wall = time.perf_counter() - t0
+                    with open(metrics) as f:
+                        lines = f.read()
+                return {"exit": p.returncode, "wall": wall, "out": p.stdout, "metrics": lines}
+
+        t0 = time.perf_counter()
+        actor = Runner.remote()  # type: ignore[attr-defined]
+        ray.get(actor.__ray_ready__.remote())
+        start = time.perf_counter() - t0
+        times = []
+        for _ in range(runs):
+            t0 = time.perf_counter()
+            res = ray.get(actor.run.remote(JOB))
+            times.append(time.perf_counter() - t0)
+            if res["exit"] != 0 or '"value"' not in res["metrics"]:
+                raise RuntimeError(f"the warm actor's run failed: {res}")
+        ray.kill(actor)
+        return {"per_run": med(times), "p90": p90(times), "actor_start": start}
+    finally:
+        ray.shutdown()
+
+
 # ---------------------------------------------------------------- 2. many runs
 
 
@@ -381,7 +430,7 @@ def check_store(directory: Path, planned: int) -> dict[str, Any]:
 
 
 def inside(args: argparse.Namespace, work: Path) -> dict[str, Any]:
-    from ray_cluster import ADDRESS, Cluster
+    from ray_cluster import ADDRESS, GCS_PORT, Cluster
 
     out: dict[str, Any] = {"loadavg_start": os.getloadavg()}
     if args.hide_module:
@@ -421,6 +470,8 @@ def inside(args: argparse.Namespace, work: Path) -> dict[str, Any]:
             bare = bare_ray(ADDRESS, n)
             log(f"{n} runs one at a time, tuiprof on Ray ...")
             ray = via_runner(work, "ray", n, ADDRESS, 1)
+            log(f"{n} runs one at a time through a warm actor on a worker node ...")
+            actor = warm_actor(f"127.0.0.1:{GCS_PORT}", n)
             m_local, m_ray = statistics.median(local["gaps"]), statistics.median(ray["gaps"])
             out["per_run"] = {
                 "runs": n,
@@ -436,6 +487,7 @@ def inside(args: argparse.Namespace, work: Path) -> dict[str, Any]:
                 "ratio": m_ray / m_local,
                 "within_aim": m_ray - m_local < 1.0,
                 "bare_ray_s": bare,
+                "warm_actor_s": actor,
                 "tuiprof_beyond_bare_ray_s": m_ray - bare["output_here"],
                 "ray_phases_s": ray["phases"],
                 "ray_between_runs_s": ray["between_runs"],
@@ -478,6 +530,12 @@ def report(res: dict[str, Any]) -> None:
                 "tuiprof, Ray backend",
                 r["ray_s"],
                 f"p90 {r['ray_p90_s']:.2f}, {r['ray_min_s']:.2f}-{r['ray_max_s']:.2f}",
+            ),
+            (
+                "a warm actor per node, one call per run",
+                r["warm_actor_s"]["per_run"],
+                f"p90 {r['warm_actor_s']['p90']:.2f}; its start once "
+                f"{r['warm_actor_s']['actor_start']:.2f}",
             ),
         ]
         for label, value, note in rows:

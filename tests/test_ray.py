@@ -303,6 +303,44 @@ def _scenarios(work: Path, out: dict[str, Any]) -> None:
         }
     finally:
         cluster.stop()
+    _machines(work, out)
+
+
+def _machines(work: Path, out: dict[str, Any]) -> None:
+    """A second cluster as `ray start` makes it on real machines by default: the head runs jobs
+    too, and one worker's dashboard agent cannot serve its logs (its HTTP port is the head's, as
+    for two default `ray start`s on one machine)."""
+    from ray_cluster import Cluster
+
+    cluster = Cluster(gcs_port=6392, dashboard_port=8276, port_base=52600)
+    try:
+        cluster.start_head(cpus=2)
+        cluster.wait_for(["head"])
+        cluster.add_worker("wok", cpus=2)
+        cluster.wait_for(["wok"])
+        cluster.add_worker("wclash", cpus=2, agent_port=cluster.agent_ports["head"])
+        ids = cluster.wait_for(["wclash"])
+        exp = work / "machines"
+        r = _cli(
+            "run",
+            str(_spec(work, "machines", repeats=3)),
+            "--backend", "ray", "--ray-address", cluster.address, "--headless",
+            "--output", str(exp),
+            cwd=work,
+        )  # fmt: skip
+        attempts = [json.loads(row[0]) for row in _db(exp, "SELECT record FROM run_attempts")]
+        out["machines"] = {
+            **r,
+            "ips": cluster.ips,
+            "clash_id": ids["wclash"],
+            "record": _record(exp),
+            "attempts": [
+                {k: a[k] for k in ("run_id", "status", "error", "node", "attempt", "wall_time_s")}
+                for a in attempts
+            ],
+        }
+    finally:
+        cluster.stop()
 
 
 # ---------------------------------------------------------------- the tests
@@ -459,6 +497,30 @@ def test_a_lost_node_fails_that_attempt_and_the_retry_finishes_elsewhere(
     assert lost["record"][victim]["attempt"] == 2 and lost["record"][victim]["node"].startswith(
         "w1/"
     )
+
+
+def test_results_arrive_from_every_node_and_unreadable_ones_are_retried_not_failed(
+    cluster_run: dict[str, Any],
+) -> None:
+    m = cluster_run["machines"]
+    assert m["rc"] == 0, m["stderr"][-3000:]
+    assert m["ips"] == {"head": "127.0.0.1", "wok": "127.0.0.2", "wclash": "127.0.0.3"}
+    rec = m["record"]
+    assert set(rec) == {f"{v}-r{i}" for v in "ab" for i in range(3)}
+    for run_id, run in rec.items():
+        assert run["status"] == "finished" and run["metrics"]["accuracy"] > 0, (run_id, run)
+        assert run["log"].count(f"start {run_id} ") == 1 and run["files"], run_id
+        assert not run["node"].startswith("wclash/"), run_id
+    first = {r["node"].split("/")[0] for r in rec.values() if r["attempt"] == 1}
+    assert first == {"head", "wok"}  # the head runs jobs too; a worker's results arrive
+    lost = {a["run_id"] for a in m["attempts"]}
+    assert lost and all(rec[run_id]["attempt"] == 2 for run_id in lost)
+    for a in m["attempts"]:  # one block went to wclash: both its runs, then never again
+        assert a["status"] == "failed" and a["node"].startswith("wclash/"), a
+        assert a["error"].startswith("results lost on wclash/"), a["error"]
+        assert "the Ray job succeeded" in a["error"] and "state API" in a["error"], a["error"]
+        assert a["error"].endswith("; retrying on another node"), a["error"]
+    assert len(lost) == 2 and len({r[-1] for r in lost}) == 1
 
 
 if __name__ == "__main__":  # inside the namespace: python tests/test_ray.py scenarios WORKDIR

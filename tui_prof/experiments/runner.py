@@ -12,7 +12,8 @@ The backend (the spec's `[backend]`, see backends/) is connected before the expe
 is made, so a cluster that is not there costs one line and nothing else. A cluster's runs outlive
 the runner: `resume` reattaches the ones still in flight (collecting those that ended meanwhile)
 before it starts anything new, and `resume(..., attach_only=True)` only reattaches. A run whose
-node was lost is retried on another node up to `[backend] retries` times.
+node was lost is retried on another node up to `[backend] retries` times; one whose results
+could not be read back (`unread`) at least once.
 """
 
 from __future__ import annotations
@@ -508,7 +509,8 @@ class Runner:
         tail = tail_text(request.log_path, LOG_TAIL_LINES)
         if error and tail and not out.error:
             error += ": " + tail.splitlines()[-1][:200]
-        retry = out.lost and self._retried.get(run_id, 0) < self.spec.backend.retries
+        allowed = max(self.spec.backend.retries, 1 if out.unread else 0)
+        retry = out.lost and self._retried.get(run_id, 0) < allowed
         if retry:
             error = f"{error}; retrying on another node"
         rec = self.store.run(run_id)

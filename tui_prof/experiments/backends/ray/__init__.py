@@ -1,6 +1,8 @@
 """The Ray backend: each run is a Ray job (Jobs API), so runs outlive tuiprof.
 
-    client.py     RayBackend and its run handles: submit, follow, stop, reattach (imports ray)
+    client.py     RayBackend: connect, submit, reattach, the log streams and the watcher (imports ray)
+    handle.py     one run: its state, its end when Ray says the job is over, its stop
+    logs.py       a finished job's whole log, from the Jobs API or the node's own log file
     placement.py  which nodes fit a run, blocks of runs pinned to one node (pure)
     stream.py     a run's job log back into its output, metrics and files (pure)
     node.py       the wrapper each job runs on its node (stdlib only; shipped as py_modules)
