@@ -70,6 +70,7 @@ def _node_env() -> dict[str, str]:
     env.pop("RAY_ADDRESS", None)
     # A loaded machine starts a raylet slower than Ray's default 60 s wait for its registration.
     env.setdefault("RAY_raylet_start_wait_time_s", "180")
+    env.setdefault("RAY_agent_register_timeout_ms", "180000")
     return env
 
 
@@ -181,7 +182,7 @@ class Cluster:
             agent_port=agent_port,
         )
 
-    def wait_for(self, names: Sequence[str], timeout_s: float = 240.0) -> dict[str, str]:
+    def wait_for(self, names: Sequence[str], timeout_s: float = 360.0) -> dict[str, str]:
         """Until these nodes are alive: name -> Ray node id."""
         from ray.util.state import list_nodes
 
