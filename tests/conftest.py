@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import os
+import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -13,6 +17,48 @@ SAMPLES = REPO / "sample_traces"
 SHARED = REPO.parent / "shared"
 SHARED_TRACES = SHARED / "traces"
 GPU_LOGDIR = SHARED_TRACES / "tf_gpu_multi_worker"
+
+# Modules that run real jobs, servers, frameworks or whole TUI sessions: everything else is the
+# `quick` inner loop (`pytest -m quick`, under two minutes on 2 cores). A new module is quick
+# until it is named here.
+NOT_QUICK = frozenset(
+    {
+        "test_capture",
+        "test_capture_cli",
+        "test_compare_cli",
+        "test_experiments_live_log",
+        "test_fallback_steps",
+        "test_follow",
+        "test_instrument",
+        "test_jax",
+        "test_keys",
+        "test_kineto_references",
+        "test_kineto_torch",
+        "test_new_experiment",
+        "test_ray",
+        "test_run_cli",
+        "test_run_variants",
+        "test_runner",
+        "test_snapshots",
+        "test_stats_simulation",
+        "test_summary_official",
+        "test_torch_job",
+        "test_tui",
+        "test_tui_diff",
+        "test_tui_workers",
+        "test_tui_xla",
+    }
+)
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        module = item.path.stem
+        slow = any(item.get_closest_marker(name) for name in ("slow", "torch"))
+        if module not in NOT_QUICK and not slow:
+            item.add_marker(pytest.mark.quick)
+
 
 needs_shared = pytest.mark.skipif(
     not GPU_LOGDIR.is_dir(),
@@ -57,6 +103,22 @@ def official_overview(paths: list[Path]) -> list[dict]:
             {"use_saved_result": False},
         )
     return json.loads(data)
+
+
+async def until(pilot: Any, predicate: Callable[[], bool], timeout: float = 30) -> None:
+    """Let the app run until `predicate()` holds (a condition, not a sleep); fail after `timeout` s."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, f"timed out after {timeout} s waiting for the app"
+        await pilot.pause(0.05)
+
+
+def needs_module(module: str, extra: str) -> pytest.MarkDecorator:
+    """Skip, saying why, where an optional framework (an extra) is not installed."""
+    return pytest.mark.skipif(
+        importlib.util.find_spec(module) is None,
+        reason=f"{module} is not installed (an extra: pip install -e '.[{extra}]')",
+    )
 
 
 async def settle(pilot) -> None:

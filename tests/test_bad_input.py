@@ -148,8 +148,10 @@ import json, os, sys
 from tui_prof.cli.main import main
 from tui_prof.cli import summary
 from tui_prof.profiles import load
-from tui_prof.profiles.xplane import converter, reader
-converter._converter()  # nobody cannot read root's Python install: import everything first
+from tui_prof.profiles.xplane import convert_worker, converter, reader
+# nobody cannot read root's Python install: import everything first, and start the converter's
+# process (it imports xprof) while still root
+convert_worker.process().start()
 if os.getuid() == 0:  # root reads everything: drop to nobody, so chmod 000 means unreadable
     os.setgid(65534); os.setuid(65534)
 sys.exit(main(["summary", *sys.argv[1:]]))

@@ -21,9 +21,9 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import REPO
 from netns import unshare_prefix
 
-REPO = Path(__file__).resolve().parents[1]
 JOB = REPO / "examples" / "profiler_server_job.py"
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from conftest import REPO
 
 from tui_prof.cli.main import main
 from tui_prof.comparison.report import compare_experiment
@@ -31,7 +32,6 @@ from tui_prof.model import (
     RunRecord,
 )
 
-REPO = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "PYTHONPATH": str(REPO)}
 WALL = {"fp32": [10.0, 10.2, 10.1, 10.3, 10.15], "mixed": [9.4, 9.5, 9.45, 9.6, 9.5]}
 ACC = {"fp32": [0.931, 0.932, 0.930, 0.931, 0.933], "mixed": [0.93, 0.91, 0.94, 0.92, 0.935]}
@@ -289,3 +289,19 @@ def test_core_modules_import_no_textual_tensorflow_or_scipy() -> None:
                          check=True).stdout  # fmt: skip
     loaded = {m.split(".")[0] for m in out.split()}
     assert not loaded & {"textual", "tensorflow", "scipy"}
+
+
+def test_min_difference_moves_what_matters(tmp_path: Path, capsys: Any) -> None:
+    """mixed is ~7% faster: it matters at the default 5%, not when only 10% would; a bad value
+    is one line and exit 2."""
+    exp = str(make_experiment(tmp_path))
+    code, out, err = cli(capsys, exp, "--json", "--min-difference", "wall_time_s=10")
+    assert code == 0, err
+    wall = json.loads(out)["metrics"]["wall_time_s"]["comparisons"][0]
+    assert wall["min_effect_pct"] == 10.0 and wall["winner"] is None
+    assert wall["verdict"].endswith("under the 10% that matters")
+    code, out, err = cli(capsys, exp, "--json")
+    wall = json.loads(out)["metrics"]["wall_time_s"]["comparisons"][0]
+    assert wall["min_effect_pct"] == 5.0 and wall["winner"] == "mixed"
+    code, out, err = cli(capsys, exp, "--min-difference", "wall_time_s=lots")
+    assert code == 2 and err.count("\n") == 1 and "percentage above 0" in err

@@ -9,11 +9,9 @@ from __future__ import annotations
 
 import json
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 
-from textual.pilot import Pilot
+from conftest import until
 from textual.widgets import RichLog
 
 from tui_prof.experiments.spec import load_spec
@@ -43,13 +41,6 @@ def _spec(tmp_path: Path, lines: int, repeats: int = 1) -> Path:
     return spec
 
 
-async def _until(pilot: Pilot[int], predicate: Callable[[], bool], timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out waiting for the screen"
-        await pilot.pause(0.05)
-
-
 def _shown(app: TuiprofApp) -> list[str]:
     return [s.text.rstrip() for s in app.experiments.query_one("#run-log", RichLog).lines]
 
@@ -66,10 +57,10 @@ async def _log_of_a_run_selected_before_its_output(tmp_path: Path, lines: int) -
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause(0.3)
         app._start(StartRequest(load_spec(_spec(tmp_path, lines))))
-        await _until(pilot, lambda: bool(app.runners) and _selected(app) is not None)
+        await until(pilot, lambda: bool(app.runners) and _selected(app) is not None)
         (tmp_path / "go0").touch()  # the run is selected: now it may print
         runner = next(iter(app.runners.values()))
-        await _until(pilot, lambda: runner.done)
+        await until(pilot, lambda: runner.done)
         await pilot.pause(0.3)  # the last flush
         return _shown(app)
 
@@ -96,21 +87,21 @@ async def test_a_flood_selected_afterwards_shows_its_kept_tail_and_says_what_it_
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause(0.3)
         app._start(StartRequest(load_spec(_spec(tmp_path, 20000, repeats=2))))
-        await _until(pilot, lambda: bool(app.runners) and _selected(app) == "default-r0")
+        await until(pilot, lambda: bool(app.runners) and _selected(app) == "default-r0")
         table = app.experiments.query_one(RunTable)
         table.focus()
         await pilot.press("down")
-        await _until(pilot, lambda: _selected(app) == "default-r1")
+        await until(pilot, lambda: _selected(app) == "default-r1")
         (tmp_path / "go0").touch()
-        await _until(pilot, lambda: table.runs["default-r0"].status == "finished")
+        await until(pilot, lambda: table.runs["default-r0"].status == "finished")
         await pilot.pause(0.3)
         assert not any(s.startswith("line ") for s in _shown(app))  # r1's log: nothing yet
         await pilot.press("up")
-        await _until(pilot, lambda: _selected(app) == "default-r0")
+        await until(pilot, lambda: _selected(app) == "default-r0")
         await pilot.pause(0.1)
         shown = _shown(app)
         (tmp_path / "go1").touch()
-        await _until(pilot, lambda: next(iter(app.runners.values())).done)
+        await until(pilot, lambda: next(iter(app.runners.values())).done)
     assert shown[-1] == "line 20000"
     assert "not shown here" in shown[0]
     assert len([s for s in shown if s.startswith("line ")]) <= LOG_TAIL_LINES

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import GPU_LOGDIR, REPO, SAMPLES, needs_shared, official_overview, sample_session
+from conftest import GPU_LOGDIR, REPO, needs_shared, official_overview, sample_session
 
 from tui_prof.model import CATEGORIES, Cancelled, ProfileError
 from tui_prof.profiles.xplane.proto import XSpace
@@ -250,7 +250,3 @@ def test_bad_files_raise_profile_error(tmp_path: Path, content: bytes) -> None:
 def test_no_paths_is_a_profile_error() -> None:
     with pytest.raises(ProfileError):
         find_steps([])
-
-
-def test_samples_present() -> None:
-    assert SAMPLES.is_dir(), "sample_traces/ is missing"

@@ -19,8 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
-
-REPO = Path(__file__).resolve().parents[1]
+from conftest import REPO
 
 
 def _sample_xplane() -> Path:

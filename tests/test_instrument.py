@@ -10,10 +10,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import REPO, needs_module
 
 from tui_prof.experiments.protocol import read_metrics
-
-REPO = Path(__file__).resolve().parents[1]
 
 
 def test_outside_tuiprof_everything_is_a_no_op_and_imports_no_framework(tmp_path: Path) -> None:
@@ -99,6 +98,7 @@ else:
 
 
 @pytest.mark.slow
+@needs_module("tensorflow", "tf")
 def test_real_keras_job_under_tuiprof_run_reports_and_profiles_official_steps(
     tmp_path: Path,
 ) -> None:

@@ -5,14 +5,11 @@ from __future__ import annotations
 import json
 import socket
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 
-from conftest import SAMPLES, settle
+from conftest import SAMPLES, settle, until
 from textual.binding import Binding
 from textual.keys import format_key
-from textual.pilot import Pilot
 from textual.widgets._footer import FooterKey
 
 from tui_prof.tui.app import TuiprofApp
@@ -20,13 +17,6 @@ from tui_prof.tui.app import TuiprofApp
 
 def _footer(app: TuiprofApp) -> set[str]:
     return {k.key for k in app.screen.query(FooterKey)}
-
-
-async def _until(pilot: Pilot[int], predicate: Callable[[], bool], timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out waiting for the app"
-        await pilot.pause(0.05)
 
 
 def test_help_lists_every_binding_of_every_view() -> None:
@@ -53,7 +43,7 @@ async def test_the_view_shown_leaves_its_own_key_out_of_the_footer() -> None:
         await settle(pilot)
         assert "e" not in _footer(app) and "b" in _footer(app)
         assert not {"x", "X"} & _footer(app)  # nothing of this session's is running
-        await _until(pilot, lambda: "d" in _footer(app))  # the sample's two variants
+        await until(pilot, lambda: "d" in _footer(app))  # the sample's two variants
 
 
 async def test_x_and_X_show_while_this_sessions_runs_do(tmp_path: Path) -> None:
@@ -70,13 +60,13 @@ async def test_x_and_X_show_while_this_sessions_runs_do(tmp_path: Path) -> None:
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         app._start(StartRequest(load_spec(spec)))
-        await _until(pilot, lambda: bool(app.runners) and app.screen is app.experiments)
+        await until(pilot, lambda: bool(app.runners) and app.screen is app.experiments)
         runner = next(iter(app.runners.values()))
-        await _until(pilot, lambda: bool(runner.active))
-        await _until(pilot, lambda: {"x", "X"} <= _footer(app))
+        await until(pilot, lambda: bool(runner.active))
+        await until(pilot, lambda: {"x", "X"} <= _footer(app))
         (tmp_path / "go").touch()
-        await _until(pilot, lambda: runner.done)
-        await _until(pilot, lambda: not {"x", "X"} & _footer(app))
+        await until(pilot, lambda: runner.done)
+        await until(pilot, lambda: not {"x", "X"} & _footer(app))
         assert "d" not in _footer(app)  # one variant: nothing to diff it with
 
 
@@ -95,6 +85,6 @@ async def test_s_shows_only_while_a_capture_runs(tmp_path: Path) -> None:
             await settle(pilot)
             assert "s" not in _footer(app)
             app._capture(CaptureRequest((address,), str(tmp_path), 5000, None, None))
-            await _until(pilot, lambda: "s" in _footer(app))
+            await until(pilot, lambda: "s" in _footer(app))
             await pilot.press("s")
-            await _until(pilot, lambda: "s" not in _footer(app))
+            await until(pilot, lambda: "s" not in _footer(app))

@@ -85,7 +85,8 @@ def test_resolved_and_equivalent_comparisons_need_no_more_repeats() -> None:
     resolved = compare([10.0, 10.1, 9.9], [9.0, 9.1, 8.9], metric="wall_time_s")
     assert resolved.significant and resolved.repeats_needed is None
     same = compare([10.0, 10.01, 9.99, 10.0], [10.0, 10.02, 9.99, 10.01], metric="wall_time_s")
-    assert "any difference is under" in same.verdict and same.repeats_needed is None
+    assert same.verdict.startswith("no difference larger than 5% at n=4 (95% CI 0.99")
+    assert same.repeats_needed is None and same.winner is None
     few = compare([10.0, 10.1], [9.0, 9.1], metric="wall_time_s")
     assert few.repeats_needed is None
 
@@ -93,7 +94,8 @@ def test_resolved_and_equivalent_comparisons_need_no_more_repeats() -> None:
 def test_a_difference_too_small_to_matter_is_capped_with_a_note() -> None:
     base = [10.0, 10.5, 9.5, 10.2, 9.8]
     same_ish = [10.04, 10.54, 9.54, 10.24, 9.84]  # 0.4% apart; the spread is ±2.5%
-    c = compare(base, same_ish, metric="wall_time_s", variant_name="v")
+    one = {"wall_time_s": 1.0}  # the smallest difference that matters, set to 1%
+    c = compare(base, same_ish, metric="wall_time_s", variant_name="v", matters=one)
     assert not c.significant and c.repeats_effect_pct == pytest.approx(1.0)
     assert c.repeats_observed_pct == pytest.approx(0.4, abs=0.01)
     assert c.repeats_note is not None and "under 1%, too small to matter" in c.repeats_note
@@ -106,3 +108,25 @@ def test_more_than_a_hundred_repeats_is_capped() -> None:
     advice = power.advise(0.02, lambda effect: None)
     assert advice is not None and advice.capped and advice.repeats == power.MAX_REPEATS
     assert advice.note == "over 100 repeats per variant would be needed to resolve a 2% difference"
+
+
+def test_repeats_are_advised_only_for_the_smallest_difference_that_matters() -> None:
+    """5% for times by default: a smaller difference seen is never chased; where the interval
+    lies within ±5% the verdict says so and asks for nothing; set per metric it moves."""
+    base = [10.0, 10.5, 9.5, 10.2, 9.8]
+    same_ish = [10.04, 10.54, 9.54, 10.24, 9.84]  # 0.4% apart; the spread is ±2.5%
+    c = compare(base, same_ish, metric="wall_time_s", variant_name="v")
+    assert c.min_effect_pct == 5.0 and c.repeats_effect_pct == pytest.approx(5.0)
+    assert c.repeats_needed is not None and c.repeats_needed < 20
+    assert "would resolve 5%" in c.verdict
+    tight = [10.0, 10.02, 9.98, 10.01, 9.99]
+    c = compare(tight, [x * 1.01 for x in tight], metric="wall_time_s", variant_name="v")
+    # a real 1% slowdown, resolved, but under what matters: said, and no winner named
+    assert c.significant and c.winner is None and c.repeats_needed is None
+    assert c.verdict.endswith("under the 5% that matters")
+    c = compare(
+        tight, [x * 1.01 for x in tight], metric="wall_time_s", matters={"wall_time_s": 0.5}
+    )
+    assert c.winner == "baseline" and c.min_effect_pct == 0.5
+    acc = compare([0.9, 0.91, 0.89], [0.9, 0.91, 0.89], metric="accuracy")
+    assert acc.min_effect_pct is None  # not a time: none unless given

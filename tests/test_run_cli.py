@@ -10,11 +10,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import REPO
 
 from tui_prof.experiments.store import load_experiment
 from tui_prof.model import RUN_FAILED, RUN_FINISHED
 
-REPO = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "PYTHONPATH": str(REPO)}
 JOB = r"""
 import json, os, sys

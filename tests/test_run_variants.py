@@ -11,6 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from conftest import REPO
 
 from tui_prof.experiments.commands import (
     SPEC_FILE,
@@ -23,7 +24,6 @@ from tui_prof.experiments.spec import ExperimentSpec, SpecError, VariantSpec, lo
 from tui_prof.experiments.store import load_experiment, load_spec_from
 from tui_prof.model import RUN_FINISHED
 
-REPO = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "PYTHONPATH": str(REPO)}
 PY = sys.executable
 JOB = r"""

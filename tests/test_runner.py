@@ -351,7 +351,7 @@ def test_a_run_that_cannot_start_is_failed_without_a_start_event(tmp_path: Path)
 def test_gpu_fingerprint_parses_nvidia_smi_output(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tui_prof.experiments.fingerprint import framework_versions, gpu_info
+    from tui_prof.experiments.fingerprint import gpu_info
 
     # No GPU on this machine: nvidia-smi's real output formats, replayed by a stand-in on PATH.
     tool = tmp_path / "nvidia-smi"
@@ -378,5 +378,23 @@ def test_gpu_fingerprint_parses_nvidia_smi_output(
         "#!/bin/sh\necho 'NVIDIA-SMI has failed because it couldn't communicate with the driver'\nexit 9\n"
     )
     assert gpu_info()["gpu_model"] is None  # a broken driver reads as no GPU, not as an error
-    versions = framework_versions()  # from package metadata, nothing imported
-    assert any(k.startswith("tensorflow") for k in versions)
+
+
+def test_framework_versions_come_from_package_metadata_without_importing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A framework installed here (its dist-info first on sys.path) is reported at its version,
+    read from the metadata: the framework itself is never imported, so a job's fingerprint costs
+    nothing and works where importing it would fail."""
+    dist = tmp_path / "tensorflow-9.8.7.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: tensorflow\nVersion: 9.8.7\n")
+    (tmp_path / "tensorflow").mkdir()
+    (tmp_path / "tensorflow" / "__init__.py").write_text("raise ImportError('imported')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    before = "tensorflow" in sys.modules
+    from tui_prof.experiments.fingerprint import framework_versions
+
+    versions = framework_versions()
+    assert versions["tensorflow"] == "9.8.7"
+    assert ("tensorflow" in sys.modules) == before

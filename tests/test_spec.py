@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tui_prof.experiments.runner import plan_runs
-from tui_prof.experiments.spec import SpecError, load_spec, select
+from tui_prof.experiments.spec import ExperimentSpec, SpecError, load_spec, select
 
 PY = sys.executable
 
@@ -252,3 +252,28 @@ def test_plan_is_interleaved_with_warmups_first_or_sequential(tmp_path: Path) ->
 
     seq = [p.run_id for p in plan_runs(replace(spec, order="sequential", warmup=0))]
     assert seq == ["float32-r0", "float32-r1", "mixed-r0", "mixed-r1"]
+
+
+def test_min_difference_pct_is_parsed_saved_and_refused_when_absurd(tmp_path: Path) -> None:
+    from tui_prof.experiments.commands import save_spec
+    from tui_prof.experiments.spec import parse_min_difference
+
+    assert parse_min_difference("5") == {"*": 5.0}
+    assert parse_min_difference("wall_time_s=5%, acc=0.5") == {"wall_time_s": 5.0, "acc": 0.5}
+    for bad in ("0", "-1", "101", "nan", "x=", "wall_time_s=fast"):
+        with pytest.raises(ValueError, match="percentage above 0"):
+            parse_min_difference(bad)
+    spec_file = tmp_path / "s.toml"
+    spec_file.write_text(
+        'name = "m"\ncommand = ["true"]\nmin_difference_pct = { wall_time_s = 2.5 }\n'
+        "[variants.a]\n",
+        encoding="utf-8",
+    )
+    spec = load_spec(spec_file)
+    assert spec.min_difference_pct == {"wall_time_s": 2.5}
+    assert ExperimentSpec.from_dict(spec.to_dict()) == spec
+    save_spec(spec, tmp_path / "again.toml")
+    assert load_spec(tmp_path / "again.toml").min_difference_pct == {"wall_time_s": 2.5}
+    spec_file.write_text('name = "m"\ncommand = ["true"]\nmin_difference_pct = 0\n')
+    with pytest.raises(SpecError, match="min_difference_pct: expected a percentage"):
+        load_spec(spec_file)

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import REPO
 
 from tui_prof.experiments.spec import load_spec
 from tui_prof.experiments.store import (
@@ -24,8 +25,6 @@ from tui_prof.experiments.store import (
     load_experiment,
 )
 from tui_prof.model import RUN_FINISHED, RUN_INTERRUPTED, RUN_PENDING, RUN_RUNNING
-
-REPO = Path(__file__).resolve().parents[1]
 
 JOB = r"""
 import json, os, sys, time
@@ -164,7 +163,8 @@ def test_sigkill_mid_experiment_loses_no_finished_run_and_resume_runs_only_missi
         exp = load_experiment(exp_dir)
         before = {r.run_id: r for r in exp.runs}
         finished = [r for r in exp.runs if r.status == RUN_FINISHED]
-        interrupted = [r for r in exp.runs if r.status == RUN_INTERRUPTED]
+        # the run that was running: still alive (its job goes on) or ended unrecorded
+        interrupted = [r for r in exp.runs if r.status in (RUN_INTERRUPTED, RUN_RUNNING)]
         assert len(finished) >= 2 and len(interrupted) == 1
         for r in finished:  # intact: record, metrics and files
             assert r.metrics["acc"] == 0.5 + r.repeat / 100 and r.wall_time_s >= 0.4
@@ -229,20 +229,122 @@ def test_resume_refuses_while_the_runner_lives_and_can_add_repeats(tmp_path: Pat
     assert exp.repeats == 2 and [r.status for r in exp.runs] == [RUN_FINISHED] * 4
 
 
-def test_kill_orphan_kills_only_the_group_still_running_that_run(tmp_path: Path) -> None:
-    from tui_prof.experiments.store import kill_orphan
+ESCAPING_JOB = r"""
+import os, subprocess, sys, time
+# The work runs in a grandchild that leaves the job's process group (its own session), as a
+# daemonising launcher does: killing the group a run was started in does not reach it.
+if len(sys.argv) > 2:
+    rid = os.environ["TUIPROF_RUN_ID"]
+    with open(sys.argv[1], "a") as f:
+        f.write(f"start {rid} {os.getpid()} {time.time():.4f}\n")
+    time.sleep(float(sys.argv[2]))
+    with open(sys.argv[1], "a") as f:
+        f.write(f"end {rid} {os.getpid()} {time.time():.4f}\n")
+else:
+    sys.exit(subprocess.run([sys.executable, __file__, sys.argv[1], "0.8"],
+                            start_new_session=True).returncode)
+"""
 
-    run_dir = tmp_path / "runs" / "a-r0"
-    env = {**os.environ, "TUIPROF_RUN_DIR": str(run_dir)}
-    child = subprocess.Popen(
-        [sys.executable, "-c", "import time; time.sleep(60)"], env=env, start_new_session=True
+
+def test_sigkill_then_resume_at_once_runs_every_run_once_without_overlap(tmp_path: Path) -> None:
+    """A real `tuiprof run` SIGKILLed mid-run, resumed at once: the copy left running (in a
+    process group of its own) is found by its environment and stopped before its run starts
+    again, so no two copies of a run ever live at once and every run finishes exactly once."""
+    (tmp_path / "job.py").write_text(ESCAPING_JOB, encoding="utf-8")
+    events = tmp_path / "events.txt"
+    spec = tmp_path / "tuiprof.toml"
+    spec.write_text(
+        f'name = "k"\ncommand = ["{sys.executable}", "job.py", "{events}"]\nrepeats = 2\n'
+        "[variants.a]\n[variants.b]\n",
+        encoding="utf-8",
+    )
+    exp_dir = tmp_path / "exp"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    run = [sys.executable, "-m", "tui_prof.cli", "run"]
+    proc = subprocess.Popen(
+        [*run, str(spec), "--headless", "--output", str(exp_dir)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
     )
     try:
-        assert not kill_orphan(child.pid, tmp_path / "runs" / "other")  # not this run: left alone
-        assert child.poll() is None
-        assert kill_orphan(child.pid, run_dir)
-        assert child.wait(5) == -signal.SIGKILL
+        deadline = time.monotonic() + 30
+        while not (events.exists() and events.read_text().count("start") >= 2):
+            assert time.monotonic() < deadline, "runs did not progress"
+            time.sleep(0.02)
+        os.kill(proc.pid, signal.SIGKILL)  # mid-run: the second run's work has just started
+        proc.wait(10)
+        left = load_experiment(exp_dir)
+        alive = [r for r in left.runs if r.status == RUN_RUNNING]
+        assert len(alive) == 1 and "its tuiprof has gone" in (alive[0].error or "")
+        res = subprocess.run(
+            [*run, "--resume", str(exp_dir), "--headless"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert res.returncode == 0, res.stderr
+        assert f"stopped {alive[0].run_id}, still running after its tuiprof had gone" in res.stderr
     finally:
-        if child.poll() is None:
-            child.kill()
-            child.wait()
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    spans: dict[str, list[list[float]]] = {}
+    for line in events.read_text().splitlines():
+        what, rid, _pid, t = line.split()
+        if what == "start":
+            spans.setdefault(rid, []).append([float(t), float("inf")])
+        else:
+            spans[rid][-1][1] = float(t)
+    ended = {rid: sum(end != float("inf") for _, end in s) for rid, s in spans.items()}
+    assert ended == {"a-r0": 1, "b-r0": 1, "a-r1": 1, "b-r1": 1}  # each finished exactly once
+    copies = spans[alive[0].run_id]
+    assert len(copies) == 2 and copies[0][1] == float("inf")  # the first copy was stopped ...
+    # ... and was gone before the second started: the stop waits until no process of it lives
+    after = load_experiment(exp_dir)
+    assert [r.status for r in after.runs] == [RUN_FINISHED] * 4
+    redone = next(r for r in after.runs if r.run_id == alive[0].run_id)
+    assert redone.attempt == 2
+    conn = sqlite3.connect(exp_dir / DB_NAME)
+    (first,) = conn.execute("SELECT record FROM run_attempts").fetchone()
+    conn.close()
+    assert "still running after its tuiprof had gone" in first
+
+
+def test_stop_processes_waits_until_every_process_of_a_run_is_gone(tmp_path: Path) -> None:
+    from tui_prof.experiments.orphans import (
+        find_run_processes,
+        proc_start,
+        recorded_alive,
+        stop_processes,
+    )
+
+    run_dir = tmp_path / "runs" / "a-r1"
+    env = {**os.environ, "TUIPROF_RUN_DIR": str(run_dir)}
+    stubborn = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(60)"
+    children = [
+        subprocess.Popen([sys.executable, "-c", stubborn], env=env, start_new_session=True),
+        subprocess.Popen(  # another run's: a prefix of its directory name, left alone
+            [sys.executable, "-c", "import time; time.sleep(60)"],
+            env={**env, "TUIPROF_RUN_DIR": str(run_dir) + "0"},
+            start_new_session=True,
+        ),
+    ]
+    try:
+        time.sleep(0.3)  # let it install its SIGTERM handler
+        found = find_run_processes([run_dir])
+        assert found == {str(run_dir): [children[0].pid]}
+        start = proc_start(children[0].pid)
+        assert recorded_alive(children[0].pid, start)
+        assert not recorded_alive(children[0].pid, "1")  # a recycled pid is not the run
+        assert stop_processes(found[str(run_dir)], grace_s=0.2) == []
+        assert children[0].wait(5) == -signal.SIGKILL  # SIGTERM ignored: SIGKILL after the grace
+        assert not recorded_alive(children[0].pid, start)
+        assert children[1].poll() is None
+    finally:
+        for c in children:
+            if c.poll() is None:
+                c.kill()
+                c.wait()

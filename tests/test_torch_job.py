@@ -20,7 +20,6 @@ from conftest import REPO
 
 from tui_prof.experiments.store import load_experiment
 from tui_prof.model import RUN_FINISHED
-from tui_prof.profiles.load import READERS
 
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 needs_torch = pytest.mark.skipif(
@@ -164,7 +163,6 @@ def test_compare_reads_the_torch_experiment(torch_experiment: Path) -> None:
 
 
 @needs_torch
-@pytest.mark.skipif("kineto" not in READERS, reason="the Kineto trace reader is not merged yet")
 def test_diff_of_the_torch_variants(torch_experiment: Path) -> None:
     res = _tuiprof("diff", str(torch_experiment), "--json")
     assert res.returncode == 0, res.stderr

@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import ast
+import contextlib
 import json
 import os
 import sqlite3
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 
-from conftest import REPO, settle
+from conftest import REPO, settle, until
 from rich.console import Console, RenderableType
-from textual.pilot import Pilot
 from textual.widgets import Static
 
 from tui_prof.tui.app import TuiprofApp
@@ -46,13 +45,6 @@ def _text(renderable: RenderableType) -> str:
     console = Console(width=160, color_system=None, record=True, file=open(os.devnull, "w"))  # noqa: SIM115
     console.print(renderable)
     return console.export_text()
-
-
-async def _until(pilot: Pilot[int], predicate: Callable[[], bool], timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out waiting for the app"
-        await pilot.pause(0.05)
 
 
 def test_every_worker_in_the_tui_leaves_errors_to_the_apps_handler() -> None:
@@ -88,10 +80,10 @@ async def test_a_worker_that_raises_shows_one_line_and_names_the_log(
         await settle(pilot)
         # One from a screen (its StateChanged does not bubble: the screen forwards it) ...
         app.browse.run_worker(broken, name="reading the disk", thread=True, exit_on_error=False)
-        await _until(pilot, lambda: len(app._notifications) >= 1)
+        await until(pilot, lambda: len(app._notifications) >= 1)
         # ... and one from the app itself.
         app.run_worker(broken, name="asking the app", thread=True, exit_on_error=False)
-        await _until(pilot, lambda: len(app._notifications) >= 2)
+        await until(pilot, lambda: len(app._notifications) >= 2)
         notes = list(app._notifications)
         assert app.is_running  # nothing took the app down
     log = tmp_path / "state" / "tuiprof" / "errors.log"
@@ -132,18 +124,20 @@ async def test_quitting_with_stop_keeps_drawing_while_runs_end(tmp_path: Path) -
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
         app._start(StartRequest(load_spec(_stubborn_spec(tmp_path, grace))))
-        await _until(pilot, lambda: app.active_runs == 1 and app.runners)
+        await until(pilot, lambda: app.active_runs == 1 and app.runners)
         runner = next(iter(app.runners.values()))
-        await _until(pilot, lambda: bool(runner.active))
+        await until(pilot, lambda: bool(runner.active))
         meter = LagMeter(app)
         await pilot.press("q")
-        await _until(pilot, lambda: isinstance(app.screen, QuitDialog))
+        await until(pilot, lambda: isinstance(app.screen, QuitDialog))
+        dialog = app.screen
+        assert isinstance(dialog, QuitDialog) and (dialog.running, dialog.waiting) == (1, 0)
         meter.reset()
         started = time.perf_counter()
         await pilot.click("#stop")
-        await _until(pilot, lambda: runner.done, timeout=grace + 20)
+        await until(pilot, lambda: runner.done, timeout=grace + 20)
         waited = time.perf_counter() - started
-        await _until(pilot, lambda: app.return_code == 0)
+        await until(pilot, lambda: app.return_code == 0)
     assert waited >= grace * 0.9  # the job really made the quit wait ...
     # ... and the UI did not: the timer kept firing (waiting on the UI thread gave one gap as
     # long as the wait). Relative bounds, so a loaded machine does not make it fail.
@@ -179,7 +173,7 @@ async def test_a_big_experiment_loads_while_the_screen_keeps_drawing(tmp_path: P
         started = time.perf_counter()
         await pilot.press("e")
         table = app.experiments.query_one(RunTable)
-        await _until(pilot, lambda: table.row_count == runs, timeout=120)
+        await until(pilot, lambda: table.row_count == runs, timeout=120)
         took = time.perf_counter() - started
         await settle(pilot)
         assert "wall_time_s" in _text(app.experiments.query_one("#comparison", Static).content)
@@ -187,3 +181,66 @@ async def test_a_big_experiment_loads_while_the_screen_keeps_drawing(tmp_path: P
     # it took (1.8 of 3.5 s for 3,000 runs); in steps, no stall is more than a fraction of it.
     assert meter.worst < 0.25 * took, f"event loop stalled {meter.worst:.2f} of {took:.1f} s"
     assert len(meter.gaps) > 10
+
+
+async def test_reopening_an_experiment_stops_a_run_its_tuiprof_left_running(
+    tmp_path: Path,
+) -> None:
+    """A real `tuiprof run` SIGKILLed mid-run leaves its job running; opening the experiment in
+    the TUI finds it alive, stops it (it could never be recorded) and shows it as interrupted."""
+    import signal
+    import subprocess
+
+    from tui_prof.experiments.store import load_experiment
+    from tui_prof.model import RUN_INTERRUPTED, RUN_RUNNING
+    from tui_prof.tui.widgets.run_table import RunTable
+
+    started = tmp_path / "started"
+    spec = tmp_path / "tuiprof.toml"
+    spec.write_text(
+        f'name = "left"\ncommand = ["{sys.executable}", "-c", '
+        f"\"open('{started}', 'w'); import time; time.sleep(60)\"]\nrepeats = 1\n"
+        "[variants.a]\n",
+        encoding="utf-8",
+    )
+    exp = tmp_path / "exp"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    cli = [
+        sys.executable,
+        "-m",
+        "tui_prof.cli",
+        "run",
+        str(spec),
+        "--headless",
+        "--output",
+        str(exp),
+    ]
+    proc = subprocess.Popen(cli, env=env, stdout=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 30
+    while not started.exists():
+        assert time.monotonic() < deadline, "the job did not start"
+        time.sleep(0.02)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(10)
+    (left,) = load_experiment(exp).runs
+    assert left.status == RUN_RUNNING
+    job = sqlite3.connect(exp / "experiment.sqlite").execute(
+        "SELECT child_pid, child_start FROM runs"
+    )
+    pid, left_start = job.fetchone()
+    app = TuiprofApp(tmp_path)
+    try:
+        async with app.run_test(size=(120, 40)) as pilot:
+            await settle(pilot)
+            await pilot.press("e")  # the one experiment under the open path is shown
+            table = app.experiments.query_one(RunTable)
+            await until(
+                pilot, lambda: getattr(table.runs.get("a-r0"), "status", "") == RUN_INTERRUPTED
+            )
+            assert (table.runs["a-r0"].error or "").startswith("still running after its tuiprof")
+        from tui_prof.experiments.orphans import recorded_alive
+
+        assert not recorded_alive(pid, left_start)  # the job itself is gone
+    finally:
+        with contextlib.suppress(OSError):
+            os.killpg(pid, signal.SIGKILL)

@@ -50,7 +50,7 @@ async def test_a_session_without_steps_shows_what_the_devices_did(tmp_path: Path
         await settle(pilot)
         assert "No steps found" in _static_text(app, "#headline")
         bars = _static_text(app, "#bars")
-        assert "No step-time breakdown" in bars and "Devices busy 20.0%" in bars
+        assert "No step-time breakdown" in bars and "TPU duty cycle 28.6%" in bars
         assert "jit_f" in _static_text(app, "#averages")  # the programs, not an empty table
         assert "StepTraceAnnotation" in _static_text(app, "#advice")
         assert app.screen.query_one("#tab-steps", TabPane).disabled

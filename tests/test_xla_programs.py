@@ -18,7 +18,6 @@ from rich.console import Console
 from xla_profiles import Space
 
 from tui_prof.model import STEP_SOURCE_OFFICIAL, STEP_SOURCE_PROGRAM_RUNS
-from tui_prof.profiles import advice
 from tui_prof.profiles.load import summarize_session
 from tui_prof.profiles.xplane.op_precision import KERNEL_16BIT, op_is_16bit
 from tui_prof.profiles.xplane.program_runs import find_programs, matches, program_name
@@ -188,11 +187,15 @@ def test_gpu_job_named_program(tmp_path: Path) -> None:
     assert "no XLA program 'nope'" in s.step_source_detail
     assert "jit_train_step ×6" in s.step_source_detail
     assert {p.name for p in s.programs} == {"jit_train_step", "jit_metrics", "jit_init"}
-    assert s.recommendations[0] == advice.STEP_MARKERS_TIP
+    assert s.recommendations[0].startswith("No steps: mark each")
+    assert "jax.profiler.StepTraceAnnotation" in s.recommendations[0]
     text = _text(s)
     assert "Average step-time breakdown" not in text  # no empty table
     assert "No step-time breakdown" in text and "XLA programs run" in text
-    assert "Devices busy 22.1% of the 1.00 ms profile (mean of 2): GPU:0 44.2%; 1 idle" in text
+    assert (
+        "Devices busy 22.1% of the 1.00 ms profile (mean of 2): GPU:0 44.2%; no events on 1 (GPU:1)"
+        in text
+    )
     assert "StepTraceAnnotation" in text
 
 
@@ -273,12 +276,14 @@ def test_tpu_planes_are_listed_and_shown_without_steps(tmp_path: Path) -> None:
     assert not s.steps and s.step_source == "none"
     assert "no launch ids" in s.step_source_detail
     u = s.device_utilization
-    assert u is not None  # the XLA Ops line only: 50 µs of each 200, waits and modules aside
-    assert [round(d.busy_percent, 6) for d in u.devices] == [20.0, 20.0]
+    # the converter's duty cycle: the XLA Ops line only (50 µs of each run; waits aside), over
+    # the span of the programs (10 to 710 µs), not the whole 1,000 µs profile
+    assert u is not None and u.rule == "duty_cycle"
+    assert [round(d.busy_percent, 6) for d in u.devices] == [28.571429, 28.571429]
     assert [(p.name, p.runs, round(p.time_ms, 6)) for p in s.programs] == [("jit_f", 4, 0.8)]
     text = _text(s)
-    assert "No step-time breakdown" in text and "Devices busy 20.0%" in text
-    assert "TPU:0 20.0%, TPU:1 20.0%" in text
+    assert "No step-time breakdown" in text and "TPU duty cycle 28.6% (2 cores)" in text
+    assert "TPU:0 28.6%, TPU:1 28.6%" in text
     assert "--step-program" not in " ".join(s.recommendations)  # TPU runs cannot be split here
 
 

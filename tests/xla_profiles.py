@@ -18,7 +18,7 @@ US = 1_000_000  # picoseconds per microsecond
 class Plane:
     """One XPlane being written: interns event and stat names, adds lines of events."""
 
-    def __init__(self, msg: Any, stats: dict[str, int | str] | None = None) -> None:
+    def __init__(self, msg: Any, stats: dict[str, int | str | bytes] | None = None) -> None:
         self.msg = msg
         self._events: dict[str, int] = {}
         self._stats: dict[str, int] = {}
@@ -41,9 +41,17 @@ class Plane:
             self.msg.stat_metadata[k].name = name
         return self._stats[name]
 
+    def event_stats(self, name: str, stats: dict[str, int | str]) -> None:
+        """Stats of an event's metadata (what XLA puts there: `hlo_category`, …)."""
+        meta = self.msg.event_metadata[self.event_id(name)]
+        for sname, value in stats.items():
+            self._stat(meta.stats.add(metadata_id=self.stat_id(sname)), value)
+
     @staticmethod
-    def _stat(stat: Any, value: int | str) -> None:
-        if isinstance(value, str):
+    def _stat(stat: Any, value: int | str | bytes) -> None:
+        if isinstance(value, bytes):
+            stat.bytes_value = value
+        elif isinstance(value, str):
             stat.str_value = value
         else:
             stat.int64_value = value
@@ -74,7 +82,9 @@ class Space:
         self.msg.hostnames.append(hostname)
         self.hostname = hostname
 
-    def plane(self, plane_id: int, name: str, stats: dict[str, int | str] | None = None) -> Plane:
+    def plane(
+        self, plane_id: int, name: str, stats: dict[str, int | str | bytes] | None = None
+    ) -> Plane:
         return Plane(self.msg.planes.add(id=plane_id, name=name), stats)
 
     def task_environment(self, start_us: float, stop_us: float) -> None:

@@ -12,6 +12,8 @@ Exit codes: 0 captured; 1 the capture failed (no server, server died, empty, tim
 from __future__ import annotations
 
 import argparse
+import math
+import os
 import sys
 import threading
 from pathlib import Path
@@ -24,6 +26,7 @@ from tui_prof.live.capture import (
     capture_series,
     parse_addresses,
 )
+from tui_prof.printable import printable
 
 
 def register(sub: Any) -> None:
@@ -98,7 +101,7 @@ def register(sub: Any) -> None:
 
 
 def _err(msg: str) -> None:
-    print(f"tuiprof capture: {msg}", file=sys.stderr)
+    print(f"tuiprof capture: {printable(msg)}", file=sys.stderr)
 
 
 class _Status:
@@ -167,12 +170,30 @@ def _validate(args: argparse.Namespace) -> str | None:
         return f"--duration-ms must be positive, got {args.duration_ms}"
     if args.delay_ms < 0 or args.retries < 0:
         return "--delay-ms and --retries cannot be negative"
-    if args.timeout is not None and args.timeout <= 0:
-        return "--timeout must be positive"
+    # `not x > 0`, not `x <= 0`: NaN is neither, and must be refused too
+    if args.timeout is not None and not (0 < args.timeout < math.inf):
+        return f"--timeout must be positive (seconds), got {args.timeout}"
     if args.count is not None and (args.every is None or args.count <= 0):
         return "--count needs --every and must be positive"
-    if args.every is not None and args.every <= 0:
-        return "--every must be positive"
+    if args.every is not None and not (0 < args.every < math.inf):
+        return f"--every must be positive (seconds), got {args.every}"
+    return _log_problem(args.log)
+
+
+def _log_problem(log: str | None) -> str | None:
+    """Why `--log FILE` cannot be written, checked before any capture starts."""
+    if log is None:
+        return None
+    path = Path(log)
+    if "\n" in log or "\r" in log:
+        return f"--log {log!r}: a path with a line break"
+    if path.is_dir():
+        return f"--log {printable(log)}: is a directory; name a file in it"
+    parent = path.parent
+    if not parent.is_dir():
+        return f"--log {printable(log)}: no such directory {printable(str(parent))}"
+    if not os.access(path if path.exists() else parent, os.W_OK):
+        return f"--log {printable(log)}: not writable (permission denied)"
     return None
 
 

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import argparse
 import io
-import json
 import sys
 from typing import Any
 
 from tui_prof.comparison.report import ComparisonReport, MetricReport, build_report
 from tui_prof.comparison.tradeoff import Tradeoff
+from tui_prof.printable import printable, strict_json
 
 MARKDOWN_WIDTH = 80
 
@@ -55,28 +55,42 @@ def register(subparsers: Any) -> None:
         metavar="NAME",
         help="the trade-off's quality metric (default: the first accuracy-like metric)",
     )
+    p.add_argument(
+        "--min-difference",
+        metavar="PCT|METRIC=PCT,…",
+        help="the smallest difference that matters, in percent: 5 (every metric) or "
+        "wall_time_s=5,accuracy=0.5 (default: the spec's, else 5%% for times). An interval "
+        "within it says 'no difference larger than 5%%'; more repeats are advised only to "
+        "resolve that much",
+    )
     p.set_defaults(func=run)
 
 
 def _fail(message: str) -> int:
-    print(f"tuiprof compare: {message}", file=sys.stderr)
+    print(f"tuiprof compare: {printable(message)}", file=sys.stderr)
     return 2
 
 
 def run(args: argparse.Namespace) -> int:
+    from tui_prof.experiments.spec import parse_min_difference
+
     try:
+        matters = parse_min_difference(args.min_difference or "")
         report = build_report(
-            args.experiment_dir, args.metric, speed=args.speed, quality=args.quality
+            args.experiment_dir,
+            args.metric,
+            speed=args.speed,
+            quality=args.quality,
+            matters=matters,
         )
     except ValueError as exc:
         return _fail(str(exc))
     if args.json:
-        print(json.dumps(report.to_dict(), indent=2, allow_nan=False))
+        print(strict_json(report.to_dict()))
     elif args.markdown:
         print(to_markdown(report), end="")
     else:
-        from rich.console import Console
-
+        from tui_prof.render.console import SafeConsole as Console
         from tui_prof.render.stats_table import report_view
 
         Console().print(report_view(report))
@@ -97,7 +111,7 @@ def _table(header: list[str], rows: list[list[str]], right: range) -> list[str]:
 
 def plain_text(renderable: Any, width: int = MARKDOWN_WIDTH) -> str:
     """A renderable as monochrome text, the way a NO_COLOR terminal shows it."""
-    from rich.console import Console
+    from tui_prof.render.console import SafeConsole as Console
 
     console = Console(width=width, color_system=None, record=True, file=io.StringIO())
     console.print(renderable)
@@ -148,6 +162,8 @@ def to_markdown(report: ComparisonReport) -> str:
     else:
         lines.append("**⚠ Runs are not comparable: check before trusting the verdicts.**")
     lines += [f"- {_cell(d.message)}" for d in comp.differences]
+    if comp.noisy:
+        lines += ["", f"**⚠ {_cell(comp.noise_message)}**"]
     if report.failed:
         lines += ["", f"**✗ {report.failed_runs} run(s) failed** and are left out:"]
         lines += [
@@ -158,8 +174,19 @@ def to_markdown(report: ComparisonReport) -> str:
         lines += ["", f"… {report.pending_runs} run(s) pending or running: numbers will change."]
     if report.tradeoff is not None:
         lines += _tradeoff_markdown(report.tradeoff)
-    for m in report.metrics:
+    from tui_prof.render.stats_table import MAX_METRIC_SECTIONS
+
+    for m in report.metrics[:MAX_METRIC_SECTIONS]:
         lines += _metric_markdown(m, report.baseline)
+    rest = report.metrics[MAX_METRIC_SECTIONS:]
+    if rest:  # sections (with box plots) for thousands of names: a row each instead
+        lines += ["", f"## {len(rest):,} more metrics", "", "| metric | verdicts |", "|---|---|"]
+        lines += [
+            f"| {_cell(m.name)} | "
+            + _cell("; ".join(f"{c.variant}: {c.verdict}" for c in m.comparisons))
+            + " |"
+            for m in rest
+        ]
     return "\n".join(lines) + "\n"
 
 

@@ -11,11 +11,11 @@ Exit codes: 0 compared; 2 nothing to compare (one line on stderr).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import TYPE_CHECKING, Any
 
 from tui_prof.model import ProfileError
+from tui_prof.printable import printable, strict_json
 
 if TYPE_CHECKING:
     from tui_prof.comparison.profile_diff import Target
@@ -71,7 +71,7 @@ def register(sub: Any) -> None:
 
 
 def _fail(message: str) -> int:
-    print(f"tuiprof diff: {message}", file=sys.stderr)
+    print(f"tuiprof diff: {printable(message)}", file=sys.stderr)
     return 2
 
 
@@ -109,10 +109,12 @@ def _targets(args: argparse.Namespace) -> tuple[Target, Target]:
 def run(args: argparse.Namespace) -> int:
     from tui_prof.comparison.profile_diff import diff_targets
 
+    if args.limit < 0:
+        return _fail(f"--limit must be 0 (all rows) or more, got {args.limit}")
     try:
         a, b = _targets(args)
         if args.format == "rich" and sys.stderr.isatty():
-            from rich.console import Console
+            from tui_prof.render.console import SafeConsole as Console
 
             with Console(stderr=True).status("Loading profiles") as status:
                 diff = diff_targets(
@@ -127,12 +129,11 @@ def run(args: argparse.Namespace) -> int:
         return _fail(str(exc))
     limit = args.limit if args.limit > 0 else None
     if args.format == "json":
-        print(json.dumps(diff.to_dict(), indent=2))
+        print(strict_json(diff.to_dict()))
     elif args.format == "markdown":
         print(to_markdown(diff, limit), end="")
     else:
-        from rich.console import Console
-
+        from tui_prof.render.console import SafeConsole as Console
         from tui_prof.render.diff import diff_renderable
 
         Console().print(diff_renderable(diff, limit or max(len(diff.ops), len(diff.kernels), 1)))

@@ -21,7 +21,9 @@ import time
 from typing import Any
 
 from tui_prof.experiments import events as ev
+from tui_prof.experiments.noise import noise_reasons
 from tui_prof.model import RUN_FINISHED, RUN_PENDING, RUN_QUEUED, RUN_RUNNING, RunRecord
+from tui_prof.printable import printable
 
 
 def register(subparsers: Any) -> None:
@@ -55,6 +57,13 @@ def register(subparsers: Any) -> None:
         help="counted runs per variant, 1 to 1000 (overrides the spec)",
     )
     p.add_argument("--variants", metavar="A,B", help="run only these variants (comma-separated)")
+    p.add_argument(
+        "--min-difference",
+        metavar="PCT|METRIC=PCT,…",
+        help="the smallest difference that matters, in percent, kept with the experiment for "
+        "its comparison: 5 (every metric) or wall_time_s=5,accuracy=0.5 (default: the spec's "
+        "min_difference_pct, else 5%% for times)",
+    )
     p.add_argument("--warmup", type=int, metavar="N", help="warm-up runs per variant (not counted)")
     p.add_argument(
         "--output",
@@ -114,7 +123,7 @@ def register(subparsers: Any) -> None:
 
 
 def _fail(msg: str) -> int:
-    print(f"tuiprof run: {msg}", file=sys.stderr)
+    print(f"tuiprof run: {printable(msg)}", file=sys.stderr)
     return 2
 
 
@@ -157,9 +166,10 @@ def _make_runner(args: argparse.Namespace, on_event: Any) -> Any:
     from tui_prof.experiments.backend_spec import with_options
     from tui_prof.experiments.commands import SPEC_FILE, save_spec
     from tui_prof.experiments.runner import Runner
-    from tui_prof.experiments.spec import SpecError
+    from tui_prof.experiments.spec import SpecError, parse_min_difference
 
     options = _backend_options(args)
+    given = parse_min_difference(args.min_difference) if args.min_difference else None
     if args.resume:
         if args.spec or args.variants or args.warmup is not None or args.output or args.variant:
             raise ValueError("--resume takes no SPEC, --variant, --variants, --warmup or --output")
@@ -172,7 +182,7 @@ def _make_runner(args: argparse.Namespace, on_event: Any) -> Any:
             except Exception:  # the resume below says what is wrong with it
                 raise StoreError(f"{args.resume}: not a tuiprof experiment") from None
             override = with_options(stored, **options)
-        return Runner.resume(
+        resumed = Runner.resume(
             args.resume,
             repeats=args.repeats,
             on_event=on_event,
@@ -180,8 +190,21 @@ def _make_runner(args: argparse.Namespace, on_event: Any) -> Any:
             profiler_ports=not args.no_profiler_port,
             backend_spec=override,
         )
+        if given:
+            spec = resumed.store.spec
+            matters = {**spec.min_difference_pct, **given}
+            resumed.store.set_spec(replace(spec, min_difference_pct=matters))
+        if stopped := resumed.store.stopped_orphans:
+            print(
+                f"tuiprof run: stopped {', '.join(stopped)}, still running after its tuiprof "
+                "had gone; running it again",
+                file=sys.stderr,
+            )
+        return resumed
     spec = _spec_from_args(args)
     spec = replace(spec, backend=with_options(spec.backend, **options))
+    if given:
+        spec = replace(spec, min_difference_pct={**spec.min_difference_pct, **given})
     runner = Runner.create(
         spec,
         args.output,
@@ -192,7 +215,7 @@ def _make_runner(args: argparse.Namespace, on_event: Any) -> Any:
     try:
         save_spec(spec, runner.experiment_dir / SPEC_FILE)  # for people and `tuiprof run` again
     except SpecError as exc:  # the store has the spec too: say so and run
-        print(f"tuiprof run: warning: {exc}", file=sys.stderr)
+        print(f"tuiprof run: warning: {printable(str(exc))}", file=sys.stderr)
     return runner
 
 
@@ -206,6 +229,7 @@ class _Board:
         self.progress: dict[str, str] = {}
         self.metrics: dict[str, dict[str, float]] = {}
         self.lines: list[str] = []  # plain progress lines not printed yet
+        self.version = 0  # bumped by every event: the live table is redrawn only when it moved
 
     def _pos(self, run_id: str) -> str:
         ids = list(self.runs)
@@ -213,6 +237,7 @@ class _Board:
 
     def on_event(self, e: Any) -> None:
         with self.lock:
+            self.version += 1
             if isinstance(e, ev.ExperimentStarted):
                 self.runs = {r.run_id: r for r in e.runs if r.status != RUN_FINISHED}
                 self.lines.append(f"experiment {e.experiment_dir}: {len(self.runs)} runs to go")
@@ -239,6 +264,8 @@ class _Board:
                     else ""
                 )
                 why = f" ({r.error})" if r.error else ""
+                noise = noise_reasons(r.environment.get("machine_state"))
+                why += f" [⚠ {'; '.join(noise)}]" if noise else ""
                 self.lines.append(f"{self._pos(r.run_id)} {r.run_id} {r.status}{wall}{why}{ms}")
 
     def take_lines(self) -> list[str]:
@@ -283,8 +310,8 @@ class _Board:
             for r in runs:
                 if r.wall_time_s is not None:
                     elapsed = f"{r.wall_time_s:.1f} s"
-                elif r.run_id in self.started:
-                    elapsed = f"{now - self.started[r.run_id]:.1f} s"
+                elif r.run_id in self.started:  # whole seconds: one redraw a second
+                    elapsed = f"{now - self.started[r.run_id]:.0f} s"
                 else:
                     elapsed = ""
                 vals = r.metrics or self.metrics.get(r.run_id, {})
@@ -340,11 +367,10 @@ def _wait(runner: Any, tick: Any) -> bool:
 
 
 def run_command(args: argparse.Namespace) -> int:
-    from rich.console import Console
-
     from tui_prof.experiments.backends import BackendError
     from tui_prof.experiments.spec import SpecError
     from tui_prof.experiments.store import StoreError
+    from tui_prof.render.console import SafeConsole as Console
 
     board = _Board()
     try:
@@ -378,7 +404,7 @@ def _run_and_report(args: argparse.Namespace, runner: Any, board: _Board, consol
 
     def print_lines() -> None:
         for line in board.take_lines():
-            print(line, file=sys.stderr, flush=True)
+            print(printable(line), file=sys.stderr, flush=True)
 
     runner.start()
     if live_ok:
@@ -388,13 +414,23 @@ def _run_and_report(args: argparse.Namespace, runner: Any, board: _Board, consol
         rows = max(5, console.size.height - 5)
         title = runner.spec.name
         nodes = runner.backend.remote
+        # Drawn when an event changed the board or a running run's elapsed second moved, at most
+        # four times a second; never on a timer of its own (the observer stays out of the way).
+        shown: list[object] = [None]
+
+        def redraw() -> None:
+            key = (board.version, int(time.monotonic()))
+            if key != shown[0]:
+                shown[0] = key
+                live.update(board.table(title, metrics, rows, nodes), refresh=True)
+
         with Live(
             board.table(title, metrics, rows, nodes),
             console=console,
-            refresh_per_second=4,
+            auto_refresh=False,
             transient=False,
         ) as live:
-            completed = _wait(runner, lambda: live.update(board.table(title, metrics, rows, nodes)))
+            completed = _wait(runner, redraw)
     else:
         completed = _wait(runner, print_lines)
     board.take_lines()

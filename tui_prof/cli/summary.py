@@ -8,7 +8,6 @@ Exit codes: 0 all sessions summarised; 1 some sessions, files or directories cou
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from contextlib import nullcontext
 from typing import Any
@@ -22,6 +21,7 @@ from tui_prof.model import (
     ProfileSummary,
     Progress,
 )
+from tui_prof.printable import printable, strict_json
 
 
 def register(sub: Any) -> None:
@@ -75,7 +75,24 @@ def register(sub: Any) -> None:
         help="always run TensorBoard's converter, even on profiles of $TUIPROF_LARGE_MB (200) MB "
         "or more, which are otherwise read by tuiprof's streaming reader (no op/kernel tables)",
     )
+    p.add_argument(
+        "--peak-tflops",
+        metavar="TFLOPS",
+        type=_positive,
+        help="MFU against this dense peak per device (TFLOP/s) instead of the hardware table's "
+        "for the device and the number format the math ran in",
+    )
     p.set_defaults(func=run, format="rich")
+
+
+def _positive(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        v = -1.0
+    if not v > 0 or v == float("inf"):
+        raise argparse.ArgumentTypeError(f"not a positive number of TFLOP/s: {text!r}")
+    return v
 
 
 def _status_progress(status: Any, label: str) -> Progress:
@@ -87,8 +104,19 @@ def _status_progress(status: Any, label: str) -> Progress:
     return report
 
 
+def _start_converter(sessions: Any, args: argparse.Namespace) -> None:
+    """The converter's process starts now, while this one imports the readers, when an XSpace
+    session will need it (not in the cache): its start-up then costs nothing."""
+    from tui_prof.profiles.prefetch import cached
+
+    if any(s.format == "xplane" and (args.no_cache or not cached(s)) for s in sessions):
+        from tui_prof.profiles.xplane import convert_worker
+
+        convert_worker.process().start()
+
+
 def _err(msg: str) -> None:
-    print(f"tuiprof: {msg}", file=sys.stderr)
+    print(f"tuiprof: {printable(msg)}", file=sys.stderr)
 
 
 def _md(name: str) -> str:
@@ -107,9 +135,12 @@ def to_markdown(summaries: list[ProfileSummary]) -> str:
         u = s.device_utilization
         if u is not None:
             busiest = max(u.devices, key=lambda d: d.busy_percent)
+            duty = u.rule == "duty_cycle"
+            where = "TPU duty cycle" if duty else f"of the {u.profile_ms:.1f} ms profile"
+            of = f"{len(u.devices)} cores" if duty else f"mean of {len(u.devices)}"
             out.append(
-                f"- Device utilisation: {u.busy_percent:.1f}% of the {u.profile_ms:.1f} ms profile "
-                f"(mean of {len(u.devices)}; busiest {busiest.name} {busiest.busy_percent:.1f}%)"
+                f"- Device utilisation: {u.busy_percent:.1f}% {where} "
+                f"({of}; busiest {busiest.name} {busiest.busy_percent:.1f}%)"
             )
         if avg:
             sd = f" ± {avg.step_time_std_ms:.2f}" if avg.step_time_std_ms is not None else ""
@@ -204,6 +235,7 @@ def to_csv(summaries: list[ProfileSummary]) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from tui_prof.profiles.discover import Problem, discover
+    from tui_prof.profiles.efficiency import with_peak
     from tui_prof.profiles.load import load_summary
 
     try:
@@ -223,26 +255,26 @@ def run(args: argparse.Namespace) -> int:
             "found"
         )
         return 2
+    _start_converter(sessions, args)
     summaries: list[ProfileSummary] = []
     show_progress = args.format == "rich" and sys.stderr.isatty()
     if show_progress:  # rich costs ~65 ms to import: only where it is drawn
-        from rich.console import Console
+        from tui_prof.render.console import SafeConsole as Console
 
         console = Console(stderr=True)
     for i, sess in enumerate(sessions):
         label = f"[{i + 1}/{len(sessions)}] {sess.path}"
         try:
             with console.status(label) if show_progress else nullcontext() as status:
-                summaries.append(
-                    load_summary(
-                        sess,
-                        use_cache=not args.no_cache,
-                        force_fallback=args.fallback,
-                        full=args.full,
-                        step_program=args.step_program,
-                        progress=None if status is None else _status_progress(status, label),
-                    )
+                loaded = load_summary(
+                    sess,
+                    use_cache=not args.no_cache,
+                    force_fallback=args.fallback,
+                    full=args.full,
+                    step_program=args.step_program,
+                    progress=None if status is None else _status_progress(status, label),
                 )
+                summaries.append(with_peak(loaded, args.peak_tflops))
         except ProfileError as exc:
             errors.append({"path": str(sess.path), "error": str(exc)})
             _err(f"{sess.path}: {exc}")
@@ -250,14 +282,13 @@ def run(args: argparse.Namespace) -> int:
         doc: dict[str, Any] = {"sessions": [s.to_dict() for s in summaries]}
         if errors:
             doc["errors"] = errors
-        print(json.dumps(doc, indent=2))
+        print(strict_json(doc))
     elif args.format == "markdown":
         print(to_markdown(summaries))
     elif args.format == "csv":
         sys.stdout.write(to_csv(summaries))
     else:
-        from rich.console import Console
-
+        from tui_prof.render.console import SafeConsole as Console
         from tui_prof.render.summary import summary_renderable
 
         out = Console()

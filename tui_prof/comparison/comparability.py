@@ -13,7 +13,9 @@ a batch size its arguments set, are passed as `intentional` and reported as such
 fields the design absorbs (`by_design`: the node and host of runs blocked by node, which differ
 between blocks and never within one) are reported the same way, saying so. The node is checked
 too, so runs of one cluster experiment on different nodes are listed.
-Everything else in the environment (precision policy, pids, paths) is not compared.
+Everything else in the environment (precision policy, pids, paths) is not compared. Runs whose
+`machine_state` says they ran under load or throttled (tui_prof.experiments.noise) are counted
+and named in `noisy`, apart from the fields.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from tui_prof.experiments.noise import noise_reasons
 from tui_prof.model import RunRecord
 
 # (field, label) in the order differences are reported: the most consequential first.
@@ -68,12 +71,26 @@ class Difference:
 
 @dataclass(frozen=True)
 class Comparability:
-    """The guard's answer: ok when no unintended difference was found."""
+    """The guard's answer: ok when no unintended difference was found; `noisy` names the runs
+    measured under load or throttled (their timings are suspect, whatever the fields say)."""
 
     ok: bool
     differences: tuple[Difference, ...]  # unintended ones first
     checked: tuple[str, ...]  # fields some run reported
     runs: int
+    noisy: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (run id, reasons)
+
+    @property
+    def noise_message(self) -> str:
+        """One line: "2 of 10 runs measured under load or throttled: a-r1 (…), b-r3 (…)"."""
+        if not self.noisy:
+            return ""
+        shown = "; ".join(f"{rid} ({', '.join(why)})" for rid, why in self.noisy[:4])
+        more = f"; and {len(self.noisy) - 4} more" if len(self.noisy) > 4 else ""
+        return (
+            f"{len(self.noisy)} of {self.runs} runs measured under load or throttled, their "
+            f"timings less trustworthy: {shown}{more}"
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -81,6 +98,7 @@ class Comparability:
             "differences": [d.to_dict() for d in self.differences],
             "checked": list(self.checked),
             "runs": self.runs,
+            "noisy_runs": [{"run_id": r, "reasons": list(why)} for r, why in self.noisy],
         }
 
 
@@ -189,11 +207,17 @@ def check_comparability(
             )
         )
     diffs.sort(key=lambda d: d.intentional)
+    noisy = tuple(
+        (r.run_id, tuple(why))
+        for r in runs
+        if (why := noise_reasons((r.environment or {}).get("machine_state")))
+    )
     return Comparability(
         ok=not any(not d.intentional for d in diffs),
         differences=tuple(diffs),
         checked=tuple(names),
         runs=len(runs),
+        noisy=noisy,
     )
 
 

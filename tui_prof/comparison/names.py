@@ -6,6 +6,10 @@ Contract: one place for the naming rules every report, verdict and plot shares.
   in `_s`/`_ms`/`_us`; everything else is higher-is-better.
 - A distribution's per-run percentiles are named `NAME:p50`, `NAME:p90`, `NAME:p99`
   (tui_prof.experiments.samples); the rules above read the `NAME` part.
+- The smallest difference that matters (percent of the baseline): `TIME_MATTERS_PCT` (5%) for
+  times unless given per metric (the spec's `min_difference_pct`, `--min-difference`, the `r`
+  dialog); none for other metrics unless given (their verdicts keep the 1%/2% rules of power
+  and verdicts).
 - "Accuracy-like" (the default quality axis of a trade-off) is a higher-is-better name containing
   acc, top1/top5, f1, auc, iou, bleu, rouge or score.
 """
@@ -13,6 +17,9 @@ Contract: one place for the naming rules every report, verdict and plot shares.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+
+TIME_MATTERS_PCT = 5.0
 
 _LOWER_IS_BETTER = re.compile(
     r"(time|latency|duration|loss|error|_s$|_ms$|_us$|seconds)", re.IGNORECASE
@@ -54,3 +61,13 @@ def metric_unit(metric: str) -> str:
 def is_quality_metric(metric: str) -> bool:
     """Accuracy-like: what a trade-off weighs against speed by default."""
     return not lower_is_better(metric) and bool(_QUALITY.search(base_name(metric)))
+
+
+def min_difference_pct(metric: str, given: Mapping[str, float] | None = None) -> float | None:
+    """The smallest difference that matters for `metric`, in percent: given for it (or for its
+    distribution's name, or for every metric as "*"), else 5% for times, else None."""
+    given = given or {}
+    for key in (metric, base_name(metric), "*"):
+        if key in given:
+            return float(given[key])
+    return TIME_MATTERS_PCT if is_time_metric(metric) else None

@@ -20,7 +20,7 @@ Contract:
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from tui_prof.comparison import power
@@ -30,6 +30,7 @@ from tui_prof.comparison.stats import (
     Comparison,
     compare,
     exact,
+    floor_of,
     start,
     with_repeats,
 )
@@ -113,6 +114,7 @@ def compare_paired(
     variant_name: str = "variant",
     confidence: float = CONFIDENCE,
     design: str = DESIGN_PAIRED,
+    matters: Mapping[str, float] | None = None,
 ) -> Comparison:
     """One variant against the baseline, block by block (see the module contract)."""
     xb = [float(b) for b, _ in pairs]
@@ -126,6 +128,7 @@ def compare_paired(
         variant_name=variant_name,
         confidence=confidence,
         design=design,
+        matters=matters,
     )
     if base.verdict:
         return base
@@ -168,7 +171,7 @@ def compare_paired(
         scale = (c.mean_baseline or 0.0) if relative else 1.0
         return power.n_paired(effect * scale, var_d, MIN_RUNS)
 
-    return with_repeats(c, power.advise(observed, pairs_for, relative=relative))
+    return with_repeats(c, power.advise(observed, pairs_for, relative=relative, floor=floor_of(c)))
 
 
 def compare_design(
@@ -181,6 +184,7 @@ def compare_design(
     variant_name: str = "variant",
     blocking: Blocking = PAIRED_BY_REPEAT,
     confidence: float = CONFIDENCE,
+    matters: Mapping[str, float] | None = None,
 ) -> Comparison:
     """Paired by `blocking` when every block has one run of each, else independent (Welch)."""
     pairs = pair(baseline, variant)
@@ -193,6 +197,7 @@ def compare_design(
             variant_name=variant_name,
             confidence=confidence,
             design=blocking.design,
+            matters=matters,
         )
     return compare(
         [v for _, v in baseline],
@@ -202,4 +207,5 @@ def compare_design(
         baseline_name=baseline_name,
         variant_name=variant_name,
         confidence=confidence,
+        matters=matters,
     )

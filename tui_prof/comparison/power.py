@@ -10,8 +10,9 @@ Contract:
   deviation, ν = n - 1.
   The t + t rule is the usual approximation of the noncentral t power (within a few points of 80%
   at these sizes; tests/test_power.py checks it by simulation).
-- "Too small to matter": a difference under `MIN_EFFECT` (1%) of the baseline. For a smaller
-  observed difference the number is the repeats that would resolve 1%, with a note saying so.
+- "Too small to matter": a difference under the smallest difference that matters (the
+  comparison's `min_effect`: 5% for times by default, else `MIN_EFFECT`, 1%). For a smaller
+  observed difference the number is the repeats that would resolve that much, with a note.
 - At most `MAX_REPEATS` (100): beyond, the number is capped and the note says "over 100".
 - An estimate from a handful of runs: the observed difference and spread are themselves noisy.
 """
@@ -97,25 +98,32 @@ class RepeatsAdvice:
 
 
 def advise(
-    observed: float | None, n_for: Callable[[float], int | None], *, relative: bool = True
+    observed: float | None,
+    n_for: Callable[[float], int | None],
+    *,
+    relative: bool = True,
+    floor: float | None = None,
 ) -> RepeatsAdvice | None:
-    """Repeats for the observed relative difference (at least MIN_EFFECT), or None when unknown.
+    """Repeats for the observed relative difference (at least `floor`, the smallest difference
+    that matters, default MIN_EFFECT), or None when unknown: a difference smaller than the floor
+    is never chased, only one as large as the floor resolved.
 
     `observed` is the relative difference (0.06 for 6%) when `relative`, else an absolute one
     with no "too small" floor; `n_for(effect)` turns a difference into runs per variant.
     """
     if observed is None or not math.isfinite(observed):
         return None
-    small = relative and observed < MIN_EFFECT
-    target = MIN_EFFECT if small else observed
+    least = MIN_EFFECT if floor is None else floor
+    small = relative and observed < least
+    target = least if small else observed
     n = n_for(target)
     pct = target * 100 if relative else None
     seen = observed * 100 if relative else None
     note = None
     if small:
         note = (
-            f"the difference seen ({observed * 100:.1f}%) is under {MIN_EFFECT * 100:g}%, "
-            f"too small to matter: the number is for a {MIN_EFFECT * 100:g}% difference"
+            f"the difference seen ({observed * 100:.1f}%) is under {least * 100:g}%, "
+            f"too small to matter: the number is for a {least * 100:g}% difference"
         )
     if n is None:
         what = f"a {pct:.0f}% difference" if pct is not None else "this difference"

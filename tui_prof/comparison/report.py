@@ -8,7 +8,7 @@ repeat where every repeat has one counted run of each (tui_prof.comparison.paire
 (node and repeat: design "blocked") where the runs ran on several cluster nodes, else as
 independent samples; each comparison says which (`design`), and `runs` lists every run with its
 status, node and wall time. `ComparisonReport.to_dict()` is the
-`tuiprof compare --json` document: the README's contract (metrics → variants/comparisons,
+`tuiprof compare --json` document: the contract in docs/json.md (metrics → variants/comparisons,
 comparability, failed_runs, tradeoff) plus extra fields. The TUI and the CLI render the same
 report, so they cannot disagree.
 """
@@ -206,12 +206,22 @@ def available_metrics(exp: ExperimentRecord) -> list[str]:
     return names + [k for k in reported if k not in names]
 
 
+# The largest magnitude a metric may have to be compared: squares and sums of such values stay
+# finite (1e308 overflowed the statistics' sums); no real measurement comes near it.
+MAX_METRIC = 1e100
+
+
+def _usable(x: float) -> bool:
+    return math.isfinite(x) and abs(x) <= MAX_METRIC
+
+
 def _metric_report(
     name: str,
     runs: Sequence[RunRecord],
     variants: Sequence[str],
     baseline: str,
     blocking: Blocking = PAIRED_BY_REPEAT,
+    matters: Mapping[str, float] | None = None,
 ) -> MetricReport:
     lib = lower_is_better(name)
     values: dict[str, tuple[float, ...]] = {}
@@ -219,13 +229,16 @@ def _metric_report(
     warnings: list[str] = []
     for v in variants:
         raw = [(blocking.key(r), metric_value(r, name)) for r in runs if r.variant == v]
-        bad = sum(1 for _, x in raw if x is not None and not math.isfinite(x))
+        bad = sum(1 for _, x in raw if x is not None and not _usable(x))
         missing = sum(1 for _, x in raw if x is None)
         if bad:
-            warnings.append(f"{v}: {bad} run(s) reported a non-finite {name} (left out)")
+            warnings.append(
+                f"{v}: {bad} run(s) reported a non-finite {name}, or one beyond "
+                f"±{MAX_METRIC:.0e} (left out)"
+            )
         if missing and len(raw) > missing:
             warnings.append(f"{v}: {missing} finished run(s) did not report {name}")
-        kept = [(k, x) for k, x in raw if x is not None and math.isfinite(x)]
+        kept = [(k, x) for k, x in raw if x is not None and _usable(x)]
         values[v] = tuple(x for _, x in kept)
         blocks[v] = tuple(k for k, _ in kept)
     report = MetricReport(
@@ -247,6 +260,7 @@ def _metric_report(
             baseline_name=baseline,
             variant_name=v,
             blocking=blocking,
+            matters=matters,
         )
         for v in variants
         if v != baseline
@@ -272,6 +286,7 @@ def compare_experiment(
     quality: str | None = None,
     blocking: Blocking | None = None,
     distributions: Mapping[str, Any] | None = None,
+    matters: Mapping[str, float] | None = None,
 ) -> ComparisonReport:
     """Statistics, verdicts, the trade-off and the comparability check for `exp` (see the
     module contract).
@@ -281,7 +296,8 @@ def compare_experiment(
     variants change on purpose (see `tui_prof.comparison.comparability.intentional_fields`).
     `speed` and `quality` are the trade-off's axes (default: wall time and the first
     accuracy-like metric); `blocking` says how runs pair up (default: by node and repeat where
-    the runs spread over several cluster nodes, else by repeat).
+    the runs spread over several cluster nodes, else by repeat); `matters` the smallest
+    difference that matters per metric, in percent (default: 5% for times).
     """
     variants = list(exp.variants)
     for r in exp.runs:
@@ -299,12 +315,13 @@ def compare_experiment(
         if r.status in FAILED_STATUSES
     )
     pending = sum(1 for r in exp.runs if r.status not in (RUN_FINISHED, *FAILED_STATUSES))
-    reports = {n: _metric_report(n, runs, variants, baseline, blocking) for n in names}
+    reports = {n: _metric_report(n, runs, variants, baseline, blocking, matters) for n in names}
     axes = default_axes(names, speed, quality)  # --metric X alone leaves the trade-off out
     tradeoff = None
     if axes is not None:
         pair = [
-            reports.get(a) or _metric_report(a, runs, variants, baseline, blocking) for a in axes
+            reports.get(a) or _metric_report(a, runs, variants, baseline, blocking, matters)
+            for a in axes
         ]
         tradeoff = build_tradeoff(pair[0], pair[1], blocking)
     return ComparisonReport(
@@ -334,8 +351,10 @@ def build_report(
     *,
     speed: str | None = None,
     quality: str | None = None,
+    matters: Mapping[str, float] | None = None,
 ) -> ComparisonReport:
-    """Load and compare; raises ValueError with a one-line message for the user."""
+    """Load and compare; raises ValueError with a one-line message for the user. The smallest
+    difference that matters is the spec's, overridden per metric by `matters`."""
     from tui_prof.comparison.comparability import intentional_fields
     from tui_prof.experiments.store import (
         StoreError,
@@ -354,11 +373,14 @@ def build_report(
     except StoreError as exc:
         raise ValueError(str(exc)) from None
     intended: set[str] = set()
+    given: dict[str, float] = {}
     try:
         spec = load_spec_from(path)
         intended = intentional_fields({v.name: (v.args, v.env) for v in spec.variants})
+        given = dict(spec.min_difference_pct)
     except Exception:  # an older or partial spec: check everything rather than fail
         intended = set()
+    given.update(matters or {})
     known, reported = available_metrics(exp), _reported(exp)
     if metrics:
         metrics = expand_metrics(metrics, reported)
@@ -374,4 +396,5 @@ def build_report(
         speed=speed,
         quality=quality,
         distributions=sample_counts(path),
+        matters=given,
     )

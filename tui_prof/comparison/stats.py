@@ -20,14 +20,19 @@ Contract:
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
 import numpy as np
 
 from tui_prof.comparison import power
-from tui_prof.comparison.names import is_time_metric, lower_is_better, metric_unit
+from tui_prof.comparison.names import (
+    is_time_metric,
+    lower_is_better,
+    metric_unit,
+    min_difference_pct,
+)
 from tui_prof.comparison.power import welch_df
 from tui_prof.comparison.tdist import f_ppf, t_cdf, t_ppf
 from tui_prof.comparison.verdicts import (
@@ -189,6 +194,7 @@ class Comparison:
     repeats_observed_pct: float | None = None  # the difference seen (percent)
     repeats_capped: bool = False  # more than power.MAX_REPEATS would be needed
     ratio_of_means: float | None = None  # variant mean / baseline mean, whatever the design
+    min_effect_pct: float | None = None  # the smallest difference that matters (percent)
 
     def to_dict(self) -> dict[str, Any]:
         head = ("variant", "baseline", "ratio", "ci_low", "ci_high", "verdict")
@@ -229,14 +235,24 @@ def start(
     variant_name: str,
     confidence: float,
     design: str,
+    matters: Mapping[str, float] | None = None,
 ) -> Comparison:
     """Means, ratio and difference, with the verdict already set when there are too few runs
-    (every design begins here, so they agree on what "too few" means)."""
+    (every design begins here, so they agree on what "too few" means); `matters` gives the
+    smallest difference that matters per metric (percent; default: 5% for times)."""
     lib = _direction_rule(metric) if lower_is_better is None else lower_is_better
     xb, xv = _as_floats(baseline), _as_floats(variant)
     nb, nv = len(xb), len(xv)
     base = Comparison(
-        metric, variant_name, baseline_name, nb, nv, lib, confidence=confidence, design=design
+        metric,
+        variant_name,
+        baseline_name,
+        nb,
+        nv,
+        lib,
+        confidence=confidence,
+        design=design,
+        min_effect_pct=min_difference_pct(metric, matters),
     )
     if nb == 0 or nv == 0:
         who = baseline_name if nb == 0 else variant_name
@@ -273,6 +289,11 @@ def exact(c: Comparison, same: str | None, why: str) -> Comparison:
     return replace(c, verdict=text.split(f", {ci_text(c)}")[0] + f" ({why})")
 
 
+def floor_of(c: Comparison) -> float | None:
+    """The smallest difference that matters as a fraction: what repeats are ever advised for."""
+    return c.min_effect_pct / 100 if c.min_effect_pct is not None else None
+
+
 def with_repeats(c: Comparison, advice: power.RepeatsAdvice | None) -> Comparison:
     """Attach how many repeats would resolve an unresolved comparison, then write the verdict."""
     if c.significant or advice is None or equivalent_within(c) is not None:
@@ -298,6 +319,7 @@ def compare(
     baseline_name: str = "baseline",
     variant_name: str = "variant",
     confidence: float = CONFIDENCE,
+    matters: Mapping[str, float] | None = None,
 ) -> Comparison:
     """Compare one variant's values with the baseline's on `metric`, as independent samples
     (see the module contract; tui_prof.comparison.paired compares runs of a repeat together)."""
@@ -310,6 +332,7 @@ def compare(
         variant_name=variant_name,
         confidence=confidence,
         design=DESIGN_INDEPENDENT,
+        matters=matters,
     )
     if base.verdict:
         return base
@@ -354,4 +377,4 @@ def compare(
     def runs_for(effect: float) -> int | None:
         return power.n_independent(effect * mb if relative else effect, vb, vv, MIN_RUNS)
 
-    return with_repeats(c, power.advise(observed, runs_for, relative=relative))
+    return with_repeats(c, power.advise(observed, runs_for, relative=relative, floor=floor_of(c)))

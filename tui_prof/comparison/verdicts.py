@@ -2,8 +2,11 @@
 
 Contract: `conclude(c)` names the winner and writes the verdict of a `Comparison` whose interval
 and `significant` flag are set, for every design alike. A winner is named only when the interval
-excludes "no difference"; otherwise the verdict says at which n, and how many repeats per variant
-would resolve the difference seen (tui_prof.comparison.power).
+excludes "no difference" and reaches past the smallest difference that matters
+(`c.min_effect_pct`; 5% for times by default, tui_prof.comparison.names). An interval inside
+±that much says "no difference larger than 5%" (or, excluding 1, "… under the 5% that matters")
+and asks for no repeats; otherwise the verdict says at which n, and how many repeats per
+variant would resolve a difference at least that large (tui_prof.comparison.power).
 """
 
 from __future__ import annotations
@@ -89,11 +92,13 @@ def diff_verdict(c: Comparison) -> str:
 
 
 def equivalent_within(c: Comparison) -> float | None:
-    """The largest difference (percent) the interval allows, when under EQUIVALENCE_PCT."""
+    """The largest difference (percent) the interval allows, when under the smallest difference
+    that matters (EQUIVALENCE_PCT where none is set)."""
     if c.ci_low is None or c.ci_high is None:
         return None
     worst = max(abs(c.ci_low - 1), abs(c.ci_high - 1)) * 100
-    return worst if worst < EQUIVALENCE_PCT else None
+    limit = c.min_effect_pct if c.min_effect_pct is not None else EQUIVALENCE_PCT
+    return worst if worst < limit else None
 
 
 def _pct(x: float) -> str:
@@ -119,6 +124,12 @@ def _repeats_text(c: Comparison) -> str:
 def no_difference(c: Comparison) -> str:
     n = n_text(c.n_baseline, c.n_variant)
     worst = equivalent_within(c)
+    if worst is not None and c.min_effect_pct is not None:
+        assert c.ci_low is not None and c.ci_high is not None
+        return (
+            f"no difference larger than {_pct(c.min_effect_pct)}% at {n} "
+            f"({ci_text(c)} {c.ci_low:.3f}–{c.ci_high:.3f})"
+        )
     if worst is not None:
         assert c.ci_low is not None and c.ci_high is not None
         return (
@@ -139,9 +150,14 @@ def winner(c: Comparison) -> str:
 
 
 def conclude(c: Comparison) -> Comparison:
-    """The winner (only where significant) and the verdict sentence."""
+    """The winner (only where significant, and where the interval reaches the smallest
+    difference that matters) and the verdict sentence."""
     if not c.significant:
         return replace(c, winner=None, verdict=no_difference(c))
+    if c.min_effect_pct is not None and c.ci_low is not None and equivalent_within(c) is not None:
+        # Real but smaller than what matters: said, and no winner is named for it.
+        text = f"{ratio_verdict(c)}: under the {_pct(c.min_effect_pct)}% that matters"
+        return replace(c, winner=None, verdict=text)
     c = replace(c, winner=winner(c))
     text = ratio_verdict(c) if c.ci_low is not None else diff_verdict(c)
     return replace(c, verdict=text)

@@ -150,6 +150,9 @@ def spec_to_toml(spec: ExperimentSpec) -> str:
     ]
     if spec.timeout_s is not None:
         lines.append(f"timeout_s = {spec.timeout_s!r}")
+    if spec.min_difference_pct:
+        pairs = ", ".join(f"{_toml_str(k)} = {x!r}" for k, x in spec.min_difference_pct.items())
+        lines.append(f"min_difference_pct = {{ {pairs} }}")
     for v in spec.variants:
         lines += ["", f"[variants.{_toml_str(v.name)}]", f"args = {_toml_list(v.args)}"]
         if v.env:
@@ -159,17 +162,24 @@ def spec_to_toml(spec: ExperimentSpec) -> str:
     return "\n".join(lines) + "\n"
 
 
-def save_spec(spec: ExperimentSpec, path: str | Path) -> Path:
-    """Write the spec's TOML atomically (a temporary file renamed over the target)."""
+def save_spec(spec: ExperimentSpec, path: str | Path, *, replace: bool = False) -> Path:
+    """Write the spec's TOML; an existing file is replaced (atomically: a temporary file renamed
+    over it) only with `replace` (the TUI asks first), else SpecError and the file stays."""
     target = Path(path)
     text = spec_to_toml(spec)
     tmp: str | None = None
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
+        if not replace:
+            with open(target, "x", encoding="utf-8") as f:  # exclusive: never over a user's file
+                f.write(text)
+            return target
         fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
         os.replace(tmp, target)
+    except FileExistsError:
+        raise SpecError(f"{target}: exists; not replaced") from None
     except OSError as exc:
         if tmp is not None and os.path.exists(tmp):
             os.unlink(tmp)

@@ -22,11 +22,21 @@ from pathlib import Path
 from typing import Any
 
 from tui_prof.experiments.samples import MAX_DISTRIBUTIONS, Reservoir, summarise
+from tui_prof.printable import printable
 
 # Keys that describe where in training a line is, or the training setup, rather than a result.
 CONTEXT_KEYS = ("epoch", "step", "epochs", "batch_size", "steps_per_epoch")
 # Information the apples-to-apples guard compares across runs when a job reports it.
 FINGERPRINT_KEYS = ("dataset_fingerprint", "epochs", "batch_size")
+
+
+# A job's reports are summarised as they arrive, in bounded memory whatever it writes: the first
+# MAX_SERIES lines are kept as they were (the start of its curves), at most MAX_NAMES distinct
+# metric names (and information keys) are followed, and each distribution keeps a reservoir
+# (samples.py). `dropped_names` counts names past the cap: the runner says so in the run's log.
+MAX_SERIES = 10_000
+MAX_NAMES = 1_000
+READ_CHUNK = 4 * 2**20
 
 
 @dataclass
@@ -43,6 +53,8 @@ class MetricsState:
     samples: dict[str, Reservoir] = field(default_factory=dict)  # values reported without epoch
     per_epoch: set[str] = field(default_factory=set)  # names reported with an epoch: a curve
     seed: int = 0  # of the reservoirs, so the same reports keep the same samples
+    lines: int = 0  # every line folded in, kept in `series` or not
+    dropped_names: int = 0  # reports of a new name past MAX_NAMES, left out
 
     def distributions(self) -> dict[str, Reservoir]:
         """Names reported more than once and never per epoch, with their kept samples."""
@@ -77,15 +89,29 @@ def parse_line(line: str) -> dict[str, Any] | None:
         return None
     try:
         obj = json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nesting deeper than Python's stack
         return None
     if not isinstance(obj, dict):
         return None
+    obj = _printable(obj)  # names, progress and information are shown: no escape sequences
+    assert isinstance(obj, dict)
     if "metric" in obj and "value" in obj and isinstance(obj["metric"], str):
         out = {k: v for k, v in obj.items() if k not in ("metric", "value")}
         out[obj["metric"]] = obj["value"]
         return out
     return obj
+
+
+def _printable(value: Any, depth: int = 3) -> Any:
+    """Strings made printable down to `depth` (a line's names, `info`'s; deeper values are shown
+    only through repr, which escapes)."""
+    if isinstance(value, str):
+        return printable(value)
+    if depth and isinstance(value, dict):
+        return {printable(str(k)): _printable(v, depth - 1) for k, v in value.items()}
+    if depth and isinstance(value, list):
+        return [_printable(v, depth - 1) for v in value]
+    return value
 
 
 def _sample_of(obj: dict[str, Any]) -> str | None:
@@ -103,14 +129,18 @@ def _sample_of(obj: dict[str, Any]) -> str | None:
 
 def apply(state: MetricsState, obj: dict[str, Any]) -> None:
     """Fold one parsed line into the state."""
-    state.series.append(obj)
+    state.lines += 1
+    if len(state.series) < MAX_SERIES:
+        state.series.append(obj)
     sample = _sample_of(obj)
     for key, value in obj.items():
         n = _number(value)
         if key == "progress" and isinstance(value, str):
             state.progress_text = value
         elif key == "info" and isinstance(value, dict):
-            state.info.update(value)
+            for k, v in value.items():
+                if k in state.info or len(state.info) < MAX_NAMES:
+                    state.info[k] = v
         elif key in CONTEXT_KEYS:
             if n is None or n != int(n):
                 continue
@@ -119,12 +149,19 @@ def apply(state: MetricsState, obj: dict[str, Any]) -> None:
             elif key != "step":
                 state.info[key] = int(n)
         elif n is not None:
+            if key not in state.final and len(state.final) >= MAX_NAMES:
+                state.dropped_names += 1
+                continue
             state.final[key] = n
             if "epoch" in obj:
                 state.per_epoch.add(key)
             elif key == sample and (key in state.samples or len(state.samples) < MAX_DISTRIBUTIONS):
                 state.samples.setdefault(key, Reservoir(seed=state.seed)).add(n)
-        elif value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+        elif (
+            value is not None
+            and (isinstance(value, bool) or not isinstance(value, (int, float)))
+            and (key in state.info or len(state.info) < MAX_NAMES)
+        ):
             state.info[key] = value
     if isinstance(state.info.get("epochs"), int):
         state.epochs = state.info["epochs"]
@@ -140,21 +177,28 @@ class MetricsReader:
         self._partial = b""
 
     def poll(self, final: bool = False) -> list[dict[str, Any]]:
-        """Read new complete lines (and, when `final`, a last line without a newline)."""
+        """Read new complete lines (and, when `final`, a last line without a newline), a chunk
+        at a time: a job that wrote 200 MB since the last poll costs READ_CHUNK of memory, not
+        200 MB. Returns the new lines (at most MAX_SERIES of them)."""
+        new: list[dict[str, Any]] = []
         try:
             with open(self.path, "rb") as f:
                 f.seek(self._offset)
-                data = f.read()
+                while data := f.read(READ_CHUNK):
+                    self._offset += len(data)
+                    self._lines(self._partial + data, new, last=False)
+                    if len(self._partial) > READ_CHUNK:  # a "line" of megabytes: not a report
+                        self._partial = b""
+                        self.state.bad_lines += 1
         except OSError:
-            return []
-        self._offset += len(data)
-        data = self._partial + data
-        lines = data.split(b"\n")
-        self._partial = lines.pop()
+            return new
         if final and self._partial:
-            lines.append(self._partial)
-            self._partial = b""
-        new = []
+            self._lines(self._partial, new, last=True)
+        return new
+
+    def _lines(self, data: bytes, new: list[dict[str, Any]], *, last: bool) -> None:
+        lines = data.split(b"\n")
+        self._partial = b"" if last else lines.pop()
         for raw in lines:
             if not raw.strip():
                 continue
@@ -163,8 +207,8 @@ class MetricsReader:
                 self.state.bad_lines += 1
                 continue
             apply(self.state, obj)
-            new.append(obj)
-        return new
+            if len(new) < MAX_SERIES:
+                new.append(obj)
 
 
 def read_metrics(path: str | Path) -> MetricsState:
@@ -185,7 +229,7 @@ def tail_text(path: str | Path, lines: int = 20, max_bytes: int = 16384) -> str:
         return ""
     text = data.decode("utf-8", errors="replace").replace("\r\n", "\n")
     out = text.splitlines()[-lines:]
-    return "\n".join(out)
+    return printable("\n".join(out), multiline=True)  # shown in errors and the TUI: no escapes
 
 
 # Settings a job may read through `tui_prof.instrument.settings` instead of its command line.

@@ -18,6 +18,7 @@ could not be read back (`unread`) at least once.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import threading
@@ -38,7 +39,8 @@ from tui_prof.experiments.backends import (
     get_backend,
 )
 from tui_prof.experiments.fingerprint import host_fingerprint, run_fingerprint
-from tui_prof.experiments.protocol import MetricsReader, tail_text
+from tui_prof.experiments.noise import MachineProbe
+from tui_prof.experiments.protocol import MAX_NAMES, MetricsReader, tail_text
 from tui_prof.experiments.runio import LineTail, describe_exit, expand_args, free_port
 from tui_prof.experiments.samples import seed_for
 from tui_prof.experiments.spec import (
@@ -63,6 +65,9 @@ from tui_prof.model import (
 
 EventCallback = Callable[[Any], None]
 MAX_LINES_PER_EVENT = 1000
+# A run's log and metrics files are read every poll_interval_s while it writes, backing off to
+# QUIET_POLL_S while it is quiet: the observer stays out of what it measures (issue 18).
+QUIET_POLL_S = 0.5
 LOG_TAIL_LINES = 30
 
 
@@ -129,6 +134,7 @@ class Runner:
         self._started = False
         self._closed = False
         self._readers: dict[str, MetricsReader] = {}
+        self._probes: dict[str, MachineProbe] = {}  # local runs: the machine's state meanwhile
         self._retried: dict[str, int] = {}  # run id -> retries after a lost node
         self._host: dict[str, Any] = {}  # filled in the background: nvidia-smi can take seconds
         self._experiment_id = store.experiment_id if self.backend.remote else ""
@@ -441,11 +447,14 @@ class Runner:
         if timeout is not None and self.backend.remote:  # enforced on the node; this is a backstop
             timeout += self.spec.kill_grace_s + 30.0
         t_run: float | None = None
+        if not self.backend.remote:  # what else this machine does while the run runs
+            self._probes[run_id] = MachineProbe.start()
         if handle.state() != QUEUED:
             t_run = time.perf_counter()
             self._on_running(run_id, handle, port)
+        interval = self.poll_interval_s
         while True:
-            code = handle.wait(self.poll_interval_s)
+            code = handle.wait(interval)
             if t_run is None and (code is not None or handle.state() != QUEUED):
                 t_run = time.perf_counter()
                 if code is None or handle.outcome().ran:  # one never placed did not run
@@ -461,7 +470,12 @@ class Runner:
                         *lines[-MAX_LINES_PER_EVENT:],
                     ]
                 self._emit(ev.RunOutput(run_id, tuple(lines)))
+            # Quiet: look less often, up to QUIET_POLL_S (an exit still ends the wait at once).
+            interval = min(interval * 2, max(QUIET_POLL_S, self.poll_interval_s))
+            if lines:
+                interval = self.poll_interval_s
             if metrics.poll(final=final):
+                interval = self.poll_interval_s
                 progress = metrics.state.progress()
                 if progress != last_progress:
                     last_progress = progress
@@ -491,6 +505,14 @@ class Runner:
     ) -> None:
         out: RunOutcome = handle.outcome()
         state = self._readers.pop(run_id).state
+        if state.dropped_names:  # protocol.MAX_NAMES: said where the run's output is read
+            note = (
+                f"[tuiprof: the job reported more than {MAX_NAMES} metric names; "
+                f"{state.dropped_names} reports of further names were left out]"
+            )
+            with contextlib.suppress(OSError), open(request.log_path, "a") as f:
+                f.write(note + "\n")
+            self._emit(ev.RunOutput(run_id, (note,)))
         code = out.exit_code
         if out.wall_time_s is not None:
             wall = out.wall_time_s  # measured around the process itself, where it ran
@@ -516,6 +538,10 @@ class Runner:
         rec = self.store.run(run_id)
         started_at = rec.started_at if rec.started_at is not None else time.time() - wall
         env = handle.environment() or self._host
+        environment = run_fingerprint(env, state.info)
+        probe = self._probes.pop(run_id, None)
+        if probe is not None:
+            environment["machine_state"] = probe.finish(getattr(handle, "cpu_time_s", None))
         rec = replace(
             rec,
             status=status,
@@ -524,7 +550,7 @@ class Runner:
             wall_time_s=wall,
             exit_code=code,
             metrics=metrics,
-            environment=run_fingerprint(env, state.info),
+            environment=environment,
             error=error,
             log_tail=tail if status != RUN_FINISHED else "",
             progress=state.progress(),

@@ -15,25 +15,20 @@ import os
 import re
 import shutil
 import stat
-import sys
 import time
+import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from tui_prof.experiments.backend_spec import BackendSpec, parse_backend
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
-
 WALL_TIME = "wall_time_s"
 ORDERS = ("interleaved", "sequential")
 _NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")  # fullmatch: "$" would allow "a\n"
 _CONTROL_RE = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
-# Limits, each with its reason (README "Limits" says the same). Counts: every run is a whole
+# Limits, each with its reason (docs/experiments.md "Limits" says the same). Counts: every run is a whole
 # process, a row in the store and a row in the live tables, so a typo such as 1000000000 must be
 # refused before anything is planned, not discovered as a machine out of memory.
 MAX_REPEATS = 1000  # per variant: a 95% interval of the mean is then ±6% of the runs' std;
@@ -61,6 +56,7 @@ _TOP_KEYS = {
     "variants",
     "kill_grace_s",
     "backend",
+    "min_difference_pct",
 }
 
 
@@ -95,6 +91,9 @@ class ExperimentSpec:
     kill_grace_s: float = 5.0  # SIGTERM to SIGKILL on timeout or stop
     source: str = ""  # the spec file, for messages
     backend: BackendSpec = field(default_factory=BackendSpec)  # where runs execute
+    # The smallest difference that matters, in percent, per metric ("*": every metric); unset
+    # metrics: 5% for times (tui_prof.comparison.names.min_difference_pct)
+    min_difference_pct: dict[str, float] = field(default_factory=dict)
 
     def variant(self, name: str) -> VariantSpec:
         for v in self.variants:
@@ -121,6 +120,7 @@ class ExperimentSpec:
             "kill_grace_s": self.kill_grace_s,
             "source": self.source,
             "backend": self.backend.to_dict(),
+            "min_difference_pct": dict(self.min_difference_pct),
         }
 
     @classmethod
@@ -145,6 +145,7 @@ class ExperimentSpec:
             kill_grace_s=float(d.get("kill_grace_s", 5.0)),
             source=d.get("source", ""),
             backend=BackendSpec.from_dict(d.get("backend")),
+            min_difference_pct=dict(d.get("min_difference_pct") or {}),
         )
 
 
@@ -155,6 +156,8 @@ def _err(path: Path | str, fieldname: str, expected: str) -> SpecError:
 def _str_list(path: Path, name: str, value: Any) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(a, str) for a in value):
         raise _err(path, name, f"expected a list of strings, got {value!r}")
+    if any("\0" in a for a in value):  # no process can be given one: every run would fail
+        raise _err(path, name, "a NUL byte cannot be passed to a process")
     return tuple(value)
 
 
@@ -235,7 +238,40 @@ def _variant(path: Path, name: str, table: Any) -> VariantSpec:
         isinstance(k, str) and isinstance(v, str) for k, v in env.items()
     ):
         raise _err(path, f"{where}.env", 'expected a table of string values, e.g. {X = "1"}')
+    for k, v in env.items():  # what the OS refuses in an environment, refused before any run
+        if not k or "=" in k or "\0" in k or "\0" in v:
+            raise _err(
+                path,
+                f"{where}.env",
+                f"{k!r}: a name must be non-empty without '=' or NUL, and a value without NUL",
+            )
     return VariantSpec(name, args, dict(env))
+
+
+def parse_min_difference(value: str | dict[str, Any]) -> dict[str, float]:
+    """The smallest difference that matters: `5` (every metric) or `wall_time_s=5,acc=0.5`
+    (text, as `--min-difference` and the `r` dialog take it) or a {metric: percent} table; each
+    a percentage above 0 and at most 100 (ValueError: one line saying what was expected)."""
+    if isinstance(value, str):
+        table: dict[str, Any] = {}
+        for part in (p.strip() for p in value.split(",")):
+            if part:
+                name, eq, pct = part.rpartition("=")
+                table[name.strip() if eq else "*"] = pct.strip().removesuffix("%")
+        value = table
+    out: dict[str, float] = {}
+    for name, pct in value.items():
+        try:
+            x = float(pct) if not isinstance(pct, bool) else math.nan
+        except (TypeError, ValueError):
+            x = math.nan
+        if not (0 < x <= 100) or not name:
+            raise ValueError(
+                f"expected a percentage above 0 and at most 100 (5, or wall_time_s=5), got "
+                f"{name + '=' if name != '*' else ''}{pct!r}"
+            )
+        out[str(name)] = x
+    return out
 
 
 def check_executable(spec: ExperimentSpec) -> None:
@@ -295,8 +331,8 @@ def parse_spec(data: dict[str, Any], path: Path) -> ExperimentSpec:
     if not wd.is_dir():
         raise _err(path, "workdir", f"expected an existing directory, {wd} is not one")
     output = data.get("output", "tuiprof-experiments")
-    if not isinstance(output, str) or not output:
-        raise _err(path, "output", f"expected a directory path, got {output!r}")
+    if not isinstance(output, str) or not output or any(c in output for c in "\n\r\0"):
+        raise _err(path, "output", f"expected a directory path on one line, got {output!r}")
     metrics = _str_list(path, "metrics", data.get("metrics", []))
     metrics = (WALL_TIME, *[m for m in dict.fromkeys(metrics) if m != WALL_TIME])
     order = data.get("order", "interleaved")
@@ -314,6 +350,11 @@ def parse_spec(data: dict[str, Any], path: Path) -> ExperimentSpec:
         names = ", ".join(v.name for v in variants)
         raise _err(path, "baseline", f"expected one of the variants ({names}), got {baseline!r}")
     backend = parse_backend(data["backend"], path, base) if "backend" in data else BackendSpec()
+    matters = data.get("min_difference_pct", {})
+    try:
+        matters = parse_min_difference(matters if isinstance(matters, dict) else {"*": matters})
+    except ValueError as exc:
+        raise _err(path, "min_difference_pct", str(exc)) from None
     spec = ExperimentSpec(
         name=name,
         command=command,
@@ -329,6 +370,7 @@ def parse_spec(data: dict[str, Any], path: Path) -> ExperimentSpec:
         kill_grace_s=grace,
         source=str(path),
         backend=backend,
+        min_difference_pct=matters,
     )
     check_counts(spec)
     check_executable(spec)
@@ -360,6 +402,8 @@ def load_spec(path: str | Path) -> ExperimentSpec:
         raise SpecError(f"{p}: not UTF-8 text") from None
     except tomllib.TOMLDecodeError as exc:
         raise SpecError(f"{p}: invalid TOML: {exc}") from None
+    except RecursionError:  # tomllib recurses per nested array: 100,000 `[` exhaust the stack
+        raise SpecError(f"{p}: invalid TOML: nested too deeply") from None
     return parse_spec(data, p)
 
 

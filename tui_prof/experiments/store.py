@@ -26,8 +26,6 @@ import fcntl
 import json
 import os
 import shutil
-import signal
-import socket
 import sqlite3
 import threading
 import time
@@ -39,6 +37,14 @@ from pathlib import Path
 from typing import Any
 
 from tui_prof.experiments import samples as samples_mod
+from tui_prof.experiments.orphans import (
+    find_run_processes,
+    proc_start,
+    recorded_alive,
+    runner_alive,
+    runner_identity,
+    stop_processes,
+)
 from tui_prof.experiments.spec import ExperimentSpec
 from tui_prof.model import (
     RUN_FINISHED,
@@ -60,9 +66,14 @@ LOG_NAME = "output.log"
 METRICS_NAME = "metrics.jsonl"
 SCHEMA_VERSION = 1
 IN_FLIGHT = (RUN_QUEUED, RUN_RUNNING)
+ORPHAN_NOTE = "still running, but its tuiprof has gone: reopening the experiment stops it"
 # Columns added since the first schema, with their declarations: an older experiment gets them
 # when a runner opens it (readers use defaults).
-_ADDED_COLUMNS = {"backend_ref": "TEXT", "node": "TEXT NOT NULL DEFAULT ''"}
+_ADDED_COLUMNS = {
+    "backend_ref": "TEXT",
+    "node": "TEXT NOT NULL DEFAULT ''",
+    "child_start": "TEXT",
+}
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -73,7 +84,8 @@ CREATE TABLE IF NOT EXISTS runs (
     exit_code INTEGER, metrics TEXT NOT NULL DEFAULT '{}', environment TEXT NOT NULL DEFAULT '{}',
     error TEXT, log_tail TEXT NOT NULL DEFAULT '', profiler_port INTEGER,
     progress TEXT NOT NULL DEFAULT '', runner_pid INTEGER, runner_host TEXT, runner_start TEXT,
-    child_pid INTEGER, child_pgid INTEGER, backend_ref TEXT, node TEXT NOT NULL DEFAULT ''
+    child_pid INTEGER, child_pgid INTEGER, backend_ref TEXT, node TEXT NOT NULL DEFAULT '',
+    child_start TEXT
 );
 CREATE TABLE IF NOT EXISTS run_attempts (
     run_id TEXT NOT NULL, attempt INTEGER NOT NULL, record TEXT NOT NULL, archived_at REAL NOT NULL,
@@ -164,56 +176,41 @@ class PlannedRun:
         return f"{self.variant}-{'w' if self.is_warmup else 'r'}{self.repeat}"
 
 
-def _proc_start(pid: int) -> str | None:
-    """The kernel's start time of a process, so a recycled pid is not mistaken for the runner."""
+def _json(text: str) -> dict[str, Any] | None:
+    """A row's JSON map; None where it is damaged (not JSON, or not an object)."""
+    if text == "{}":  # most rows: a pending run's empty maps
+        return {}
     try:
-        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
-            return f.read().rsplit(")", 1)[1].split()[19]
-    except (OSError, IndexError):
+        value = json.loads(text)
+    except (ValueError, RecursionError):
         return None
-
-
-def runner_identity() -> tuple[int, str, str]:
-    pid = os.getpid()
-    return pid, socket.gethostname(), _proc_start(pid) or ""
-
-
-def runner_alive(pid: int | None, host: str | None, start: str | None) -> bool:
-    """Whether the process that wrote "running" still runs (unknowable on another host: assume yes)."""
-    if pid is None:
-        return False
-    if host and host != socket.gethostname():
-        return True
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass
-    now = _proc_start(pid)
-    return not (start and now is not None and now != start)
-
-
-def _json(text: str) -> Any:
-    return {} if text == "{}" else json.loads(text)  # most rows: a pending run's empty maps
+    return value if isinstance(value, dict) else None
 
 
 def _row_to_record(row: sqlite3.Row, directory: Path) -> RunRecord:
     # Strings, not Path joins: an experiment of 10,000 runs is read whole when it starts.
     run_dir = f"{directory}{os.sep}{RUNS_DIR}{os.sep}{row['run_id']}"
+    keys = row.keys()
     status = RunStatus(row["status"])  # an unknown string is a damaged store (StoreError)
     error = row["error"]
-    keys = row.keys()
     ref = row["backend_ref"] if "backend_ref" in keys else None
-    # A cluster's run goes on without its runner (it is reattached); a local one does not.
+    # A cluster's run goes on without its runner (it is reattached); a local one does not, but
+    # its process may live on (the next runner stops it): say so rather than "interrupted".
     if (
         status in IN_FLIGHT
         and ref is None
         and not runner_alive(row["runner_pid"], row["runner_host"], row["runner_start"])
     ):
-        status, error = RUN_INTERRUPTED, error or "tuiprof stopped while this run was running"
+        if recorded_alive(row["child_pid"], row["child_start"] if "child_start" in keys else None):
+            error = error or ORPHAN_NOTE
+        else:
+            status, error = RUN_INTERRUPTED, error or "tuiprof stopped while this run was running"
+    metrics, environment = _json(row["metrics"]), _json(row["environment"])
+    if metrics is None or environment is None:  # a damaged row: its result is lost, run it again
+        status, error = (
+            RUN_INTERRUPTED,
+            "its stored result is damaged (not JSON); --resume runs it again",
+        )
     return RunRecord(
         run_id=row["run_id"],
         variant=row["variant"],
@@ -224,8 +221,8 @@ def _row_to_record(row: sqlite3.Row, directory: Path) -> RunRecord:
         ended_at=row["ended_at"],
         wall_time_s=row["wall_time_s"],
         exit_code=row["exit_code"],
-        metrics=_json(row["metrics"]),
-        environment=_json(row["environment"]),
+        metrics=metrics or {},
+        environment=environment or {},
         run_dir=run_dir,
         log_path=f"{run_dir}{os.sep}{LOG_NAME}",
         error=error,
@@ -368,24 +365,6 @@ def sample_counts(experiment_dir: str | Path) -> dict[str, Any]:
     return out
 
 
-def kill_orphan(pgid: int | None, run_dir: Path) -> bool:
-    """Kill a run's process group that outlived its runner, if it still runs this very run."""
-    if not pgid:
-        return False
-    try:
-        with open(f"/proc/{pgid}/environ", "rb") as f:
-            env = f.read().split(b"\0")
-    except OSError:
-        return False
-    if f"TUIPROF_RUN_DIR={run_dir}".encode() not in env:
-        return False  # the process group id now belongs to something else
-    try:
-        os.killpg(pgid, signal.SIGKILL)
-    except OSError:
-        return False
-    return True
-
-
 class ExperimentStore:
     """The writer: one per experiment directory at a time (the runner's); thread-safe."""
 
@@ -401,6 +380,7 @@ class ExperimentStore:
         self._conn = conn
         self._lock = threading.Lock()
         self._runner_lock = runner_lock
+        self.stopped_orphans: list[str] = []  # runs found alive without their tuiprof, stopped
 
     # -- opening -------------------------------------------------------------------------
     @staticmethod
@@ -422,8 +402,12 @@ class ExperimentStore:
     ) -> ExperimentStore:
         """A new experiment directory with every planned run recorded as pending."""
         d = Path(directory).resolve()
+        if any(c in str(d) for c in "\n\r\0"):  # the path is printed as the last line
+            raise StoreError(f"{str(d)!r}: a path with a line break or NUL; choose another")
         if (d / DB_NAME).exists():
             raise StoreError(f"{d}: already holds an experiment (use --resume)")
+        if d.is_dir() and any(d.iterdir()):  # never write over files tuiprof did not create
+            raise StoreError(f"{d}: exists and is not empty; name a new or empty directory")
         try:
             (d / RUNS_DIR).mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -447,8 +431,9 @@ class ExperimentStore:
         return store
 
     @classmethod
-    def open(cls, directory: str | Path, kill_orphans: bool = True) -> ExperimentStore:
-        """An existing experiment, for resuming: stale "running" runs become interrupted."""
+    def open(cls, directory: str | Path, stop_orphans: bool = True) -> ExperimentStore:
+        """An existing experiment, for resuming: stale "running" runs become interrupted, and
+        what still runs of them is stopped first (`stopped_orphans` lists those runs)."""
         d = Path(directory).resolve()
         db = d / DB_NAME
         if not db.is_file():
@@ -472,14 +457,48 @@ class ExperimentStore:
             if runner_alive(row["runner_pid"], row["runner_host"], row["runner_start"]):
                 store.close()  # e.g. a runner on another host, where the flock is not shared
                 raise StoreError(f"{d}: another tuiprof (pid {row['runner_pid']}) is running it")
-            if kill_orphans:
-                kill_orphan(row["child_pgid"], d / RUNS_DIR / row["run_id"])
-            store._update(
+        if stop_orphans:
+            store._stop_orphans()
+        for row in rows:
+            if row["run_id"] not in store.stopped_orphans:
+                store._update(
+                    row["run_id"],
+                    status=RUN_INTERRUPTED,
+                    error="tuiprof stopped while this run was running",
+                )
+        return store
+
+    def _stop_orphans(self) -> None:
+        """Stop what still runs of an unfinished local run after its tuiprof went (SIGKILL, a
+        dropped SSH session, "Leave running"), and record that, before anything starts it again:
+        a second copy would overlap it and write into the same run directory. Its processes are
+        found by their environment, so a job whose group leader exited, or one recorded a moment
+        before it started, is found too. StoreError: one could not be stopped."""
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT run_id, child_pid, child_start FROM runs WHERE status != ? "
+                "AND backend_ref IS NULL",
+                (RUN_FINISHED,),
+            ).fetchall()
+        dirs = {f"{self.directory}{os.sep}{RUNS_DIR}{os.sep}{r['run_id']}": r for r in rows}
+        found = find_run_processes(dirs)
+        for run_dir, pids in found.items():
+            row = dirs[run_dir]
+            left = stop_processes(pids, self.spec.kill_grace_s)
+            if left:
+                self.close()
+                raise StoreError(
+                    f"{row['run_id']} still runs (pid {left[0]}) and could not be stopped; "
+                    "not starting a second copy of it"
+                )
+            recorded = row["child_pid"] if row["child_pid"] in pids else pids[0]
+            self.stopped_orphans.append(row["run_id"])
+            self._update(
                 row["run_id"],
                 status=RUN_INTERRUPTED,
-                error="tuiprof stopped while this run was running",
+                error=f"still running after its tuiprof had gone (pid {recorded}): stopped, "
+                "to be run again",
             )
-        return store
 
     # -- writing -------------------------------------------------------------------------
     def _tx(self) -> _Transaction:
@@ -540,7 +559,8 @@ class ExperimentStore:
                         "UPDATE runs SET status = ?, attempt = attempt + 1, started_at = NULL, "
                         "ended_at = NULL, wall_time_s = NULL, exit_code = NULL, metrics = '{}', "
                         "environment = '{}', error = NULL, log_tail = '', profiler_port = NULL, "
-                        "progress = '', child_pid = NULL, child_pgid = NULL, backend_ref = NULL, "
+                        "progress = '', child_pid = NULL, child_pgid = NULL, child_start = NULL, "
+                        "backend_ref = NULL, "
                         "node = '' WHERE run_id = ?",
                         (RUN_PENDING, run_id),
                     )
@@ -561,6 +581,7 @@ class ExperimentStore:
             "started_at": started_at,
             "child_pid": pid,
             "child_pgid": pgid,
+            "child_start": proc_start(pid) if pid else None,  # a recycled pid is not the run
             "profiler_port": profiler_port,
             "environment": environment,
             "runner_pid": rpid,

@@ -25,12 +25,12 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from tui_prof.live.capture_client import CONNECT_WAIT_S, classify
-from tui_prof.model import Progress
+from tui_prof.model import Progress, os_reason
 
 # An empty trace from a live server is at most this big (an XSpace with no events: ~200 bytes).
 EMPTY_XPLANE_BYTES = 1024
@@ -116,7 +116,7 @@ def _session_state(profile_root: Path) -> dict[Path, tuple[int, int]]:
 def _wait_for_fresh_second(profile_root: Path) -> None:
     """Sessions are named by the second; never let two captures share (and overwrite) one."""
     for _ in range(3):
-        now = datetime.now(timezone.utc)
+        now = datetime.now(UTC)
         names = {t.strftime("%Y_%m_%d_%H_%M_%S") for t in (now, now.astimezone())}
         if not any((profile_root / name).exists() for name in names):
             return
@@ -192,7 +192,12 @@ def capture(
         log = Path(tmp)
     else:
         log = Path(log_path)
-        log.write_bytes(b"")
+        try:
+            log.write_bytes(b"")
+        except OSError as exc:  # a directory, a missing or read-only place: one line, no capture
+            raise CaptureError(
+                "bad_request", f"cannot write the log {log}: {os_reason(exc)}"
+            ) from None
     request: dict[str, Any] = {
         "service_addr": ",".join(addrs),
         "logdir": str(root),

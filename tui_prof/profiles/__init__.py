@@ -3,7 +3,10 @@
 discover.py   logdir → runs → sessions → host files, from listings alone (every format)
 load.py       session → ProfileSummary through the cache: the reader seam (READERS)
 assemble.py   what every reader shares: averages, Tensor Core use, verdict and advice
-advice.py     the bottleneck rules and recommendations (one place for the thresholds)
+advice.py     the verdict (what dominates, secondary findings) and which remedies apply
+remedies.py   the remedies' words, per framework and per row of the hardware table
+hardware.py   the hardware table: matrix units' formats and word, peaks, memory bandwidth
+kernel_names.py  what a kernel's name says: matrix units, 16-bit, collective
 cache.py      summaries cached by (path, size, mtime)
 prefetch.py   the first listing and summary, computed in a thread while the TUI loads
 xplane/       TensorFlow/JAX `*.xplane.pb`: the converter, the own step finder, the decoder

@@ -13,8 +13,10 @@ from tui_prof.model import (
     CATEGORIES,
     NATIVE_CATEGORIES,
     DeviceUtilization,
+    Efficiency,
     Environment,
     KernelStat,
+    MemoryUse,
     OpStat,
     Precision,
     ProfileSummary,
@@ -23,9 +25,12 @@ from tui_prof.model import (
     StepAverage,
     StepBreakdown,
     TensorCoreUse,
+    UnreadableProfile,
 )
-from tui_prof.profiles import advice
+from tui_prof.printable import printable, printable_fields
+from tui_prof.profiles import advice, remedies
 from tui_prof.profiles.discover import Session, display_path
+from tui_prof.profiles.hardware import DeviceSpec, device_spec, vendor_of
 
 
 def average(steps: Sequence[StepBreakdown]) -> StepAverage | None:
@@ -77,6 +82,76 @@ def tensor_core_use(ks: Sequence[KernelStat]) -> TensorCoreUse | None:
     )
 
 
+def device_row(env: Environment) -> DeviceSpec | None:
+    """The hardware table's row for a profile's devices: a model's name first (PyTorch's
+    deviceProperties, XLA's device planes), else the device type ("TPU v4", "AMD GPU - gfx942")."""
+    for name in (*env.device_names, env.device_type):
+        spec = device_spec(name=name)
+        if spec is not None:
+            return spec
+    return None
+
+
+def facts(
+    env: Environment,
+    prec: Precision | None,
+    framework: str,
+    is_training: bool | None = None,
+) -> remedies.Facts:
+    spec = device_row(env)
+    vendor = spec.vendor if spec is not None else ""
+    for name in (env.device_type, *env.device_names):
+        vendor = vendor or vendor_of(name)
+    return remedies.Facts(
+        framework=framework,
+        device_type=env.device_type,
+        spec=spec,
+        vendor=vendor,
+        precision=prec,
+        is_training=is_training,
+    )
+
+
+def matrix_units(env: Environment) -> str:
+    """The vendor's word for the profile's matrix units ("Tensor Cores", "Matrix Cores",
+    "MXU"); "" where the device's vendor is unknown."""
+    return facts(env, None, "").matrix_units
+
+
+# The longest time a profile may hold: a day. Longer, or not finite, is a damaged file, refused here
+# (where numbers enter the summary) rather than drawn as a bar no terminal can hold.
+MAX_MS = 86_400_000.0
+
+
+def check_numbers(
+    session: Session,
+    steps: Sequence[StepBreakdown],
+    ops: Sequence[OpStat],
+    kernels: Sequence[KernelStat],
+) -> None:
+    """UnreadableProfile, naming the file, for a time that is not finite, negative or absurd."""
+
+    def bad(ms: float) -> bool:
+        return not (-1e-3 <= ms <= MAX_MS)  # NaN fails both; rounding may leave -1e-12
+
+    def refuse(what: str, ms: float) -> UnreadableProfile:
+        return UnreadableProfile(
+            f"{session.file_names}: damaged times ({what} of {ms!r} ms; "
+            "times must be finite, not negative and at most a day)"
+        )
+
+    for s in steps:
+        for what, ms in (("a step", s.step_time_ms), *s.breakdown_ms.items()):
+            if bad(ms):
+                raise refuse(what if what == "a step" else f"step {s.step}'s {what}", ms)
+    for what, us in (
+        *((f"op {o.name}", o.total_self_time_us) for o in ops),
+        *((f"kernel {k.name}", k.total_duration_us) for k in kernels),
+    ):
+        if bad(us / 1000):
+            raise refuse(what, us / 1000)
+
+
 def assemble(
     session: Session,
     steps: list[StepBreakdown],
@@ -92,38 +167,51 @@ def assemble(
     programs: Sequence[ProgramStat] = (),
     framework: str = "",
     ranks: Sequence[RankSummary] = (),
+    is_training: bool | None = None,
+    startup_ms: float = 0.0,
+    startup_calls: Sequence[tuple[str, float]] = (),
+    efficiency: Efficiency | None = None,
+    memory: MemoryUse | None = None,
 ) -> ProfileSummary:
     """The verdict and advice come from the same rules whichever reader found the numbers;
     a profile without steps gets how to mark them (and the programs that could be steps);
-    `framework` picks the advice's vocabulary (advice.TIPS_BY_FRAMEWORK)."""
+    `framework` picks the advice's vocabulary (remedies.BY_FRAMEWORK), the device's row of the
+    hardware table its number formats; `startup_ms` (per step) is kept out of the verdict."""
+    check_numbers(session, steps, ops, kernels)
     avg = average(steps)
     tc = tensor_core_use(kernels)
-    verdict, flagged = advice.bottleneck(avg, env.device_type)
-    tips = advice.recommendations(flagged, env.device_type, prec, tc, framework=framework)
+    f = facts(env, prec, framework, is_training)
+    sentence, verdict, flagged = advice.verdict(avg, f, startup_ms, startup_calls)
+    tips = advice.recommendations(flagged, f, tc)
     if avg is None:
         repeated = [p for p in programs if p.runs >= 2]
         if repeated and "TPU" not in env.device_type:  # TPU events carry no launch ids
             tips.insert(
                 0, advice.PROGRAM_RUNS_TIP.format(name=repeated[0].name, runs=repeated[0].runs)
             )
-        tips.insert(0, advice.STEP_MARKERS_TIP)
+        tips.insert(0, remedies.step_markers(f))
+    # Names from the file are data: made printable once here, so no face meets an escape sequence.
     return ProfileSummary(
         path=display_path(session.path),
-        hosts=env.hosts,
+        hosts=printable_fields(env.hosts),
         step_source=source,
-        step_source_detail=detail,
+        step_source_detail=printable(detail),
         steps=tuple(steps),
         average=avg,
         precision=prec,
         tensor_core=tc,
-        top_ops=tuple(ops),
-        kernels=tuple(kernels),
-        environment=env,
-        bottleneck=verdict,
-        recommendations=tuple(tips),
-        warnings=tuple(warnings),
-        device_utilization=utilization,
-        programs=tuple(programs),
+        top_ops=printable_fields(tuple(ops)),
+        kernels=printable_fields(tuple(kernels)),
+        environment=printable_fields(env),
+        bottleneck=sentence,
+        recommendations=printable_fields(tuple(tips)),
+        warnings=printable_fields(tuple(warnings)),
+        device_utilization=printable_fields(utilization),
+        programs=printable_fields(tuple(programs)),
         framework=framework,
-        ranks=tuple(ranks),
+        ranks=printable_fields(tuple(ranks)),
+        efficiency=printable_fields(efficiency),
+        memory=printable_fields(memory),
+        verdict=verdict,
+        startup_calls=tuple((printable(n), ms) for n, ms in startup_calls),
     )

@@ -19,10 +19,17 @@ from typing import Any
 
 from tui_prof import __version__
 from tui_prof.model import (
+    Allocator,
     DeviceBusy,
+    DeviceMemory,
     DeviceUtilization,
+    Efficiency,
     Environment,
+    Finding,
+    GpuMetric,
+    GpuStepMetric,
     KernelStat,
+    MemoryUse,
     OpStat,
     Precision,
     ProfileSummary,
@@ -31,13 +38,19 @@ from tui_prof.model import (
     StepAverage,
     StepBreakdown,
     TensorCoreUse,
+    UnmodelledOp,
+    Verdict,
 )
 from tui_prof.profiles.discover import Session, display_path
 
 # 2: top_ops holds every op (the diff needs them all), no longer the first 50.
 # 3: device utilisation, XLA programs, the precision's source.
 # 4: kernels carry their launch shape (grid, block).
-SCHEMA = 4
+# 5: names made printable (tui_prof.printable) before they are stored.
+# 6: efficiency (FLOPs, MFU) and memory; ops carry their FLOPs and bytes.
+# 7: PyTorch traces: the plugin's GPU figures (gpu_metrics).
+# 8: the verdict's parts (dominant, secondary, start-up) and start-up calls.
+SCHEMA = 8
 
 
 def cache_dir() -> Path:
@@ -93,6 +106,8 @@ def summary_from_dict(d: dict[str, Any]) -> ProfileSummary:
                 o["occurrences"],
                 o["total_self_time_us"],
                 o["self_time_percent"],
+                o.get("flops"),
+                o.get("bytes"),
             )
             for o in d["top_ops"]
         ),
@@ -111,6 +126,75 @@ def summary_from_dict(d: dict[str, Any]) -> ProfileSummary:
         programs=tuple(ProgramStat(**p) for p in d.get("xla_programs") or ()),
         framework=d.get("framework", ""),
         ranks=tuple(RankSummary(**r) for r in d.get("ranks", ())),
+        verdict=_verdict(d.get("verdict")),
+        startup_calls=tuple((c["name"], c["ms"]) for c in d.get("startup_calls") or ()),
+        gpu_metrics=tuple(_gpu_metric(g) for g in d.get("gpu_metrics", ())),
+        efficiency=_efficiency(d.get("efficiency")),
+        memory=_memory(d.get("memory")),
+    )
+
+
+def _verdict(d: dict[str, Any] | None) -> Verdict | None:
+    if not d:
+        return None
+    return Verdict(
+        kind=d["kind"],
+        dominant=Finding(d["category"], d["percent"], d["ms"]),
+        secondary=tuple(Finding(**f) for f in d.get("secondary") or ()),
+        startup_ms=d.get("startup_ms", 0.0),
+    )
+
+
+def _efficiency(d: dict[str, Any] | None) -> Efficiency | None:
+    if not d:
+        return None
+    return Efficiency(
+        flops_source=d["flops_source"],
+        flops_total=d["flops_total"],
+        flops_per_step=d["flops_per_step"],
+        achieved_tflops=d["achieved_tflops"],
+        peak_tflops=d["peak_tflops"],
+        peak_format=d["peak_format"],
+        peak_source=d["peak_source"],
+        devices=d["devices"],
+        mfu_percent=d["mfu_percent"],
+        step_flops=tuple(d.get("step_flops") or ()),
+        formats=dict(d.get("formats") or {}),
+        modelled_device_percent=d.get("modelled_device_percent"),
+        unmodelled=tuple(UnmodelledOp(**u) for u in d.get("unmodelled_ops") or ()),
+        memory_bandwidth_gbs=d.get("memory_bandwidth_gbs"),
+    )
+
+
+def _memory(d: dict[str, Any] | None) -> MemoryUse | None:
+    if not d:
+        return None
+    return MemoryUse(
+        source=d["source"],
+        peak_allocated_mb=d["peak_allocated_mb"],
+        peak_reserved_mb=d["peak_reserved_mb"],
+        devices=tuple(DeviceMemory(**x) for x in d.get("devices") or ()),
+        step_peak_allocated_mb=tuple(d.get("step_peak_allocated_mb") or ()),
+        series_mb=tuple((float(t), float(v)) for t, v in d.get("series_mb") or ()),
+        top_allocators=tuple(Allocator(**a) for a in d.get("top_allocators") or ()),
+        relative=bool(d.get("relative")),
+    )
+
+
+def _gpu_metric(d: dict[str, Any]) -> GpuMetric:
+    def figures(x: dict[str, Any]) -> tuple[float, float | None, float | None]:
+        return (
+            x["gpu_utilization_percent"],
+            x["est_sm_efficiency_percent"],
+            x["est_achieved_occupancy_percent"],
+        )
+
+    return GpuMetric(
+        d["rank"],
+        d["device"],
+        d["name"],
+        *figures(d),
+        steps=tuple(GpuStepMetric(s["step"], *figures(s)) for s in d["steps"]),
     )
 
 
@@ -121,6 +205,7 @@ def _utilization(d: dict[str, Any] | None) -> DeviceUtilization | None:
         profile_ms=d["profile_ms"],
         busy_percent=d["busy_percent"],
         devices=tuple(DeviceBusy(**x) for x in d.get("devices") or ()),
+        rule=d.get("rule", "profile"),
     )
 
 

@@ -3,10 +3,12 @@
 Contract: `discover(path)` accepts a TensorBoard logdir (runs nested at any depth), a run dir, a
 session dir or one `*.xplane.pb` file, and returns runs → sessions → host files from directory
 listings and `stat` alone. A session directory with no xplane but an older TensorBoard's tool
-files (`<host>.overview_page.pb` and friends, see LEGACY_SUFFIXES) is a "legacy" session.
+files (`<host>.overview_page.pb` and friends, or the TF1-era `*.overview_page.json`, see
+LEGACY_SUFFIXES) is a "legacy" session.
 PyTorch profiler traces (format "kineto") are found in the same walk: `*.pt.trace.json[.gz]` by
-name, other `*.json[.gz]` by their first 16 KB, and one trace file of any name when it is the
-path given (profiles/kineto/detect.py: naming and grouping). Unreadable directories and symlink
+name, other `*.json[.gz]` by their head (profiles/kineto/detect.py: naming, sniffing and
+grouping). A file given as the path is read as the format its name says, never sniffed: a
+`*.xplane.pb`, a legacy tool file, or a `*.json[.gz]` as a PyTorch trace. Unreadable directories and symlink
 loops become `problems`, never exceptions; only a path that does not exist (or holds no profile
 at all) is an error for callers.
 """
@@ -17,17 +19,22 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from tui_prof.printable import printable
 from tui_prof.profiles.kineto import detect
 
 XPLANE_SUFFIX = ".xplane.pb"
 KINETO = "kineto"
 # Tool files TensorFlow 2.2-2.3's profiler wrote itself, per host, in the order a host's primary
-# file is chosen (the overview carries the steps); the trace alone does not make a session.
+# file is chosen (the overview carries the steps); then the TF1-era Cloud TPU profiler's
+# (capture_tpu_profile: Google Charts DataTable JSON, `<host>.overview_page.json` or a bare
+# `overview_page.json`); the trace alone does not make a session.
 LEGACY_SUFFIXES = (
     ".overview_page.pb",
     ".input_pipeline.pb",
     ".tensorflow_stats.pb",
     ".kernel_stats.pb",
+    ".overview_page.json",
+    ".input_pipeline.json",
 )
 LEGACY_TRACE_SUFFIX = ".trace.json.gz"
 
@@ -57,6 +64,14 @@ class Session:
     @property
     def size(self) -> int:
         return sum(h.size for h in self.hosts)
+
+    @property
+    def file_names(self) -> str:
+        """Its files' names, printable, for a one-line error that names the file."""
+        names = [h.path.name for h in self.hosts] or [self.path.name]
+        return display_name(
+            ", ".join(names[:3]) + (f" (+{len(names) - 3})" if len(names) > 3 else "")
+        )
 
 
 @dataclass(frozen=True)
@@ -100,8 +115,9 @@ class Discovery:
 
 
 def display_name(name: str) -> str:
-    """A file name as printable text: undecodable bytes (kept as surrogates by the OS layer) become U+FFFD."""
-    return name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    """A file name as printable text: undecodable bytes (kept as surrogates by the OS layer) become
+    U+FFFD, control characters their visible stand-ins (tui_prof.printable)."""
+    return printable(name.encode("utf-8", "surrogateescape").decode("utf-8", "replace"))
 
 
 def host_name(file_name: str) -> str:
@@ -152,20 +168,29 @@ def _host_files(entries: list[os.DirEntry[str]], problems: list[Problem]) -> lis
     return sorted(hosts, key=lambda h: h.host)
 
 
-def _legacy_hosts(entries: list[os.DirEntry[str]], problems: list[Problem]) -> list[HostFile]:
+def legacy_suffix(name: str) -> str | None:
+    """The legacy tool suffix a file name ends with (a bare `overview_page.json` included)."""
+    for suffix in (*LEGACY_SUFFIXES, LEGACY_TRACE_SUFFIX):
+        if name.endswith(suffix) or name == suffix[1:]:
+            return suffix
+    return None
+
+
+def _legacy_hosts(
+    entries: list[os.DirEntry[str]], d: Path, problems: list[Problem]
+) -> list[HostFile]:
     """One HostFile per host of an older TensorBoard's tool files (no xplane in the directory)."""
+    order = (*LEGACY_SUFFIXES, LEGACY_TRACE_SUFFIX)
     files: dict[str, list[tuple[int, Path, os.stat_result]]] = {}
     for e in entries:
-        rank = next((k for k, suf in enumerate(LEGACY_SUFFIXES) if e.name.endswith(suf)), None)
-        if rank is None and e.name.endswith(LEGACY_TRACE_SUFFIX):
-            rank = len(LEGACY_SUFFIXES)
-        if rank is None:
+        suffix = legacy_suffix(e.name)
+        if suffix is None:
             continue
         st = _file_stat(e, problems)
         if st is None:
             continue
-        suffix = (*LEGACY_SUFFIXES, LEGACY_TRACE_SUFFIX)[rank]
-        files.setdefault(e.name[: -len(suffix)], []).append((rank, Path(e.path), st))
+        host = e.name[: -len(suffix)] if e.name.endswith(suffix) else ""
+        files.setdefault(host, []).append((order.index(suffix), Path(e.path), st))
     hosts = []
     for host, found in files.items():
         found.sort(key=lambda f: f[0])
@@ -173,7 +198,7 @@ def _legacy_hosts(entries: list[os.DirEntry[str]], problems: list[Problem]) -> l
             continue  # a trace alone: not a session tuiprof can summarise
         hosts.append(
             HostFile(
-                display_name(host),
+                display_name(host or d.name),  # unprefixed TF1 files: the session's name
                 found[0][1],
                 sum(f[2].st_size for f in found),
                 max(f[2].st_mtime for f in found),
@@ -184,7 +209,7 @@ def _legacy_hosts(entries: list[os.DirEntry[str]], problems: list[Problem]) -> l
 
 
 def _legacy_file(name: str) -> bool:
-    return name.endswith(LEGACY_SUFFIXES)
+    return legacy_suffix(name) not in (None, LEGACY_TRACE_SUFFIX)
 
 
 def _kineto_sessions(
@@ -223,7 +248,8 @@ def _kineto_sessions(
 
 
 def _single_file(root: Path) -> Discovery:
-    """`discover(FILE)`: one .xplane.pb, or one PyTorch trace whatever its name."""
+    """`discover(FILE)`: one .xplane.pb, or one PyTorch trace whatever its name: the name decides
+    (a `*.json[.gz]` is read as a trace, and its reader says so in one line where it is none)."""
     st = root.stat()
     session_dir = root.parent
     if root.name.endswith(XPLANE_SUFFIX):
@@ -235,12 +261,12 @@ def _single_file(root: Path) -> Discovery:
         )
         run_dir = _run_dir_of(session_dir)
         return Discovery(root, (Run(display_name(run_dir.name), run_dir, (session,)),), ())
-    m = detect.PT_TRACE.match(root.name)
-    if m is None and not detect.sniff(root)[0]:
+    if not detect.is_json_name(root.name):
         raise FileNotFoundError(
             f"{display_path(root)}: not a profile (expected *{XPLANE_SUFFIX} or a PyTorch "
             "profiler trace, *.json[.gz])"
         )
+    m = detect.PT_TRACE.match(root.name)
     span = int(m.group(2)[1:]) if m and m.group(2) else None
     worker = m.group(1) if m else detect.strip_json(root.name)
     tf = detect.TraceFile(root, worker, span, None, st.st_size, st.st_mtime)
@@ -297,7 +323,7 @@ def discover(path: str | os.PathLike[str]) -> Discovery:
         hosts = _host_files(entries, problems)
         fmt = "xplane"
         if not hosts:
-            hosts, fmt = _legacy_hosts(entries, problems), "legacy"
+            hosts, fmt = _legacy_hosts(entries, d, problems), "legacy"
         if hosts:
             run_dir = _run_dir_of(d)
             by_run.setdefault(run_dir, []).append(

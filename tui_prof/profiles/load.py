@@ -16,7 +16,7 @@ import inspect
 import threading
 from pathlib import Path
 
-from tui_prof.model import ProfileError, ProfileSummary, Progress
+from tui_prof.model import ProfileError, ProfileSummary, Progress, UnreadableProfile
 from tui_prof.profiles import cache
 from tui_prof.profiles.discover import Session, discover
 
@@ -61,9 +61,23 @@ def summarize_session(
                 f"--step-program applies to XLA profiles (*.xplane.pb), not {session.format} ones"
             )
         extra["step_program"] = step_program
-    summary: ProfileSummary = reader.summarize(
-        session, force_fallback=force_fallback, full=full, cancel=cancel, progress=progress, **extra
-    )
+    try:
+        summary: ProfileSummary = reader.summarize(
+            session,
+            force_fallback=force_fallback,
+            full=full,
+            cancel=cancel,
+            progress=progress,
+            **extra,
+        )
+    except RecursionError:  # a value nested deeper than any parser's stack (200,000 `[`)
+        raise UnreadableProfile(
+            f"{session.file_names}: nested too deeply to read (not a profile)"
+        ) from None
+    except (OverflowError, ValueError) as exc:  # a number no profile holds (1e400, NaN as an int)
+        raise UnreadableProfile(
+            f"{session.file_names}: damaged numbers ({type(exc).__name__}: {exc})"
+        ) from None
     return summary
 
 

@@ -8,7 +8,7 @@ as markup. `report_view` is the whole `tuiprof compare` screen; the TUI may use 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from rich import box
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
@@ -209,7 +209,15 @@ def tradeoff_view(t: Tradeoff) -> Group:
 
 
 def comparability_view(c: Comparability) -> RenderableType:
-    """Green one-liner when the runs agree; a red panel naming each difference otherwise."""
+    """Green one-liner when the runs agree; a red panel naming each difference otherwise; a
+    yellow line for runs measured under load or throttled."""
+    view = _fields_view(c)
+    if not c.noisy:
+        return view
+    return Group(view, Text("⚠ " + c.noise_message, style="bold yellow"))
+
+
+def _fields_view(c: Comparability) -> RenderableType:
     intended = [d for d in c.differences if d.intentional]
     if c.ok:
         text = Text("✓ runs comparable", style="bold green")
@@ -301,7 +309,32 @@ def report_view(report: ComparisonReport, *, side_by_side: bool = False) -> Grou
         grid.add_row(*(metric_view(m, report.baseline, legend=False) for m in pair))
         parts += [Rule(style="dim"), grid]
         metrics = [m for m in metrics if m not in pair]
+    rest = metrics[MAX_METRIC_SECTIONS:]
+    metrics = metrics[:MAX_METRIC_SECTIONS]
     for i, m in enumerate(metrics):
         parts.append(Rule(style="dim"))
-        parts.append(metric_view(m, report.baseline, legend=i == len(metrics) - 1))
+        parts.append(metric_view(m, report.baseline, legend=i == len(metrics) - 1 and not rest))
+    if rest:
+        parts += [Rule(style="dim"), other_metrics_view(rest)]
     return Group(*parts)
+
+
+# A section (table, box plot, verdicts) per metric reads well for a handful and costs ~30 ms each
+# to draw; a job that reports thousands of names gets its first MAX_METRIC_SECTIONS as sections
+# (the spec's metrics come first), the next MAX_METRIC_ROWS as one row each, and a count of the
+# rest, so the view stays quick and readable whatever the job reported. --json has every metric.
+MAX_METRIC_SECTIONS = 20
+MAX_METRIC_ROWS = 200
+
+
+def other_metrics_view(metrics: Sequence[MetricReport]) -> RenderableType:
+    """One row per metric: each variant's verdict against the baseline."""
+    t = Table(title=f"{len(metrics):,} more metrics", title_justify="left", box=None)
+    t.add_column("Metric", overflow="fold")
+    t.add_column("Verdicts", overflow="fold")
+    for m in metrics[:MAX_METRIC_ROWS]:
+        t.add_row(Text(m.name), Text("; ".join(f"{c.variant}: {c.verdict}" for c in m.comparisons)))
+    if len(metrics) > MAX_METRIC_ROWS:
+        more = len(metrics) - MAX_METRIC_ROWS
+        t.add_row(Text(f"… {more:,} more (tuiprof compare --json has them all)", style="dim"), "")
+    return t

@@ -20,9 +20,12 @@ from tui_prof.model import (
     NATIVE_CATEGORIES,
     NATIVE_LABELS,
     DeviceUtilization,
+    GpuMetric,
     ProfileSummary,
     StepBreakdown,
 )
+from tui_prof.profiles.assemble import matrix_units
+from tui_prof.render.efficiency import efficiency_text, memory_text
 from tui_prof.render.names import TailCut, kernel_names
 
 # Colour and a monochrome glyph per category; the glyph is also drawn in colour terminals' legend.
@@ -54,7 +57,7 @@ def used_categories(steps: Sequence[StepBreakdown]) -> list[str]:
     return [c for c in CATEGORIES if any(s.breakdown_ms.get(c, 0.0) > 0 for s in steps)]
 
 
-def headline(summary: ProfileSummary, *, source: bool = True) -> Text:
+def headline(summary: ProfileSummary, *, source: bool = True, with_notes: bool = True) -> Text:
     """Step time, devices, verdict, warnings; with `source`, where the steps came from too."""
     t = Text()
     avg = summary.average
@@ -83,11 +86,29 @@ def headline(summary: ProfileSummary, *, source: bool = True) -> Text:
     if source:
         t.append("\n")
         t.append_text(step_source_text(summary))
-    for w in summary.warnings:
-        if w == f"No steps found: {summary.step_source_detail}":
-            continue  # the Steps line above says it already
+    for w in notes(summary) if with_notes else ():
         t.append("\n⚠ " + w, style="yellow")
     return t
+
+
+def notes(summary: ProfileSummary) -> list[str]:
+    """The summary's warnings and caveats, less what the Steps line says already."""
+    return [w for w in summary.warnings if w != f"No steps found: {summary.step_source_detail}"]
+
+
+def headline_folded(summary: ProfileSummary) -> RenderableType:
+    """The headline with its notes folded to one line (`w` in the TUI unfolds them), so the
+    numbers, the verdict and the breakdown fit a first screen of 80x24."""
+    folded = notes(summary)
+    main = headline(summary, source=False, with_notes=False)
+    if not folded:
+        return main
+    n = len(folded)
+    line = Text(f"⚠ {n} note{'s' if n != 1 else ''} (w: show): ", style="yellow")
+    line.append(folded[0], style="dim")
+    line.no_wrap = True
+    line.overflow = "ellipsis"
+    return Group(main, line)
 
 
 def _torch_where(t: Text, summary: ProfileSummary) -> None:
@@ -255,18 +276,57 @@ def utilization_text(u: DeviceUtilization) -> Text:
     """Device busy time over the whole profile: the mean, then each device (idle ones counted)."""
     t = Text()
     n = len(u.devices)
-    t.append(
-        f"Devices busy {u.busy_percent:.1f}% of the {fmt_ms(u.profile_ms)} ms profile"
-        + (f" (mean of {n})" if n > 1 else "")
-    )
-    busy = sorted((d for d in u.devices if d.busy_percent >= 0.05), key=lambda d: -d.busy_percent)
+    if u.rule == "duty_cycle":  # TPUs: the converter's duty cycle (each over its programs' span)
+        t.append(f"TPU duty cycle {u.busy_percent:.1f}%" + (f" ({n} cores)" if n > 1 else ""))
+    else:
+        t.append(
+            f"Devices busy {u.busy_percent:.1f}% of the {fmt_ms(u.profile_ms)} ms profile"
+            + (f" (mean of {n})" if n > 1 else "")
+        )
+    # A device with any event is busy, however little (never "idle" beside device compute);
+    # devices without a single event are listed apart.
+    busy = sorted((d for d in u.devices if d.busy_percent > 0), key=lambda d: -d.busy_percent)
+    silent = [d for d in u.devices if d.busy_percent <= 0]
     if n > 1 and busy:
-        shown = ", ".join(f"{_device_label(d.name)} {d.busy_percent:.1f}%" for d in busy[:6])
+        shown = ", ".join(f"{_device_label(d.name)} {_pct(d.busy_percent)}" for d in busy[:6])
         t.append(": ")
         t.append(shown + (" …" if len(busy) > 6 else ""))
-    idle = n - len(busy)
-    if n > 1 and idle:
-        t.append(f"; {idle} idle", style="yellow")
+    if n > 1 and silent:
+        names = ", ".join(_device_label(d.name) for d in silent[:4])
+        more = " …" if len(silent) > 4 else ""
+        t.append(f"; no events on {len(silent)} ({names}{more})", style="dim")
+    return t
+
+
+def _pct(v: float) -> str:
+    return f"{v:.1f}%" if v >= 0.05 else "<0.1%"
+
+
+def _pct_range(values: Sequence[float | None]) -> str:
+    found = [v for v in values if v is not None]
+    if len(found) < 2:
+        return ""
+    return f" (steps {min(found):.1f}–{max(found):.1f}%)"
+
+
+def gpu_metrics_text(metrics: Sequence[GpuMetric], limit: int = 4) -> Text:
+    """The PyTorch plugin's GPU figures over all steps, one line per device, with the spread of
+    the per-step utilisation."""
+    t = Text()
+    for i, m in enumerate(metrics[:limit]):
+        if i:
+            t.append("\n")
+        if len(metrics) > 1:
+            where = f"{m.rank} " if m.rank else ""
+            t.append(f"{where}GPU {m.device}: ", style="bold")
+        t.append(f"GPU utilization {m.utilization_percent:.1f}%")
+        t.append(_pct_range([s.utilization_percent for s in m.steps]), style="dim")
+        if m.sm_efficiency_percent is not None:
+            t.append(f", est. SM efficiency {m.sm_efficiency_percent:.1f}%")
+        if m.occupancy_percent is not None:
+            t.append(f", est. achieved occupancy {m.occupancy_percent:.1f}%")
+    if len(metrics) > limit:
+        t.append(f"\n… {len(metrics) - limit} more GPUs (`--json`: gpu_metrics)", style="dim")
     return t
 
 
@@ -309,7 +369,8 @@ def precision_text(summary: ProfileSummary) -> Text:
             t.append(f" (from {PRECISION_SOURCES[p.source]})", style="dim")
     tc = summary.tensor_core
     if tc is not None:
-        t.append(f"\nTensorCore: {tc.percent_of_kernel_time:.1f}% of kernel time")
+        word = matrix_units(summary.environment) or "Matrix units"
+        t.append(f"\n{word}: {tc.percent_of_kernel_time:.1f}% of kernel time")
         if tc.percent_of_eligible_time is not None:
             t.append(f", {tc.percent_of_eligible_time:.1f}% of eligible ops' time")
     return t
@@ -339,8 +400,11 @@ def kernels_table(summary: ProfileSummary, limit: int = 15) -> Table:
     t.add_column("Op", overflow="ellipsis", no_wrap=True, ratio=1)
     t.add_column("Calls", justify="right")
     t.add_column("Total ms", justify="right")
-    t.add_column("TC elig.", justify="center")
-    t.add_column("TC used", justify="center")
+    word = {"Tensor Cores": "TC", "Matrix Cores": "MC", "MXU": "MXU"}.get(
+        matrix_units(summary.environment), "MU"
+    )
+    t.add_column(f"{word} elig.", justify="center")
+    t.add_column(f"{word} used", justify="center")
     kernels = summary.kernels[:limit]
     names = kernel_names([k.name for k in kernels])  # what tells them apart, not `void Eigen::…`
     shapes = len(set(names)) < len(names)  # one kernel in several launch shapes: say which
@@ -378,6 +442,13 @@ def overview_sections(
     if summary.steps and summary.device_utilization is not None:
         prec.append("\n")
         prec.append_text(utilization_text(summary.device_utilization))
+    if summary.gpu_metrics:  # PyTorch: the plugin's figures, from the kernels' own args
+        prec.append("\n")
+        prec.append_text(gpu_metrics_text(summary.gpu_metrics))
+    for extra in (efficiency_text(summary), memory_text(summary)):
+        if extra is not None:
+            prec.append("\n")
+            prec.append_text(extra)
     if summary.steps:
         return BreakdownBars(summary.steps), averages_table(summary), prec
     return no_steps_text(summary), programs_table(summary) if summary.programs else None, prec

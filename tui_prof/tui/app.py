@@ -10,9 +10,11 @@ from typing import TYPE_CHECKING
 from textual import work
 from textual.app import App
 from textual.binding import Binding
+from textual.notifications import SeverityLevel
 from textual.screen import ModalScreen, Screen
 from textual.worker import Worker, WorkerState
 
+from tui_prof.printable import printable
 from tui_prof.tui.messages import (
     Captured,
     DiffRequested,
@@ -104,6 +106,24 @@ class TuiprofApp(App[int]):
         self.runners: dict[str, Runner] = {}
         self._reattaching: set[str] = set()
         self.stopping = False  # quitting: the stopped runs are being waited for
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = True,
+    ) -> None:
+        """Every notification's text made printable: errors name files, runs and metrics."""
+        super().notify(
+            printable(message, multiline=True),
+            title=printable(title),
+            severity=severity,
+            timeout=timeout,
+            markup=markup,
+        )
 
     def get_default_screen(self) -> Screen[None]:
         """Browse is the first screen itself, not pushed over a blank one: that push styles every
@@ -208,7 +228,17 @@ class TuiprofApp(App[int]):
     # -- experiments ---------------------------------------------------------------------
     @property
     def active_runs(self) -> int:
-        return sum(len(r.active) + len(r.pending) for r in self.runners.values() if not r.done)
+        return self.running_runs + self.waiting_runs
+
+    @property
+    def running_runs(self) -> int:
+        """Runs started (on a cluster: submitted) and not ended yet."""
+        return sum(len(r.active) for r in self.runners.values() if not r.done)
+
+    @property
+    def waiting_runs(self) -> int:
+        """Runs planned in this session that have not started yet."""
+        return sum(len(r.pending) for r in self.runners.values() if not r.done)
 
     def action_start_experiment(self) -> None:
         from tui_prof.tui.screens.start_dialog import StartDialog, default_spec_path
@@ -279,7 +309,8 @@ class TuiprofApp(App[int]):
         )
 
     def reattach(self, directory: str) -> None:
-        """Follow again the runs a cluster still runs for an experiment no tuiprof holds."""
+        """Follow again the runs a cluster still runs for an experiment no tuiprof holds (and
+        stop the local runs an earlier tuiprof left running: nothing could record them)."""
         if directory in self.runners or directory in self._reattaching:
             return
         self._reattaching.add(directory)
@@ -311,9 +342,21 @@ class TuiprofApp(App[int]):
         if runner is None:
             return
         self.runners[message.directory] = runner
-        runner.start()
+        stopped = runner.store.stopped_orphans
         n = len(runner.pending)
-        self.notify(f"Reattached to {n} run(s) on the cluster: {message.directory}", markup=False)
+        runner.start()
+        if stopped:
+            self.notify(
+                f"Stopped {len(stopped)} run(s) an earlier tuiprof left running "
+                f"({', '.join(stopped)}): recorded as interrupted; "
+                f"`tuiprof run --resume {message.directory}` runs them again",
+                severity="warning",
+                markup=False,
+            )
+        if n:
+            self.notify(
+                f"Reattached to {n} run(s) on the cluster: {message.directory}", markup=False
+            )
 
     # -- capture -------------------------------------------------------------------------
     def _capture_defaults(self) -> tuple[str, str]:
@@ -369,14 +412,14 @@ class TuiprofApp(App[int]):
             if choice == STOP:
                 self.stopping = True
                 self.notify(
-                    f"Stopping {self.active_runs} run(s) … (q: quit without waiting)",
+                    f"Stopping {self.running_runs} running run(s) … (q: quit without waiting)",
                     markup=False,
                 )
                 self._stop_runs_and_exit(list(self.runners.values()))
             elif choice == LEAVE:
                 self.exit(0)
 
-        self.push_screen(QuitDialog(self.active_runs), decided)
+        self.push_screen(QuitDialog(self.running_runs, self.waiting_runs), decided)
 
     @work(thread=True, name="stopping the runs", exit_on_error=False)
     def _stop_runs_and_exit(self, runners: list[Runner]) -> None:

@@ -26,7 +26,11 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("Overview tab", "screen.tab('tab-overview')", "Headline, breakdown, precision, advice"),
     ("Steps tab", "screen.tab('tab-steps')", "Per-step breakdown table"),
     ("Top ops tab", "screen.tab('tab-ops')", "Framework ops by self time"),
-    ("Kernels tab", "screen.tab('tab-kernels')", "GPU kernels and TensorCore use"),
+    (
+        "Kernels tab",
+        "screen.tab('tab-kernels')",
+        "GPU kernels and matrix-unit (Tensor Core / Matrix Core) use",
+    ),
     ("Mark session as A for a diff", "screen.mark_diff", "Then select another session: d"),
     ("Diff with the marked session", "screen.diff", "A against the selected session, op by op"),
     ("Diff view", "app.show('diff')", "The last diff of two sessions or variants"),

@@ -26,6 +26,7 @@ class LocalRunHandle:
         self.proc = proc
         self.t_start = t_start  # perf_counter just before the process was created
         self.t_end: float | None = None  # ... and just after it was reaped
+        self.cpu_time_s: float | None = None  # its CPU time and its waited-for children's
         self.pid: int | None = proc.pid
         self.pgid: int | None = proc.pid  # start_new_session makes the child its group's leader
         self._done = threading.Event()
@@ -33,7 +34,13 @@ class LocalRunHandle:
         threading.Thread(target=self._reap, name=f"tuiprof-wait-{proc.pid}", daemon=True).start()
 
     def _reap(self) -> None:
-        self._code = self.proc.wait()
+        try:  # wait4: the exit status and the CPU time the run used (noise.py weighs the rest)
+            _, status, usage = os.wait4(self.proc.pid, 0)
+            self.proc.returncode = os.waitstatus_to_exitcode(status)
+            self.cpu_time_s = usage.ru_utime + usage.ru_stime
+        except ChildProcessError:  # reaped elsewhere
+            self.proc.wait()
+        self._code = self.proc.returncode
         self.t_end = time.perf_counter()
         self._done.set()
 

@@ -3,9 +3,12 @@
 Contract: cheap enough for listing a logdir (discovery of 1,000 sessions is benchmarked): names
 decide for `<worker>[.<timestamp>].pt.trace.json[.gz]` (torch.profiler's
 tensorboard_trace_handler; the pattern is torch-tb-profiler's WORKER_PATTERN, consts.py); any
-other `*.json[.gz]` is a trace when its first SNIFF_BYTES read as one (a `schemaVersion` and a
-trace key, or `traceEvents` with a Kineto category: Chrome traces of other tools, such as JAX's
-Perfetto export, do not qualify). Grouping follows the plugin's RunLoader (loader.py): in one
+other `*.json[.gz]` met in a directory walk is a trace when its head reads as one (a
+`schemaVersion` and a trace key, or `traceEvents` with a Kineto category: Chrome traces of other
+tools, such as JAX's Perfetto export, do not qualify). The head is SNIFF_BYTES, read on up to
+SNIFF_LIMIT only while it is a JSON object that has not yet reached `traceEvents` (a large leading
+`metadata` object): other files cost one small read. A file named on the command line is not
+sniffed: its name decides (profiles/discover.py). Grouping follows the plugin's RunLoader (loader.py): in one
 directory, the n-th timestamp of every worker is one session, its workers the session's ranks;
 other names group when they differ only in one number and their heads name distinct ranks
 (`rank-0.json.gz`, `rank-1.json.gz`). Nothing here parses a trace or imports msgspec.
@@ -22,6 +25,8 @@ from pathlib import Path
 
 PT_TRACE = re.compile(r"^(.*?)(\.\d+)?\.pt\.trace\.json(?:\.gz)?$")
 SNIFF_BYTES = 16 * 1024
+SNIFF_LIMIT = 1024 * 1024  # how far a head may be read to reach traceEvents
+_TAIL_NEEDED = 4096  # bytes after "traceEvents" that must be seen before a verdict
 _HAS_TRACE_KEY = re.compile(rb'"(traceEvents|deviceProperties|distributedInfo)"')
 _KINETO_CAT = re.compile(
     rb'"cat"\s*:\s*"(cpu_op|user_annotation|gpu_user_annotation|cuda_runtime|cuda_driver|kernel'
@@ -99,9 +104,29 @@ def head_rank(head: bytes) -> int | None:
     return int(m.group(1)) if m else None
 
 
+def _undecided(head: bytes, size: int) -> bool:
+    """A JSON object head that ends before its traceEvents (and their categories) show."""
+    if len(head) < size or looks_like_kineto(head):
+        return False  # the whole file was read, or it is a trace
+    if not head.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{"):
+        return False
+    at = head.find(b'"traceEvents"')
+    return at < 0 or len(head) - at < _TAIL_NEEDED
+
+
+def sniff_head(path: Path) -> bytes:
+    """The head sniffing decides on: SNIFF_BYTES, or more (up to SNIFF_LIMIT) while undecided."""
+    size = SNIFF_BYTES
+    head = read_head(path, size)
+    while size < SNIFF_LIMIT and _undecided(head, size):
+        size = min(size * 4, SNIFF_LIMIT)
+        head = read_head(path, size)
+    return head
+
+
 def sniff(path: Path) -> tuple[bool, int | None]:
-    """(is a Kineto trace, its rank if the head says) from the first SNIFF_BYTES."""
-    head = read_head(path)
+    """(is a Kineto trace, its rank if the head says) from its head (see sniff_head)."""
+    head = sniff_head(path)
     return (True, head_rank(head)) if looks_like_kineto(head) else (False, None)
 
 

@@ -1,57 +1,22 @@
-"""What a kernel's or op's name says: collective, Tensor Core, 16-bit, Tensor-Core-eligible op.
+"""What an op's or runtime call's name says, for the Kineto reader: Tensor-Core-eligible op,
+op type, start-up call; kernel names' rules (collective, matrix units, 16-bit) live in
+profiles/kernel_names.py, shared by every reader, and are re-exported here.
 
 Contract: pure functions of a name, each list cited to where it comes from, so a change of rule is
-a change of one list here.
-- Collectives: Holistic Trace Analysis' `NCCL_KERNEL_RE` (hta/utils/utils.py): `^nccl.*Kernel`
-  (RCCL's kernels keep the nccl names).
-- Tensor Core kernels: torch-tb-profiler's TC_Allowlist (tensor_core.py), itself from NVIDIA
-  PyProf (pyprof/prof/tc.py), plus names that list predates: CUTLASS's `tensorop` kernels,
-  cuDNN's `xmma_{fprop,dgrad,wgrad}_implicit_gemm`, FlashAttention's and PyTorch's fused
-  attention (`flash_fwd`/`flash_bwd`/`fmha`), and AMD Tensile's matrix-core kernels (`_MI32x32x8`:
-  the MI field Tensile puts in MFMA kernels' names).
+a change of one list.
 - Tensor-Core-eligible ops: torch-tb-profiler's TC_OP_Allowlist (from ATen's autocast fp16
   list, autocast_mode.cpp), plus today's names of the same ops (`aten::convolution_backward`,
   scaled-dot-product attention, `…Backward0`).
-- 16-bit kernels: fp16/bf16 in the name (cuBLAS `h884`/`h1688`/`h16816`/`hmma`, `f16`, `bf16`,
-  `Half`/`BFloat16` template arguments); ops whose recorded input types are Half or BFloat16.
+- 16-bit ops: ops whose recorded input types are Half or BFloat16 (kineto/ops.py).
 """
 
 from __future__ import annotations
 
 import re
 
-COLLECTIVE_KERNEL = re.compile(r"^nccl.*Kernel")
-
-TC_KERNEL_PATTERNS: tuple[str, ...] = (
-    # torch-tb-profiler TC_Allowlist (from NVIDIA PyProf tc.py)
-    "h884",
-    "s884",
-    "h1688",
-    "s1688",
-    "hmma",
-    "i8816",
-    "16816",
-    "dgrad_1x1_stride_2x2",
-    "first_layer_wgrad_kernel",
-    "conv1x1",
-    "conv2d_c1_k1",
-    "direct_group",
-    "xmma_implicit_gemm",
-    "xmma_sparse_conv",
-    "xmma_warp_specialized_implicit_gemm",
-    "xmma_gemm",
-    "xmma_sparse_gemm",
-    "c1688",
-    # newer than that list
-    "tensorop",
-    "xmma_fprop_implicit_gemm",
-    "xmma_dgrad_implicit_gemm",
-    "xmma_wgrad_implicit_gemm",
-    "flash_fwd",
-    "flash_bwd",
-    "fmha",
-)
-_TENSILE_MFMA = re.compile(r"_MI\d+x\d+x\d+")
+from tui_prof.profiles.kernel_names import is_16bit_kernel as is_16bit_kernel
+from tui_prof.profiles.kernel_names import is_collective as is_collective
+from tui_prof.profiles.kernel_names import uses_matrix_units
 
 TC_ELIGIBLE_OPS: frozenset[str] = frozenset(
     (
@@ -120,15 +85,24 @@ TC_ELIGIBLE_OPS: frozenset[str] = frozenset(
 _AUTOGRAD_PREFIX = "autograd::engine::evaluate_function: "
 _BACKWARD_NUMBER = re.compile(r"(Backward)\d+$")
 
-SIXTEEN_BIT_KERNEL = re.compile(r"(?i:fp16|bf16|f16|half|bfloat16)|hmma|h884|h1688|h16816")
+
+# One-off start-up runtime calls: creating the context and streams, querying the device,
+# the first allocations (PyTorch's caching allocator calls cudaMalloc/cudaFree rarely after
+# warm-up). Seen as multi-second calls at the start of real traces (HTA's A100 benchmark trace:
+# a 30 s cudaDeviceGetStreamPriorityRange, a 6 s cudaFree); CUDA and ROCm (hip*) names alike.
+STARTUP_CALL = re.compile(
+    r"^(cuda|hip|cu)(DeviceGetStreamPriorityRange|Free|FreeHost|Malloc\w*|HostAlloc|"
+    r"HostRegister|StreamCreate\w*|EventCreate\w*|GetDeviceProperties\w*|GetDeviceCount|"
+    r"SetDevice|DeviceSetLimit|Init|CtxCreate\w*|DevicePrimaryCtx\w*|ModuleLoad\w*|"
+    r"LibraryLoad\w*)(_v\d+)?$"
+)
 
 
-def is_collective(kernel: str) -> bool:
-    return COLLECTIVE_KERNEL.match(kernel) is not None
+def is_startup_call(name: str) -> bool:
+    return STARTUP_CALL.match(name) is not None
 
 
-def uses_tensor_core(kernel: str) -> bool:
-    return any(p in kernel for p in TC_KERNEL_PATTERNS) or _TENSILE_MFMA.search(kernel) is not None
+uses_tensor_core = uses_matrix_units  # the Kineto reader's name for the shared rule
 
 
 def tc_eligible_op(op: str) -> bool:
@@ -136,10 +110,6 @@ def tc_eligible_op(op: str) -> bool:
     if op.startswith(_AUTOGRAD_PREFIX):
         op = op[len(_AUTOGRAD_PREFIX) :]
     return op in TC_ELIGIBLE_OPS or _BACKWARD_NUMBER.sub(r"\1", op) in TC_ELIGIBLE_OPS
-
-
-def is_16bit_kernel(kernel: str) -> bool:
-    return SIXTEEN_BIT_KERNEL.search(kernel) is not None
 
 
 def op_type(op: str) -> str:

@@ -1,6 +1,6 @@
 """Ops and kernels of one rank: self times, which op launched which kernel, 16-bit and Tensor Cores.
 
-Contract: `analyse_ops(collector)` nests each thread's ops and runtime calls by time (the op tree
+Contract: `analyse_ops(collector, device)` nests each thread's ops and runtime calls by time (the op tree
 torch-tb-profiler builds in op_tree.py), and returns per op name its host self time (its span
 minus its child ops' and runtime calls', as the plugin and PyTorch's own table count it) and
 device self time (the kernels, copies and sets its own runtime calls launched, linked by
@@ -11,10 +11,21 @@ intersect") count only their overlap against the enclosing op.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import numpy as np
+import numpy.typing as npt
+
 from tui_prof.profiles.kineto import names
-from tui_prof.profiles.kineto.collect import HAS_16BIT_INPUT, IS_RUNTIME, Collector
+from tui_prof.profiles.kineto.collect import (
+    HAS_16BIT_INPUT,
+    IS_RUNTIME,
+    Array,
+    Collector,
+    Device,
+    Ints,
+)
 
 # Wrappers the plugin leaves out of its op table (node.py: ExcludeOpName, is_operator_node).
 NOT_OPS = ("DataParallel.forward", "DistributedDataParallel.forward", "Optimizer.")
@@ -44,90 +55,165 @@ class OpsResult:
     compute_16bit_us: float = 0.0
 
 
-# What a runtime call inherits from the op around it: (op name id or -1 outside any op, in a
-# Tensor-Core-eligible op, the op's inputs are 16-bit). Tuples: one is made per op.
-_Launcher = tuple[int, bool, bool]
-_OUTSIDE: _Launcher = (-1, False, False)
+def _by_name(names: list[str], rule: Callable[[str], bool]) -> npt.NDArray[np.bool_]:
+    return np.fromiter(map(rule, names), bool, len(names))
 
 
-def _nest(c: Collector, host_self: list[float], op_of_node: list[int]) -> dict[int, _Launcher]:
-    """Walk each thread's ops and runtime calls by time; fill self times, map launches to ops."""
-    launchers: dict[int, _Launcher] = {}
-    eligible_name: dict[int, bool] = {}
-    outside = _OUTSIDE
-    for events in c.threads.values():
-        events.sort()  # (ts, -end, …): an enclosing span before what it encloses
-        # stack entries: (end, node index, its launcher record)
-        stack: list[tuple[float, int, _Launcher]] = []
-        for ts, negend, nid, flags, corr in events:
-            end = -negend
-            while stack and stack[-1][0] <= ts:
-                stack.pop()
-            if stack:
-                top = stack[-1]
-                host_self[top[1]] -= (end if end < top[0] else top[0]) - ts
-                parent = top[2]
-            else:
-                parent = outside
-            if flags & IS_RUNTIME:
-                if corr >= 0:
-                    launchers[corr] = parent
-                continue
-            node = len(host_self)
-            host_self.append(end - ts)
-            op_of_node.append(nid)
-            el = eligible_name.get(nid)
-            if el is None:
-                el = eligible_name[nid] = names.tc_eligible_op(c.names[nid])
-            stack.append((end, node, (nid, el or parent[1], bool(flags & HAS_16BIT_INPUT))))
-    return launchers
+def _nest(c: Collector) -> _Tree:
+    """Each thread's ops and runtime calls nested by time, as torch-tb-profiler's op tree.
+
+    Rows sorted by (thread, ts, -end, name, flags): an enclosing span before what it encloses.
+    The plugin walks them with a stack that pops what ended by the next start; the stack's top
+    is then the nearest earlier op on the thread still open, which is what is computed here
+    for all rows at once (numpy, no loop per event). Only ops open spans. Each child's overlap
+    with its parent comes off the parent's self time, in row order."""
+    h = c.host
+    assert h is not None, "device() first"
+    order = np.lexsort((h.nid * 16 + h.flags, -h.end, h.ts, h.thread))
+    for col in ("thread", "ts", "end", "nid", "flags", "corr"):  # sorted in place: no 2nd copy
+        setattr(h, col, getattr(h, col)[order])
+    del order
+    thread, ts, end, flags, nid = h.thread, h.ts, h.end, h.flags, h.nid
+    is_op = (flags & IS_RUNTIME) == 0
+    op_rows = np.flatnonzero(is_op)
+    rt_rows = np.flatnonzero(~is_op)
+    op_ts, op_end, op_thread = ts[op_rows], end[op_rows], thread[op_rows]
+    # An op's parent is the nearest op before it on its thread still open at its start (the
+    # stack's top once what ended is popped): start from the op just before, jump to that
+    # op's parent until one is open. Done for all ops at once; each round moves every
+    # candidate up, and a candidate's own candidate is already past what it skipped.
+    op_parent = np.arange(len(op_rows), dtype=np.int64) - 1
+    if len(op_rows):
+        op_parent[0] = -1
+        op_parent[1:][op_thread[1:] != op_thread[:-1]] = -1
+    _climb(op_parent, op_parent, op_end, op_ts)
+    # a runtime call's parent: the same climb from the last op before it on its thread
+    cur = np.cumsum(is_op)[rt_rows] - 1
+    ok = cur >= 0
+    ok[ok] = op_thread[cur[ok]] == thread[rt_rows[ok]]
+    cur[~ok] = -1
+    _climb(cur, op_parent, op_end, ts[rt_rows])
+    row_parent = np.full(len(ts), -1, dtype=np.int64)
+    row_parent[op_rows] = op_parent
+    row_parent[rt_rows] = cur
+    # self times: each op's span minus its children's overlap, subtracted in row order
+    host_self = op_end - op_ts
+    child = np.flatnonzero(row_parent >= 0)
+    p = row_parent[child]
+    np.subtract.at(host_self, p, np.minimum(end[child], op_end[p]) - ts[child])
+    # what each op passes to the runtime calls under it: Tensor-Core eligibility (its own or
+    # any enclosing op's, by doubling up the parent chain) and 16-bit inputs (its own)
+    op_nid = nid[op_rows]
+    eligible = _by_name(c.names, names.tc_eligible_op)[op_nid]
+    up = op_parent.copy()
+    while True:
+        has = up >= 0
+        if not has.any():
+            break
+        eligible[has] |= eligible[up[has]]
+        up[has] = up[up[has]]
+    return _Tree(
+        op_nid=op_nid,
+        host_self=host_self,
+        eligible=eligible,
+        sixteen=(flags[op_rows] & HAS_16BIT_INPUT) != 0,
+        launch_corr=h.corr[rt_rows],
+        launch_op=cur,
+    )
 
 
-def analyse_ops(c: Collector) -> OpsResult:
-    host_self: list[float] = []
-    op_of_node: list[int] = []
-    launchers = _nest(c, host_self, op_of_node)
+def _climb(cand: Ints, parent: Ints, op_end: Array, at: Array) -> None:
+    """Move each candidate op up its parent chain, in place, until it is open at `at` (its end
+    is later) or none is left (-1)."""
+    live = np.flatnonzero(cand >= 0)
+    while len(live):
+        closed = op_end[cand[live]] <= at[live]
+        live = live[closed]
+        cand[live] = parent[cand[live]]
+        live = live[cand[live] >= 0]
+
+
+@dataclass
+class _Tree:
+    op_nid: Ints  # per op node, in row order
+    host_self: Array
+    eligible: npt.NDArray[np.bool_]
+    sixteen: npt.NDArray[np.bool_]
+    launch_corr: Array  # per runtime call, in row order: its correlation id
+    launch_op: Ints  # and the op node it ran in, -1 outside any op
+
+
+def _launchers(tree: _Tree, corr: Array) -> Ints:
+    """The op node that launched each device event (by correlation id; the last call with an id
+    wins, as a dict would), -1 when none."""
+    lc = tree.launch_corr
+    has = lc >= 0
+    lc, lo = lc[has], tree.launch_op[has]
+    out = np.full(len(corr), -1, dtype=np.int64)
+    if not len(lc):
+        return out
+    rev = np.arange(len(lc) - 1, -1, -1)
+    ids, first = np.unique(lc[rev], return_index=True)
+    op = lo[rev][first]
+    at = np.minimum(np.searchsorted(ids, corr), len(ids) - 1)
+    hit = (ids[at] == corr) & (corr >= 0)
+    out[hit] = op[at[hit]]
+    return out
+
+
+def analyse_ops(c: Collector, dev: Device) -> OpsResult:
+    tree = _nest(c)
     res = OpsResult()
-    ops = res.ops
-    listed = {nid: not c.names[nid].startswith(NOT_OPS) for nid in set(op_of_node)}
-    for node, nid in enumerate(op_of_node):
-        if not listed[nid]:
-            continue
-        t = ops.get(c.names[nid])
-        if t is None:
-            t = ops[c.names[nid]] = OpTotals()
-        t.calls += 1
-        t.host_self_us += max(0.0, host_self[node])
-    none = _OUTSIDE
-    collective: dict[int, bool] = {}
-    tc: dict[int, bool] = {}
-    for ts, end, nid, corr, _ext, _dev, occ in c.kernels:
-        dur = end - ts
-        la = launchers.get(corr, none) if corr >= 0 else none
-        op = c.names[la[0]] if la[0] >= 0 else ""
-        if op in ops:
-            ops[op].device_self_us += dur
-        name = c.names[nid]
-        k = res.kernels.get((name, op))
-        if k is None:
-            k = res.kernels[(name, op)] = KernelTotals(eligible=la[1])
-        k.calls += 1
-        k.total_us += dur
-        if occ >= 0:
-            k.occupancy_weighted += occ * dur
-            k.occupancy_weight += dur
-        is_coll = collective.get(nid)
-        if is_coll is None:
-            is_coll = collective[nid] = names.is_collective(name)
-        if not is_coll:
-            res.compute_us += dur
-            sixteen = tc.get(nid)
-            if sixteen is None:
-                sixteen = tc[nid] = names.is_16bit_kernel(name)
-            if sixteen or la[2]:
-                res.compute_16bit_us += dur
-    for ts, end, corr, _dev in c.memcpy + c.memset:
-        launcher = launchers.get(corr) if corr >= 0 else None
-        if launcher is not None and launcher[0] >= 0 and c.names[launcher[0]] in ops:
-            ops[c.names[launcher[0]]].device_self_us += end - ts
+    n_names = len(c.names)
+    listed = ~_by_name(c.names, lambda n: n.startswith(NOT_OPS))
+    op_nid = tree.op_nid
+    calls = np.bincount(op_nid, minlength=n_names)
+    host = np.bincount(op_nid, weights=np.maximum(tree.host_self, 0.0), minlength=n_names)
+    k = dev.kernels
+    k_dur = k[:, 1] - k[:, 0]
+    k_node = _launchers(tree, k[:, 3])
+    copies = dev.copies
+    c_node = _launchers(tree, copies[:, 2])
+    # device self time: what an op's own runtime calls launched (kernels, then copies)
+    nodes = np.concatenate([k_node, c_node])
+    durs = np.concatenate([k_dur, copies[:, 1] - copies[:, 0]])
+    launched = nodes >= 0
+    dev_op = op_nid[nodes[launched]]
+    device = np.bincount(dev_op, weights=durs[launched], minlength=n_names)
+    seen, first_node = np.unique(op_nid, return_index=True)
+    for i in seen[np.argsort(first_node, kind="stable")].tolist():  # first-seen order
+        if listed[i]:
+            res.ops[c.names[i]] = OpTotals(int(calls[i]), float(host[i]), float(device[i]))
+    # kernels per (kernel name, launching op name or "")
+    k_nid = k[:, 2].astype(np.int64)
+    k_op = np.full(len(k), -1, dtype=np.int64)
+    inside = k_node >= 0
+    k_op[inside] = op_nid[k_node[inside]]
+    k_el = np.zeros(len(k), dtype=bool)
+    k_el[inside] = tree.eligible[k_node[inside]]
+    k_16in = np.zeros(len(k), dtype=bool)
+    k_16in[inside] = tree.sixteen[k_node[inside]]
+    key = k_nid * (n_names + 1) + (k_op + 1)
+    keys, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    g_calls = np.bincount(inverse, minlength=len(keys))
+    g_total = np.bincount(inverse, weights=k_dur, minlength=len(keys))
+    occ = k[:, 6]
+    has_occ = occ >= 0
+    g_occ_w = np.bincount(inverse[has_occ], weights=(occ * k_dur)[has_occ], minlength=len(keys))
+    g_occ = np.bincount(inverse[has_occ], weights=k_dur[has_occ], minlength=len(keys))
+    for g in np.argsort(first, kind="stable").tolist():  # first-seen order, as a dict's
+        i = int(first[g])
+        op = int(k_op[i])
+        res.kernels[(c.names[int(k_nid[i])], c.names[op] if op >= 0 else "")] = KernelTotals(
+            calls=int(g_calls[g]),
+            total_us=float(g_total[g]),
+            occupancy_weighted=float(g_occ_w[g]),
+            occupancy_weight=float(g_occ[g]),
+            eligible=bool(k_el[i]),
+        )
+    collective = _by_name(c.names, names.is_collective)[k_nid]
+    sixteen = _by_name(c.names, names.is_16bit_kernel)[k_nid] | k_16in
+    compute = k_dur[~collective]
+    res.compute_us = sum(compute.tolist(), 0.0)
+    res.compute_16bit_us = sum(k_dur[~collective & sixteen].tolist(), 0.0)
     return res

@@ -16,6 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 Ranges = npt.NDArray[np.float64]  # shape (n, 2): start, end
+WINDOW_STEPS = 16
 
 
 def as_ranges(spans: Sequence[Sequence[float]], base: float) -> Ranges:
@@ -26,8 +27,43 @@ def as_ranges(spans: Sequence[Sequence[float]], base: float) -> Ranges:
     return a - base
 
 
-def partition(roles: Sequence[Ranges], steps: Ranges) -> npt.NDArray[np.float64]:
-    """(len(steps), len(roles) + 1) array of times: each role's share of each step, then other."""
+def union(x: Ranges) -> Ranges:
+    """The ranges' union as sorted, disjoint ranges (what the priority rule depends on)."""
+    if len(x) < 2:
+        return x
+    if (x[1:, 0] < x[:-1, 0]).any():
+        x = x[np.argsort(x[:, 0], kind="stable")]
+    reach = np.maximum.accumulate(x[:, 1])
+    new = np.ones(len(x), dtype=bool)
+    new[1:] = x[1:, 0] > reach[:-1]
+    first = np.flatnonzero(new)
+    return np.column_stack([x[first, 0], np.maximum.reduceat(x[:, 1], first)])
+
+
+def partition(
+    roles: Sequence[Ranges], steps: Ranges, window: int = WINDOW_STEPS
+) -> npt.NDArray[np.float64]:
+    """(len(steps), len(roles) + 1) array of times: each role's share of each step, then other.
+
+    Each role's ranges are merged into their union first, then the steps are split `window`
+    at a time, each window seeing only the union's pieces inside it (clipped to it): memory
+    follows the events of a few steps, not of the trace, and merged runs of nested ops or
+    back-to-back runtime calls cost one range, not one each."""
+    out = np.zeros((len(steps), len(roles) + 1))
+    merged = [union(x) for x in roles]
+    for g in range(0, len(steps), window):
+        part = steps[g : g + window]
+        a, b = float(part[:, 0].min()), float(part[:, 1].max())
+        pieces = []
+        for u in merged:
+            i = int(np.searchsorted(u[:, 1], a, side="right"))
+            j = int(np.searchsorted(u[:, 0], b, side="left"))
+            pieces.append(np.clip(u[i:j], a, b))
+        out[g : g + window] = _partition(pieces, part)
+    return out
+
+
+def _partition(roles: Sequence[Ranges], steps: Ranges) -> npt.NDArray[np.float64]:
     k, r = len(steps), len(roles)
     out = np.zeros((k, r + 1))
     if k == 0:

@@ -23,12 +23,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 
-from tui_prof.model import StepBreakdown
+from tui_prof.model import Cancelled, GpuMetric, StepBreakdown
 from tui_prof.profiles.kineto import names
 from tui_prof.profiles.kineto.collect import Array, Collector, Device
+from tui_prof.profiles.kineto.extras import Extras, RankExtras
+from tui_prof.profiles.kineto.gpu_metrics import gpu_metrics
 from tui_prof.profiles.kineto.ops import OpsResult, analyse_ops
-from tui_prof.profiles.kineto.ranges import Ranges, as_ranges, partition
+from tui_prof.profiles.kineto.ranges import Ranges, as_ranges, partition, union
 from tui_prof.profiles.kineto.steps import Steps, find_steps
 from tui_prof.profiles.kineto.stream import TraceStream
 
@@ -40,12 +43,19 @@ OUR_ROLES = (
     "device_compute",
     "device_to_device",
     "device_collectives",
+    "startup",
     "kernel_launch",
     "input",
     "other",
     "host_compute",
 )
 WAIT_CALL = re.compile(r"Synchroni[sz]e|Memcpy", re.IGNORECASE)
+# One-off start-up calls (names.is_startup_call) count as kernel launch in the breakdown, as
+# runtime calls always have; their time is also kept apart so the verdict can leave it out.
+STARTUP_ROLE = "startup"
+# A launch or other non-waiting runtime call this long is not launch overhead (microseconds) but
+# a one-off: lazy module loading or PTX JIT at a kernel's first launch.
+LONG_CALL_US = 50_000.0
 
 
 @dataclass
@@ -64,8 +74,12 @@ class RankResult:
     runtime_ms_per_step: float  # runtime calls' share the plugin would show as 0 on today's traces
     runtime_2021: bool
     warnings: list[str] = field(default_factory=list)
+    startup_ms: list[float] = field(default_factory=list)  # per step, inside kernel launch
+    startup_calls: dict[str, float] = field(default_factory=dict)  # name -> ms in the steps
     gpu_step_marks: int = 0  # see Collector
     dataloader_annotations: int = 0
+    gpu_metrics: list[GpuMetric] = field(default_factory=list)  # the plugin's GPU figures
+    extras: RankExtras | None = None  # FLOPs and memory (kineto/extras.py)
 
 
 def _int(v: object) -> int | None:
@@ -91,9 +105,10 @@ def _roles(c: Collector, dev: Device, base: float) -> tuple[list[Ranges], list[R
     collective = by_ext | by_name
     rt = dev.runtimes
     waits = np.isin(rt[:, 3], _ids_where(c, rt[:, 3], lambda n: WAIT_CALL.search(n) is not None))
+    startup = ~waits & _startup_rows(c, rt)
 
-    def span(rows: Array) -> Ranges:
-        return rows[:, :2] - base
+    def span(rows: Array) -> Ranges:  # merged at once: a role's union is what counts
+        return union(rows[:, :2] - base)
 
     memcpy, memset = span(dev.memcpy), span(dev.memset)
     host_comm = as_ranges(c.comm_host, base)
@@ -103,16 +118,17 @@ def _roles(c: Collector, dev: Device, base: float) -> tuple[list[Ranges], list[R
         span(k[~by_ext]),
         memcpy,
         memset,
-        np.concatenate([span(k[by_ext]), host_comm]),
+        union(np.concatenate([span(k[by_ext]), host_comm])),
         span(rt),
         dataloader,
         cpu,
     ]
     ours = [
         span(k[~collective]),
-        np.concatenate([memcpy, memset]),
-        np.concatenate([span(k[collective]), host_comm]),
-        span(rt[~waits]),
+        union(np.concatenate([memcpy, memset])),
+        union(np.concatenate([span(k[collective]), host_comm])),
+        span(rt[startup]),
+        span(rt[~waits & ~startup]),
         dataloader,
         span(rt[waits]),
         cpu,
@@ -120,15 +136,42 @@ def _roles(c: Collector, dev: Device, base: float) -> tuple[list[Ranges], list[R
     return native, ours
 
 
-def _devices(dev: Device, props: list[dict[str, object]] | None) -> tuple[list[str], int]:
-    used = sorted(
-        int(d) for d in np.unique(np.concatenate([dev.kernels[:, 5], dev.copies[:, 3]])) if d >= 0
-    )
+def _startup_rows(c: Collector, rt: Array) -> npt.NDArray[np.bool_]:
+    """Runtime calls that are start-up: by name, or a call too long to be launch overhead."""
+    by_name = np.isin(rt[:, 3], _ids_where(c, rt[:, 3], names.is_startup_call))
+    return by_name | (rt[:, 1] - rt[:, 0] >= LONG_CALL_US)
+
+
+def _startup_calls(c: Collector, dev: Device, spans: list[tuple[float, float]]) -> dict[str, float]:
+    """Each start-up call's time inside the steps (ms), by name."""
+    rt = dev.runtimes
+    waits = np.isin(rt[:, 3], _ids_where(c, rt[:, 3], lambda n: WAIT_CALL.search(n) is not None))
+    rt = rt[~waits & _startup_rows(c, rt)]
+    lo, hi = spans[0][0], spans[-1][1]
+    inside = np.clip(np.minimum(rt[:, 1], hi) - np.maximum(rt[:, 0], lo), 0.0, None)
+    out: dict[str, float] = {}
+    for nid, us in zip(rt[:, 3], inside, strict=True):
+        if us > 0:
+            name = c.names[int(nid)]
+            out[name] = out.get(name, 0.0) + float(us) / 1000.0
+    return out
+
+
+def _device_names(props: list[dict[str, object]] | None) -> dict[int, str]:
+    """deviceProperties' names by device id."""
     by_id: dict[int, str] = {}
     for i, p in enumerate(props or []):
         if isinstance(p, dict):
             did = _int(p.get("id"))
             by_id[did if did is not None else i] = str(p.get("name") or "")
+    return by_id
+
+
+def _devices(dev: Device, props: list[dict[str, object]] | None) -> tuple[list[str], int]:
+    used = sorted(
+        int(d) for d in np.unique(np.concatenate([dev.kernels[:, 5], dev.copies[:, 3]])) if d >= 0
+    )
+    by_id = _device_names(props)
     if not used:  # no device events (a counter trace, a CPU job): what the trace lists, if any
         return [n for n in by_id.values() if n], len(by_id)
     return [by_id[d] for d in used if by_id.get(d)], len(used)
@@ -141,11 +184,20 @@ def analyse_file(
     ignore_markers: bool = False,
     cancel: threading.Event | None = None,
     progress: Callable[[float], object] | None = None,
+    chunk_bytes: int | None = None,
 ) -> RankResult:
-    stream = TraceStream(path, cancel=cancel, progress=progress)
+    """`chunk_bytes`: unpacked JSON decoded at a time (stream.CHUNK_BYTES by default)."""
+    stream = TraceStream(path, cancel=cancel, progress=progress, chunk_bytes=chunk_bytes)
     c = Collector()
+    extras = Extras()
     for batch in stream.batches():
         c.add(batch)
+        extras.add(batch)
+
+    def check() -> None:  # the stages after the read take seconds on a large trace
+        if cancel is not None and cancel.is_set():
+            raise Cancelled()
+
     meta = stream.meta
     info = meta.distributedInfo or {}
     warnings: list[str] = []
@@ -156,20 +208,29 @@ def analyse_file(
         )
     if c.negative:
         warnings.append(f"{name}: {c.negative:,} events with negative durations counted as 0")
+    check()
     dev = c.device()
+    check()
     steps = find_steps(c, dev, ignore_markers=ignore_markers)
+    check()
     breakdowns: list[StepBreakdown] = []
     runtime_per_step = 0.0
+    startup_ms: list[float] = []
+    startup_calls: dict[str, float] = {}
     if steps is not None and steps.spans:
         base = steps.spans[0][0]
         native_roles, our_roles = _roles(c, dev, base)
         spans = as_ranges(steps.spans, base)
         native = partition(native_roles, spans) / 1000.0
         ours = partition(our_roles, spans) / 1000.0
+        del native_roles, our_roles  # before the op tree needs the memory
         for i, n in enumerate(steps.numbers):
             length = (steps.spans[i][1] - steps.spans[i][0]) / 1000.0
             mine: dict[str, float] = {}
             for k, v in zip((*OUR_ROLES, "other"), ours[i], strict=True):
+                if k == STARTUP_ROLE:
+                    startup_ms.append(float(v))
+                    k = "kernel_launch"
                 mine[k] = mine.get(k, 0.0) + float(v)
             breakdowns.append(
                 StepBreakdown(
@@ -180,20 +241,34 @@ def analyse_file(
                 )
             )
         runtime_per_step = float(native[:, NATIVE_ORDER.index("runtime")].mean())
+        if any(startup_ms):
+            startup_calls = _startup_calls(c, dev, steps.spans)
+    check()
+    ops = analyse_ops(c, dev)
     device_names, used = _devices(dev, meta.deviceProperties)
+    metrics = []
+    if steps is not None and steps.spans:
+        names_by_id = _device_names(meta.deviceProperties)
+        metrics = gpu_metrics(dev.kernels, steps.spans, steps.numbers, names_by_id, name)
     return RankResult(
         name=name,
         rank=_int(info.get("rank")),
         world_size=_int(info.get("world_size")),
         steps=steps,
         breakdowns=breakdowns,
-        ops=analyse_ops(c),
+        ops=ops,
         device_names=device_names,
         devices_used=used,
-        on_device=bool(c.kernels or c.memcpy or c.memset or c.runtime_calls or used),
+        on_device=bool(
+            c.kernel_count or c.memcpy_count or c.memset_count or c.runtime_calls or used
+        ),
         runtime_ms_per_step=runtime_per_step,
         runtime_2021=c.runtime_2021 > 0,
         warnings=warnings,
         gpu_step_marks=c.gpu_step_marks,
+        startup_ms=startup_ms,
+        startup_calls=startup_calls,
         dataloader_annotations=c.dataloader_annotations,
+        gpu_metrics=metrics,
+        extras=extras.result(c, steps),
     )

@@ -10,6 +10,7 @@ on this trace, a warning says so and by how much. Never imports a framework or t
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 import threading
 from collections.abc import Sequence
@@ -30,6 +31,7 @@ from tui_prof.profiles.discover import Session
 from tui_prof.profiles.kineto import names
 from tui_prof.profiles.kineto.ops import KernelTotals, OpTotals
 from tui_prof.profiles.kineto.rank import RankResult, analyse_file
+from tui_prof.profiles.kineto.session_efficiency import combine
 
 TOP_OPS_PER_SIDE = 100
 STRAGGLER_PERCENT = 10.0  # a rank this much slower than the median rank is called out
@@ -185,7 +187,7 @@ def _kernels(results: Sequence[RankResult]) -> list[KernelStat]:
     return out
 
 
-def _ops(results: Sequence[RankResult]) -> list[OpStat]:
+def _ops(results: Sequence[RankResult], flops: dict[str, float]) -> list[OpStat]:
     total: dict[str, OpTotals] = {}
     for r in results:
         for name, o in r.ops.ops.items():
@@ -203,7 +205,13 @@ def _ops(results: Sequence[RankResult]) -> list[OpStat]:
                 break
             out.append(
                 OpStat(
-                    name, names.op_type(name), where, t.calls, v, 100.0 * v / side if side else 0.0
+                    name,
+                    names.op_type(name),
+                    where,
+                    t.calls,
+                    v,
+                    100.0 * v / side if side else 0.0,
+                    flops=flops.get(name),
                 )
             )
     out.sort(key=lambda o: o.total_self_time_us, reverse=True)
@@ -265,8 +273,14 @@ def summarize(
     if compute:
         p16 = 100.0 * sixteen / compute
         prec = Precision(p16, 100.0 - p16, source="kernels_and_op_types")
+    startup_ms, startup_calls = _startup(results)
+    device_us: dict[str, float] = {}
+    for r in results:
+        for name, o in r.ops.ops.items():
+            device_us[name] = device_us.get(name, 0.0) + o.device_self_us
+    eff, memory, flops = combine(results, steps, env, device_us)
     report(1.0, "done")
-    return assemble(
+    summary = assemble(
         session,
         steps,
         source,
@@ -274,8 +288,28 @@ def summarize(
         env,
         prec,
         _kernels(results),
-        _ops(results),
+        _ops(results, flops),
         warnings,
         framework="pytorch",
         ranks=ranks,
+        startup_ms=startup_ms,
+        startup_calls=startup_calls,
+        efficiency=eff,
+        memory=memory,
     )
+    metrics = [g for r in results for g in r.gpu_metrics]
+    if len(results) == 1:  # one trace: no rank to tell its devices apart
+        metrics = [dataclasses.replace(g, rank="") for g in metrics]
+    return dataclasses.replace(summary, gpu_metrics=tuple(metrics))
+
+
+def _startup(results: Sequence[RankResult]) -> tuple[float, list[tuple[str, float]]]:
+    """One-off start-up calls inside the steps: ms per average step (the mean over ranks that
+    have steps) and each call's total, largest first."""
+    per_rank = [sum(r.startup_ms) / len(r.startup_ms) for r in results if r.startup_ms]
+    calls: dict[str, float] = {}
+    for r in results:
+        for name, ms in r.startup_calls.items():
+            calls[name] = calls.get(name, 0.0) + ms
+    mean = sum(per_rank) / len(per_rank) if per_rank else 0.0
+    return mean, sorted(calls.items(), key=lambda kv: -kv[1])

@@ -16,19 +16,17 @@ named in events.py (0.17 s, 96 MB peak); neither streams, which the chunking abo
 
 from __future__ import annotations
 
-import gzip
 import os
 import re
 import threading
-import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import BinaryIO
 
 import msgspec
 
 from tui_prof.model import Cancelled, ProfileError
-from tui_prof.profiles.kineto.events import Event, Meta, Trace
+from tui_prof.profiles.kineto.events import RAW_ARGS, Event, Meta, Trace
+from tui_prof.profiles.kineto.inflate import Inflater
 
 CHUNK_BYTES = 16 * 2**20  # unpacked JSON decoded at a time
 READ_BYTES = 4 * 2**20
@@ -37,6 +35,34 @@ CUT_ATTEMPTS = 8
 KEY = b'"traceEvents"'
 _WS = b" \t\r\n"
 _UNQUOTED_NA = re.compile(rb'(?<!")N/A(?!")')  # old Kineto wrote N/A bare (the plugin fixes it too)
+
+# What reading costs: the compact rows of a trace's events peak at up to 3× its unpacked JSON
+# (benchmarks/bench_kineto.py), so a trace may unpack to a third of the memory free when reading
+# starts, and no less than MIN_UNPACK_LIMIT. Beyond it the reader stops and says so: a 12 MB gzip
+# that unpacks to 4 GB of events would otherwise take the machine's memory before failing.
+ROWS_PER_UNPACKED_BYTE = 3
+MIN_UNPACK_LIMIT = 512 * 2**20
+
+
+def unpack_limit() -> int:
+    """The most unpacked JSON a trace may hold here and now (see ROWS_PER_UNPACKED_BYTE)."""
+    free = _available_memory()
+    return max(MIN_UNPACK_LIMIT, free // ROWS_PER_UNPACKED_BYTE) if free else 2**62
+
+
+def _available_memory() -> int | None:
+    try:
+        with open("/proc/meminfo", "rb") as f:
+            for line in f:
+                if line.startswith(b"MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, AttributeError):
+        return None
+
 
 _events_decoder = msgspec.json.Decoder(list[Event])
 _trace_decoder = msgspec.json.Decoder(Trace)
@@ -57,6 +83,7 @@ class TraceStream:
         cancel: threading.Event | None = None,
         progress: Callable[[float], object] | None = None,
         chunk_bytes: int | None = None,
+        max_unpacked: int | None = None,
     ) -> None:
         self.path = path
         self.name = path.name
@@ -64,6 +91,7 @@ class TraceStream:
         self.progress = progress
         self.chunk_bytes = chunk_bytes or CHUNK_BYTES
         self.read_bytes = min(READ_BYTES, self.chunk_bytes)
+        self.max_unpacked = max_unpacked or unpack_limit()
         self.parts = 0  # how many parts the events were decoded in
         self.meta = Meta()
         self.skipped = 0  # events dropped: fields of the wrong type
@@ -74,48 +102,35 @@ class TraceStream:
 
     # -- reading ---------------------------------------------------------------------------
 
-    def _fill(self, f: BinaryIO, raw: BinaryIO, size: int, want: int) -> None:
+    def _fill(self, source: Inflater, want: int) -> None:
         while len(self._buf) < want and not self._eof:
-            try:
-                data = f.read(self.read_bytes)
-            except EOFError as exc:
-                raise ProfileError(
-                    f"{self.name}: truncated gzip: the file ends before its end marker "
-                    f"({_mb(self.unpacked)} unpacked) — was it still being written?"
-                ) from exc
-            except (gzip.BadGzipFile, zlib.error) as exc:
-                raise ProfileError(f"{self.name}: not a valid gzip file ({exc})") from exc
-            except OSError as exc:
-                raise ProfileError(f"{self.name}: cannot read ({exc.strerror or exc})") from exc
-            if not data:
+            data = next(source, None)
+            if data is None:
                 self._eof = True
                 break
             self._buf += data
             self.unpacked += len(data)
-            if self.progress is not None and size:
-                self.progress(min(1.0, raw.tell() / size))
+            if self.unpacked > self.max_unpacked:
+                raise ProfileError(
+                    f"{self.name}: more than {_mb(self.max_unpacked)} of JSON (unpacked); "
+                    f"stopped there: its events would need about {ROWS_PER_UNPACKED_BYTE}× that "
+                    "in memory, more than this machine has free"
+                )
+            if self.progress is not None:
+                self.progress(min(1.0, source.consumed / source.size))
 
     def batches(self) -> Iterator[list[Event]]:
+        source = Inflater(self.path, self.read_bytes)
         try:
-            raw: BinaryIO = open(self.path, "rb")  # noqa: SIM115 (closed below, gzip wraps it)
-        except OSError as exc:
-            raise ProfileError(f"{self.name}: cannot read ({exc.strerror or exc})") from exc
-        with raw:
-            size = os.fstat(raw.fileno()).st_size
-            if size == 0:
-                raise ProfileError(
-                    f"{self.name}: empty file (0 bytes) — the profiler wrote nothing"
-                )
-            gz = raw.read(2) == b"\x1f\x8b"
-            raw.seek(0)
-            f: BinaryIO = gzip.GzipFile(fileobj=raw, mode="rb") if gz else raw  # type: ignore[assignment]
-            yield from self._read(f, raw, size)
+            yield from self._read(source)
+        finally:
+            source.close()
 
-    def _read(self, f: BinaryIO, raw: BinaryIO, size: int) -> Iterator[list[Event]]:
+    def _read(self, source: Inflater) -> Iterator[list[Event]]:
         buf = self._buf
         want = 256 * 1024
         while True:
-            self._fill(f, raw, size, want)
+            self._fill(source, want)
             at = buf.find(KEY)
             if at >= 0 or self._eof:
                 break
@@ -133,7 +148,7 @@ class TraceStream:
         self._offset = start
         while True:
             self._check()
-            self._fill(f, raw, size, self.chunk_bytes)
+            self._fill(source, self.chunk_bytes)
             if self._eof:
                 yield self._last()
                 return
@@ -144,7 +159,7 @@ class TraceStream:
                         f"{self.name}: not valid JSON: no boundary between two events in "
                         f"{_mb(len(buf))} after byte {self._offset:,}"
                     )
-                self._fill(f, raw, size, len(buf) + self.chunk_bytes)
+                self._fill(source, len(buf) + self.chunk_bytes)
                 continue
             yield part
 
@@ -195,9 +210,9 @@ class TraceStream:
                 break
             saved = buf[close + 1]
             buf[close + 1] = ord("]")
-            try:
-                with memoryview(buf) as view, view[: close + 2] as part:
-                    events = self._decode_events(part)
+            try:  # a copy: the events' Raw args point into what they were decoded from
+                with memoryview(buf) as view:
+                    events = self._decode_events(bytes(view[: close + 2]))
             except msgspec.DecodeError:
                 buf[close + 1] = saved
                 continue
@@ -208,7 +223,7 @@ class TraceStream:
             return events
         return None
 
-    def _decode_events(self, part: memoryview) -> list[Event]:
+    def _decode_events(self, part: bytes) -> list[Event]:
         try:
             return _events_decoder.decode(part)
         except msgspec.ValidationError:
@@ -220,6 +235,13 @@ class TraceStream:
         for item in items if isinstance(items, list) else []:
             ev = None
             if isinstance(item, dict):
+                args = item.get("args")
+                if isinstance(args, dict) and any(k in args for k in RAW_ARGS):
+                    item = dict(item)
+                    item["args"] = {
+                        k: msgspec.Raw(msgspec.json.encode(v)) if k in RAW_ARGS else v
+                        for k, v in args.items()
+                    }
                 for candidate in (item, {k: v for k, v in item.items() if k != "args"}):
                     try:
                         ev = msgspec.convert(candidate, Event, strict=False)
@@ -249,7 +271,7 @@ class TraceStream:
         self._buf[0:0] = b'{"traceEvents":'
         self.parts += 1
         try:
-            trace = self._decode_trace(self._buf)
+            trace = self._decode_trace(bytes(self._buf))  # a copy: Raw args point into it
         except msgspec.DecodeError as exc:
             raise ProfileError(f"{self.name}: {self._describe(exc)}") from exc
         finally:

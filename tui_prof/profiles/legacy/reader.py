@@ -4,7 +4,9 @@ Contract: the numbers are the ones TensorBoard computed back then and saved per 
 (`step_source` "precomputed"): steps, run environment and 16-bit share from
 `<host>.overview_page.pb` (else the steps from `<host>.input_pipeline.pb`), top ops from
 `<host>.tensorflow_stats.pb`, kernels from `<host>.kernel_stats.pb`; `<host>.trace.json.gz` is
-not needed. Several hosts: the steps every host has, each from its slowest host. A host's
+not needed. TF1-era Cloud TPU sessions (`*.overview_page.json`, `*.input_pipeline.json`: no
+protobuf) give their steps, TensorCore compute, input and idle time, TPU type and core count
+(datatable.py). Several hosts: the steps every host has, each from its slowest host. A host's
 damaged file is one line (ProfileError) when it is the one that carries the steps, else a
 warning. Imports the schemas from `xprof` only when a legacy session is read.
 """
@@ -28,17 +30,35 @@ from tui_prof.model import (
     StepBreakdown,
 )
 from tui_prof.profiles.assemble import assemble
-from tui_prof.profiles.discover import Session
-from tui_prof.profiles.legacy import tools
+from tui_prof.profiles.discover import Session, legacy_suffix
+from tui_prof.profiles.legacy import datatable, tools
 
 Progress = Callable[[float, str], None]
 
 DETAIL = "steps as TensorBoard computed them when the profile was taken (its saved overview)"
 
 
-def _by_suffix(paths: list[Path], host: str) -> dict[str, Path]:
-    """`.overview_page.pb` → path, for one host's files (the host name may hold dots)."""
-    return {p.name[len(host) :]: p for p in paths if p.name.startswith(host + ".")}
+def _by_suffix(paths: list[Path]) -> dict[str, Path]:
+    """`.overview_page.pb` → path, for one host's files (the host name may hold dots, or be
+    absent: a TF1-era bare `overview_page.json`)."""
+    return {s: p for p in paths if (s := legacy_suffix(p.name)) is not None}
+
+
+def _json_steps(files: dict[str, Path], env: dict[str, Any]) -> list[StepBreakdown]:
+    """Steps and environment from the TF1-era JSON tool files (overview first)."""
+    steps: list[StepBreakdown] = []
+    for suffix in (".overview_page.json", ".input_pipeline.json"):
+        if suffix not in files:
+            continue
+        tool = datatable.read(files[suffix])
+        if tool.device_type:
+            env.setdefault("device_type", tool.device_type)
+        if tool.device_name:
+            env.setdefault("device_names", [tool.device_name])
+        if tool.device_count:
+            env.setdefault("device_count", tool.device_count)
+        steps = steps or tool.steps
+    return steps
 
 
 def _host_steps(files: dict[str, Path], env: dict[str, Any]) -> tuple[list[StepBreakdown], Any]:
@@ -47,6 +67,8 @@ def _host_steps(files: dict[str, Path], env: dict[str, Any]) -> tuple[list[StepB
 
     analysis = None
     pipeline = None
+    if not {".overview_page.pb", ".input_pipeline.pb"} & files.keys():
+        return _json_steps(files, env), None
     if ".overview_page.pb" in files:
         page = tools.parse(
             files[".overview_page.pb"], overview_page_pb2.OverviewPage, "overview page"
@@ -106,7 +128,7 @@ def summarize(
         if cancel is not None and cancel.is_set():
             raise Cancelled()
         report(i / max(len(session.hosts), 1), f"reading {host.host}'s tool files")
-        files = _by_suffix([host.path, *host.extra], host.host)
+        files = _by_suffix([host.path, *host.extra])
         steps, analysis = _host_steps(files, env)
         per_host.append(steps)
         if analysis is not None and (p := tools.precision(analysis)) is not None:
@@ -133,6 +155,7 @@ def summarize(
         device_type=device_type,
         device_count=int(env.get("device_count") or 0),
         hosts=tuple(h.host for h in session.hosts),
+        device_names=tuple(env.get("device_names") or ()),
     )
     prec = None
     if precisions and device_type != "CPU":

@@ -25,6 +25,7 @@ from tui_prof.model import (
     UnreadableProfile,
     os_reason,
 )
+from tui_prof.profiles.kernel_names import uses_matrix_units
 
 M = TypeVar("M", bound=Message)
 _OLD_INPUT_MS = 4  # PerGenericStepDetails.input_ms, before TensorFlow 2.2 split it in two
@@ -137,7 +138,7 @@ def kernels(path: Path) -> list[KernelStat]:
             occurrences=r.occurrences,
             total_duration_us=r.total_duration_ns / 1000.0,
             tensor_core_eligible=r.is_op_tensor_core_eligible,
-            uses_tensor_core=r.is_kernel_using_tensor_core,
+            uses_tensor_core=r.is_kernel_using_tensor_core or uses_matrix_units(r.name),
             occupancy_percent=r.occupancy_pct or None,  # 0: not recorded
             grid=",".join(str(d) for d in r.grid_dim),
             block=",".join(str(d) for d in r.block_dim),

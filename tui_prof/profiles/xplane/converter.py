@@ -7,7 +7,9 @@ one place that deals with them:
   `TF_CPP_MIN_LOG_LEVEL=3` is forced before the library loads;
 - it writes a cache (`ALL_HOSTS.op_stats_v2.pb`) next to the files it reads, so it reads symlinks
   from a private temporary directory instead, and a user's logdir is never written to;
-- it is native code of unknown thread-safety, so calls are serialised.
+- it is native code of unknown thread-safety, so calls are serialised;
+- a damaged file can crash it (a negated event offset: SIGSEGV), so it runs in a process of its
+  own (convert_worker), whose death is the file's one-line error.
 """
 
 from __future__ import annotations
@@ -20,22 +22,18 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from tui_prof.model import ProfileError
+from tui_prof.model import ProfileError, UnreadableProfile
+from tui_prof.printable import printable
+from tui_prof.profiles.xplane import convert_worker
 
 OVERVIEW = "overview_page"
 OP_STATS = "framework_op_stats"
 KERNEL_STATS = "kernel_stats"
 HLO_STATS = "hlo_stats"  # device HLO ops with their text (types), for XLA programs
+MEMORY_PROFILE = "memory_profile"  # allocators' peaks and snapshots (XProf's Memory Profile)
 DEFAULT_TOOLS = (OVERVIEW, OP_STATS, KERNEL_STATS)
 
 _lock = threading.Lock()
-
-
-def _converter() -> Any:
-    os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
-    from xprof.convert import raw_to_tool_data
-
-    return raw_to_tool_data
 
 
 def _link_name(name: str, index: int) -> str:
@@ -60,7 +58,7 @@ def convert(
     names = [p.name for p in paths]
     if len(set(names)) != len(names):
         raise ProfileError("two host files share a name; convert them as separate sessions")
-    r2t = _converter()
+    r2t = convert_worker.process()
     out: dict[str, Any] = {}
     with _lock, tempfile.TemporaryDirectory(prefix="tuiprof-") as tmp:
         links = []
@@ -69,17 +67,32 @@ def convert(
             os.symlink(os.path.abspath(p), link)
             links.append(str(link))
         for tool in tools:
-            out[tool] = _tool(r2t, links, tool, required=True)
+            out[tool] = _tool(r2t, links, tool, required=True, names=names)
         for tool in then(out) if then is not None else ():
-            if tool not in out and (data := _tool(r2t, links, tool, required=False)) is not None:
+            if tool in out:
+                continue
+            if (data := _tool(r2t, links, tool, required=False, names=names)) is not None:
                 out[tool] = data
     return out
 
 
-def _tool(r2t: Any, links: list[str], tool: str, *, required: bool) -> Any:
-    """One tool's parsed JSON; ProfileError where a required tool fails, else None."""
+def _tool(
+    r2t: convert_worker.ConverterProcess,
+    links: list[str],
+    tool: str,
+    *,
+    required: bool,
+    names: list[str],
+) -> Any:
+    """One tool's parsed JSON; ProfileError where a required tool fails, else None; the
+    converter's death is the file's error either way (UnreadableProfile)."""
     try:
-        data, _ = r2t.xspace_to_tool_data(links, tool, {"use_saved_result": True})
+        data = r2t.tool(links, tool, {"use_saved_result": True})
+    except convert_worker.ConverterDied as exc:
+        raise UnreadableProfile(
+            f"{printable(', '.join(names))}: TensorBoard's converter crashed reading it ({exc}); "
+            "the file is damaged"
+        ) from None
     except Exception as exc:  # native errors surface as assorted exception types
         if not required:
             return None

@@ -17,12 +17,12 @@ from collections.abc import Iterable
 from typing import Any
 
 from tui_prof.model import KernelStat, Precision
+from tui_prof.profiles.kernel_names import SIXTEEN_BIT_KERNEL
 from tui_prof.profiles.xplane.tb_tables import rows
 
-# Kernel names that carry a 16-bit type, for kernels without a shape stat (JAX, XLA): xprof's
-# "half"/"fp16", and bf16, cuBLAS' h884/h1688/h16816 and rocBLAS/Tensile's H/B input types
-# (`Cijk_Ailk_Bljk_BBS_...` is a bf16 GEMM). The step finder judges kernels by it too.
-KERNEL_16BIT = re.compile(r"half|fp16|f16|(^|_)h(884|1688|16816)|^Cijk_A[a-z]+_B[a-z]+_[HB]")
+# Kernel names that carry a 16-bit type, for kernels without a shape stat (JAX, XLA): the one
+# rule in profiles/kernel_names.py. The step finder judges kernels by it too.
+KERNEL_16BIT = SIXTEEN_BIT_KERNEL
 _FLOAT = re.compile(r"\b(bf16|f16|f8\w*|f32|f64|tf32)\[")
 _SIXTEEN = ("bf16", "f16", "f8")
 _NOT_COMPUTE = re.compile(

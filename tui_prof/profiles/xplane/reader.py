@@ -38,6 +38,10 @@ from tui_prof.model import (
 from tui_prof.profiles.assemble import assemble
 from tui_prof.profiles.discover import Session
 from tui_prof.profiles.xplane import converter, op_precision, tb_tables
+from tui_prof.profiles.xplane.cost import xla_efficiency
+from tui_prof.profiles.xplane.device_ops import with_device_ops
+from tui_prof.profiles.xplane.framework import framework_of
+from tui_prof.profiles.xplane.memory import memory_use
 
 if TYPE_CHECKING:
     from tui_prof.profiles.xplane.steps import FoundSteps
@@ -170,9 +174,14 @@ def summarize(
     own_path = force_fallback or bool(step_program)
 
     def hlo_if_no_steps(done: dict[str, Any]) -> tuple[str, ...]:
-        """Device HLO ops' types give the 16-bit share where the converter's steps do not."""
+        """Device HLO ops' types give the 16-bit share where the converter's steps do not;
+        the memory profile always (not required: older converters may lack it)."""
         no_steps = own_path or not tb_tables.overview_steps(done[converter.OVERVIEW])
-        return (converter.HLO_STATS,) if no_steps else ()
+        return (
+            (converter.HLO_STATS, converter.MEMORY_PROFILE)
+            if no_steps
+            else (converter.MEMORY_PROFILE,)
+        )
 
     tables = converter.convert(paths, then=hlo_if_no_steps)
     _check(cancel)
@@ -215,7 +224,10 @@ def summarize(
     )
     kernels = tb_tables.kernels(tables[converter.KERNEL_STATS])
     official = tb_tables.precision(props) if own.source == STEP_SOURCE_OFFICIAL else None
+    training = props.get("is_training")
     prec = _precision(device_type, official, tables, own.found, kernels)
+    ops = tb_tables.top_ops(tables[converter.OP_STATS])
+    ops, kernels = with_device_ops(paths, ops, kernels)  # ops only in kernels' annotations
     report(1.0, "done")
     return assemble(
         session,
@@ -225,10 +237,14 @@ def summarize(
         env,
         prec,
         kernels,
-        tb_tables.top_ops(tables[converter.OP_STATS]),
+        ops,
         warnings + _pace_warning(own),
         utilization=utilization,
         programs=own.programs,
+        framework=framework_of(paths),
+        is_training=True if training == "true" else None,
+        efficiency=xla_efficiency(ops, own.steps, env, prec, kernels, utilization),
+        memory=memory_use(tables.get(converter.MEMORY_PROFILE)),
     )
 
 
@@ -278,4 +294,5 @@ def _summarize_streaming(
         warnings + _pace_warning(own),
         utilization=utilization,
         programs=own.programs,
+        framework=framework_of(paths),
     )

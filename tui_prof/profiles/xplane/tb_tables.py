@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from tui_prof.model import KernelStat, OpStat, Precision, StepBreakdown
+from tui_prof.profiles.kernel_names import uses_matrix_units
 
 # Overview page per-step column ids → our category names.
 STEP_COLUMNS: dict[str, str] = {
@@ -83,6 +84,16 @@ def precision(props: dict[str, str]) -> Precision | None:
     return Precision(p16, p32)
 
 
+def _cost(rate: Any, self_us: float) -> float | None:
+    """XLA's cost back from the converter's rate over the op's self time: its rates are the
+    op's FLOPs (bytes) per nanosecond, GFLOP/s (GB/s); None where it has none."""
+    try:
+        value = float(rate or 0.0)
+    except (TypeError, ValueError):
+        return None
+    return value * self_us * 1e3 if value > 0 and self_us > 0 else None
+
+
 def top_ops(op_stats: list[dict[str, Any]]) -> list[OpStat]:
     """Every framework op by total self time, idle excluded (TensorBoard's default view).
 
@@ -103,14 +114,17 @@ def top_ops(op_stats: list[dict[str, Any]]) -> list[OpStat]:
             if where == "Device"
             else "host_total_self_time_percent"
         )
+        self_us = float(r.get("total_self_time") or 0.0)
         ops.append(
             OpStat(
                 name=str(r.get("operation") or ""),
                 op_type=str(r.get("type") or ""),
                 where=where,
                 occurrences=int(r.get("occurrences") or 0),
-                total_self_time_us=float(r.get("total_self_time") or 0.0),
+                total_self_time_us=self_us,
                 self_time_percent=100.0 * float(frac or 0.0),
+                flops=_cost(r.get("model_flop_rate"), self_us),
+                bytes_accessed=_cost(r.get("measured_memory_bw"), self_us),
             )
         )
     ops.sort(key=lambda o: o.total_self_time_us, reverse=True)
@@ -128,7 +142,9 @@ def kernels(kernel_stats: Any) -> list[KernelStat]:
             occurrences=int(r.get("occurrences") or 0),
             total_duration_us=float(r.get("total_duration_us") or 0.0),
             tensor_core_eligible=bool(r.get("is_op_tensor_core_eligible")),
-            uses_tensor_core=bool(r.get("is_kernel_using_tensor_core")),
+            # the converter's list predates Hopper/Blackwell and AMD names: ours as well
+            uses_tensor_core=bool(r.get("is_kernel_using_tensor_core"))
+            or uses_matrix_units(str(r.get("kernel_name") or "")),
             occupancy_percent=(
                 float(r["occupancy_pct"]) if r.get("occupancy_pct") is not None else None
             ),

@@ -205,6 +205,25 @@ class XSpaceFile:
         }
         return PlaneMeta(event_names=event_names, stat_names=stat_names, stats=stats)
 
+    def event_metadata_stat(self, plane: PlaneRef, name: str) -> dict[int, Any]:
+        """One stat of the plane's event metadata (an XLA op's `hlo_category`), by metadata id."""
+        msg = _PlaneMsg()
+        try:
+            for a, b in plane.meta_spans:
+                msg.MergeFromString(self._mm[a:b])
+        except Exception as exc:  # upb's DecodeError
+            raise UnreadableProfile(
+                f"{self.path.name}: damaged metadata in {plane.name} ({exc})"
+            ) from exc
+        stat_names = {k: text(v.name) for k, v in msg.stat_metadata.items()}
+        ids = {k for k, v in stat_names.items() if v == name}
+        out: dict[int, Any] = {}
+        for k, meta in msg.event_metadata.items():
+            for st in meta.stats:
+                if st.metadata_id in ids:
+                    out[k] = stat_value(st, stat_names)
+        return out
+
     def lines(
         self,
         plane: PlaneRef,

@@ -75,7 +75,15 @@ class BrowseScreen(TuiprofScreen):
             "Kernels tab",
             id="tab_kernels",
             show=False,
-            tooltip="GPU kernels, TensorCore use, launch shape",
+            tooltip="GPU kernels, Tensor Core / Matrix Core use, launch shape",
+        ),
+        Binding(
+            "w",
+            "toggle_notes",
+            "Notes",
+            id="notes",
+            show=False,
+            tooltip="Show the verdict's notes and caveats in full, or fold them to one line",
         ),
         Binding(
             "F",
@@ -159,7 +167,15 @@ class BrowseScreen(TuiprofScreen):
         )
         follower.run(get_current_worker().cancelled_event)
 
+    def _shutting_down(self) -> bool:
+        """The app is shutting down. Textual closes an installed screen that is not on the stack
+        (Browse, while Experiments shows) after its widgets, so a worker's late result would find
+        none of them: it has nothing left to show."""
+        return not self.app.is_running
+
     def on_logdir_changed(self, message: LogdirChanged) -> None:
+        if self._shutting_down():
+            return
         from tui_prof.live.follow import PROFILE, SESSION
 
         new_sessions = [e.path for e in message.events if e.kind == SESSION]
@@ -209,6 +225,8 @@ class BrowseScreen(TuiprofScreen):
             self.extra_roots.append(directory)
 
     def on_logdir_scanned(self, message: LogdirScanned) -> None:
+        if self._shutting_down():
+            return
         self.discovery = message.discovery
         tree = self.query_one(ProfileTree)
         tree.populate(message.discovery)
@@ -323,10 +341,14 @@ class BrowseScreen(TuiprofScreen):
             self.post_message(ProfileLoaded(session, summary, time.perf_counter() - start))
 
     def on_load_progressed(self, message: LoadProgressed) -> None:
+        if self._shutting_down():
+            return
         if message.session == self._current:
             self.query_one(SessionView).show_progress(message.fraction, message.text)
 
     def on_profile_loaded(self, message: ProfileLoaded) -> None:
+        if self._shutting_down():
+            return
         if message.session != self._current:
             return
         self.query_one(ProfileTree).mark(message.session, None)
@@ -335,6 +357,8 @@ class BrowseScreen(TuiprofScreen):
         self.query_one(SessionView).show_summary(message.summary, message.seconds)
 
     def on_profile_failed(self, message: ProfileFailed) -> None:
+        if self._shutting_down():
+            return
         self.query_one(ProfileTree).mark(message.session, message.error)
         if message.session != self._current:
             return
@@ -366,6 +390,9 @@ class BrowseScreen(TuiprofScreen):
         if self._current is not None:
             current, self._current = self._current, None
             self.load(current)
+
+    def action_toggle_notes(self) -> None:
+        self.query_one(SessionView).toggle_notes()
 
     def action_toggle_fallback(self) -> None:
         self.force_fallback = not self.force_fallback

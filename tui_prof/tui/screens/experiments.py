@@ -19,8 +19,15 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import DataTable, Header, RichLog, Select, Static
 
 from tui_prof.experiments import events as ev
-from tui_prof.experiments.store import IN_FLIGHT, StoreError, find_experiments, load_experiment
+from tui_prof.experiments.store import (
+    IN_FLIGHT,
+    ORPHAN_NOTE,
+    StoreError,
+    find_experiments,
+    load_experiment,
+)
 from tui_prof.model import ExperimentRecord, RunRecord
+from tui_prof.printable import printable
 from tui_prof.tui.messages import (
     ComparisonReady,
     ExperimentLoaded,
@@ -36,6 +43,8 @@ LOG_TAIL_LINES = 400
 # The live log is drawn at most every LIVE_FLUSH_S with at most LIVE_LINES_PER_FLUSH new lines: RichLog
 # renders each line as it is written (~0.1 ms a line here), so drawing all of four fast streams' output
 # stalled the screen > 100 ms at a time (benchmarks/ui_responsiveness.py). The run's log file has it all.
+# The flush is a one-shot timer set by the first line that waits, not an interval: between output
+# bursts nothing wakes the screen (benchmarks/observer_cpu.py), but for the elapsed times once a second.
 LIVE_FLUSH_S = 0.1
 LIVE_LINES_PER_FLUSH = 50
 
@@ -75,6 +84,7 @@ class ExperimentsScreen(TuiprofScreen):
         self._live_runs: dict[str, RunRecord] = {}  # the shown experiment's runs, from events
         self._pending: list[str] = []  # the selected run's lines not drawn yet
         self._pending_skipped = 0
+        self._flush_due = False  # a flush timer is set for the pending lines
 
     def compose(self) -> ComposeResult:
         yield Header(show_clock=False)
@@ -93,13 +103,13 @@ class ExperimentsScreen(TuiprofScreen):
     def on_mount(self) -> None:
         self._composed = True  # (is_mounted turns True only after on_mount)
         self.set_interval(1.0, self._tick)
-        self.set_interval(LIVE_FLUSH_S, self._flush_log)
         if self.current is not None:
             self.show_experiment(self.current)
         self.scan()
 
     def _tick(self) -> None:
-        self.query_one(RunTable).tick()
+        if self.is_current:  # a hidden screen's table is not drawn; it catches up when shown
+            self.query_one(RunTable).tick()
 
     @work(
         thread=True,
@@ -179,8 +189,11 @@ class ExperimentsScreen(TuiprofScreen):
             table.upsert(run)
         self.refresh_comparison()
         self.refresh_bindings()
-        if any(r.backend_ref and r.status in IN_FLIGHT for r in message.record.runs):
-            self.app.reattach(message.directory)  # a cluster still runs them
+        if any(
+            r.status in IN_FLIGHT and (r.backend_ref or r.error == ORPHAN_NOTE)
+            for r in message.record.runs
+        ):  # a cluster still runs them, or an earlier tuiprof left them running here
+            self.app.reattach(message.directory)
 
     @work(
         thread=True,
@@ -221,6 +234,12 @@ class ExperimentsScreen(TuiprofScreen):
         if isinstance(event, ev.ExperimentStarted):
             if self.current != event.experiment_dir:
                 self.show_experiment(event.experiment_dir)
+            else:  # reopened: runs an earlier tuiprof left running are stopped now
+                table = self.query_one(RunTable)
+                for found in event.runs:
+                    shown = table.runs.get(found.run_id)
+                    if shown is not None and shown.status != found.status:
+                        table.upsert(found)
             return
         if message.directory != self.current:
             return
@@ -261,8 +280,12 @@ class ExperimentsScreen(TuiprofScreen):
             if len(self._pending) > LIVE_LINES_PER_FLUSH:
                 self._pending_skipped += len(self._pending) - LIVE_LINES_PER_FLUSH
                 del self._pending[:-LIVE_LINES_PER_FLUSH]
+            if not self._flush_due:
+                self._flush_due = True
+                self.set_timer(LIVE_FLUSH_S, self._flush_log)
 
     def _flush_log(self) -> None:
+        self._flush_due = False
         lines, skipped = self._pending, self._pending_skipped
         self._pending, self._pending_skipped = [], 0
         self._write_log(lines, skipped)
@@ -279,7 +302,9 @@ class ExperimentsScreen(TuiprofScreen):
                 *lines,
             ]
         if lines:
-            self.query_one("#run-log", RichLog).write(Text("\n".join(lines)))
+            # A job's output is data: escape sequences in it are shown, never obeyed.
+            text = printable("\n".join(lines), multiline=True)
+            self.query_one("#run-log", RichLog).write(Text(text))
 
     @on(DataTable.RowHighlighted, "#runs")
     def _run_highlighted(self, event: DataTable.RowHighlighted) -> None:

@@ -39,9 +39,18 @@ NUMBERS = """\
 - **No steps**: no empty table, but each device's busy share of the profile, the XLA programs run
   and how to mark steps. Older TensorBoard files (`*.overview_page.pb`) show the steps TensorBoard
   saved then ("precomputed").
+- **Verdict**: the category that dominates the average step, with its share and time, in
+  XProf's words ("compute-bound on the GPU", "input-bound", "launch-bound", "host-bound"), then
+  the other categories over TensorBoard's thresholds as secondary findings. One-off start-up
+  calls (context creation, first allocations, a first launch's module load) are left out and
+  said apart. Notes and caveats fold to one line under it: `w` shows them.
+- **What to try** speaks the profile's framework (TensorFlow, PyTorch, JAX) and fits the device's
+  row of the hardware table: number formats its matrix units run (no bf16 on a V100), the
+  vendor's word for them (Tensor Cores, Matrix Cores, MXU); no mixed precision where device
+  compute is already 16-bit.
 - **16-bit share**: the part of device compute time in FP16/BF16 ops (from the steps, else from
-  the device ops' types or kernel names, as the line says). **TensorCore**: kernel time on
-  TensorCores.
+  the device ops' types or kernel names, as the line says). **Tensor Cores / Matrix Cores**:
+  kernel time on the matrix units, by the kernels' names (Volta to Blackwell, AMD MFMA).
 - **PyTorch sessions** also show the PyTorch TensorBoard plugin's own categories (kernel, memcpy,
   memset, communication, runtime, DataLoader, CPU exec, other) and, with several ranks, each
   rank's step time with the slowest marked. The plugin reads today's runtime calls as CPU exec;
@@ -139,14 +148,32 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("`", "'")
 
 
-def help_markdown() -> str:
-    parts = [INTRO]
+def _key_tables(heading: str) -> list[str]:
+    parts = []
     for title, rows in key_sections():
-        parts.append(f"## Keys: {title}\n| Key | Action |\n|---|---|")
+        parts.append(f"{heading.format(title)}\n| Key | Action |\n|---|---|")
         parts.extend(f"| `{_cell(k)}` | {_cell(what)} |" for k, what in rows)
         parts.append("")
-    parts.append(NUMBERS)
-    return "\n".join(parts)
+    return parts
+
+
+def help_markdown() -> str:
+    return "\n".join([INTRO, *_key_tables("## Keys: {}"), NUMBERS])
+
+
+KEYS_PAGE = """\
+# Keys
+
+<!-- Generated from the key bindings: python -m tui_prof.tui.screens.help > docs/keys.md -->
+
+The footer shows the keys that apply where you are; `?` in the app shows these tables, built from
+the same bindings.
+"""
+
+
+def keys_page() -> str:
+    """docs/keys.md: the help's key tables, so the docs site cannot drift from the bindings."""
+    return "\n".join([KEYS_PAGE, *_key_tables("## {}\n")]).rstrip() + "\n"
 
 
 class HelpScreen(ModalScreen[None]):
@@ -155,3 +182,7 @@ class HelpScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="help"):
             yield Markdown(help_markdown())
+
+
+if __name__ == "__main__":
+    print(keys_page(), end="")

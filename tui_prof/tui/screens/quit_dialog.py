@@ -14,17 +14,18 @@ STOP, LEAVE, STAY = "stop", "leave", "stay"
 class QuitDialog(ModalScreen[str]):
     BINDINGS = [Binding("escape", "stay", "Stay")]
 
-    def __init__(self, active: int) -> None:
+    def __init__(self, running: int, waiting: int = 0) -> None:
         super().__init__()
-        self.active = active
+        self.running = running
+        self.waiting = waiting
 
     def compose(self) -> ComposeResult:
         with Vertical(id="quit-dialog"):
-            yield Label(f"{self.active} run(s) still running.")
+            yield Label(f"Runs not finished: {self.running} running, {self.waiting} waiting.")
             yield Label(
-                "Leave them running: their processes go on and write their own files; "
-                "`tuiprof run --resume DIR` later records them as interrupted and runs "
-                "what is missing."
+                "Leave them: the running ones go on and write their own files, the waiting ones "
+                "wait; `tuiprof run --resume DIR` (or reopening the experiment) stops what still "
+                "runs here, records it as interrupted and runs what is missing."
             )
             with Horizontal():
                 yield Button("Stop runs and quit", variant="error", id=STOP)

@@ -2,7 +2,9 @@
 `tuiprof run --variant` takes them), or from a spec file; optionally saved as a spec.
 
 "Run on" is `local` (this machine), `ray` or `ray HOST:PORT` (a Ray cluster's dashboard; the
-runs go on if tuiprof exits); empty keeps what the spec says.
+runs go on if tuiprof exits); empty keeps what the spec says. "Matters" is the smallest
+difference that matters, in percent (`5`, or `wall_time_s=5,accuracy=0.5`; empty: the spec's,
+else 5% for times), kept with the experiment for its comparison.
 
 Where the selected profile is a run of an experiment and its advice names a change the run's
 command exposes (tui_prof.experiments.suggest), the dialog opens with that run's command as the
@@ -26,6 +28,7 @@ from tui_prof.experiments.spec import (
     SpecError,
     check_executable,
     load_spec,
+    parse_min_difference,
     select,
 )
 from tui_prof.experiments.suggest import CHANGE_LABELS, Proposal, RunContext
@@ -110,6 +113,7 @@ class StartDialog(FormDialog[StartRequest]):
         super().__init__()
         self.spec_path = spec_path
         self.prefill = prefill or Prefill()
+        self._replace_ok: Path | None = None  # the "Save spec as" file the user chose to replace
 
     def compose(self) -> ComposeResult:
         p = self.prefill
@@ -129,7 +133,9 @@ class StartDialog(FormDialog[StartRequest]):
                 yield Input(placeholder="local, or ray HOST:PORT", id="backend", compact=True)
             with Horizontal(classes="start-row"):
                 yield Label("Save spec as")
-                yield Input(placeholder="optional, e.g. amp.toml", id="save", compact=True)
+                yield Input(placeholder="e.g. amp.toml", id="save", compact=True)
+                yield Label("Matters", classes="second")
+                yield Input(placeholder="5% for times", id="matters", compact=True)
             with Horizontal(classes="start-row"):
                 yield Label("Or a spec")
                 yield Input(self.spec_path, id="spec", compact=True)
@@ -160,13 +166,23 @@ class StartDialog(FormDialog[StartRequest]):
         else:  # no commands: the spec file, as before
             spec = select(load_spec(self._value("#spec")), repeats=repeats)
         spec = replace(spec, backend=backend_from(self._value("#backend"), spec))
+        matters = self._value("#matters")
+        if matters:  # the smallest difference that matters: "5", or "wall_time_s=5,acc=0.5"
+            try:
+                given = parse_min_difference(matters)
+            except ValueError as exc:
+                raise SpecError(f"Matters: {exc}") from None
+            spec = replace(spec, min_difference_pct={**spec.min_difference_pct, **given})
         check_executable(spec)
         save = self._value("#save")
         if save:
             path = Path(save).expanduser()
             if not path.is_absolute():
                 path = Path(self._value("#workdir") or ".") / path
-            save_spec(spec, path)
+            if path.exists() and path != self._replace_ok:  # ask: a second Start replaces it
+                self._replace_ok = path
+                raise SpecError(f"Save spec as: {path} exists; Start again to replace it")
+            save_spec(spec, path, replace=path == self._replace_ok)
             self.notify(f"Spec saved: {path}", markup=False)
         return StartRequest(spec)
 

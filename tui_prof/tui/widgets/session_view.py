@@ -13,10 +13,13 @@ from textual.widget import Widget
 from textual.widgets import DataTable, ProgressBar, Static, TabbedContent, TabPane
 
 from tui_prof.model import CATEGORY_LABELS, ProfileSummary
+from tui_prof.profiles.assemble import matrix_units
+from tui_prof.render.efficiency import bound_cell, kernel_op_rates, op_cost_text, op_rate_cell
 from tui_prof.render.names import TailCut, cut_middle, fit_kernels, fit_paths, kernel_names
 from tui_prof.render.summary import (
     fmt_ms,
     headline,
+    headline_folded,
     native_table,
     overview_sections,
     ranks_table,
@@ -109,6 +112,8 @@ class TopOpsTable(FittedTable):
             Column("calls", "Calls", 5, 3),
             Column("where", "Where", 6, 4),
         ]
+        if any(o.flops for o in ops):  # efficiency columns give way first on narrow screens
+            columns += [Column("rate", "FLOP/s", 13, 5), Column("bound", "Bound by", 12, 6)]
         shown = {c.key: w for c, w in fit_columns(columns, width)}
         names = fit_paths([o.name for o in ops], shown["name"])
         rows: list[dict[str, object]] = [
@@ -119,6 +124,8 @@ class TopOpsTable(FittedTable):
                 "calls": str(o.occurrences),
                 "self": fmt_ms(o.total_self_time_us / 1000),
                 "percent": f"{o.self_time_percent:.1f}",
+                "rate": op_rate_cell(o),
+                "bound": bound_cell(o, summary.efficiency),
             }
             for o, name in zip(ops, names, strict=True)
         ]
@@ -131,6 +138,9 @@ class TopOpsTable(FittedTable):
         o = self.summary.top_ops[self.cursor_row]
         t = Text(o.name, style="bold")
         t.append(f"\n{o.op_type} · {o.where} · {o.occurrences} calls", style="dim")
+        cost = op_cost_text(o, self.summary.efficiency)
+        if cost:
+            t.append(f" · {cost}", style="dim")
         return t
 
 
@@ -159,10 +169,13 @@ class KernelTable(FittedTable):
             Column("total", "Total ms", 8, 0),
             Column("calls", "Calls", 6, 1),
             Column("grid", "Grid", 7, 2 if repeated else 6),
-            Column("tc", "TensorCore", 10, 3),
+            Column("tc", matrix_units(summary.environment) or "Matrix units", 12, 3),
             Column("occupancy", "Occ. %", 6, 4),
             Column("op", "Op", 14, 5),
         ]
+        rates = kernel_op_rates(summary)
+        if rates:  # the launching op's FLOP/s: gives way first on narrow screens
+            columns.append(Column("rate", "Op FLOP/s", 13, 6))
         if not any(k.grid for k in kernels):
             columns = [c for c in columns if c.key != "grid"]
         if not any(k.op_name for k in kernels):
@@ -185,6 +198,7 @@ class KernelTable(FittedTable):
                     "tc": tc,
                     "occupancy": occupancy,
                     "op": Text(op or "–"),
+                    "rate": rates.get(k.op_name, "–"),
                 }
             )
         self.add_fitted(columns, rows, width)
@@ -208,7 +222,7 @@ class KernelTable(FittedTable):
 # The same sections `tuiprof summary` prints: bars and averages, or without steps what the devices
 # did and the XLA programs run (never an empty table; a part with nothing to show is hidden).
 PARTS: dict[str, Callable[[ProfileSummary], RenderableType | None]] = {
-    "headline": lambda s: headline(s, source=False),  # above the tabs: kept short for 80x24
+    "headline": headline_folded,  # above the tabs, notes folded to a line: fits 80x24
     "source": step_source_text,
     "bars": lambda s: overview_sections(s)[0],
     "averages": lambda s: overview_sections(s)[1],
@@ -229,7 +243,14 @@ class SummaryPart(Static):
             self.show(shown)
 
     def show(self, summary: ProfileSummary | None) -> None:
-        part = None if summary is None else PARTS[str(self.id)](summary)
+        unfolded = self.id == "headline" and self.query_ancestor(SessionView).notes_open
+        part: RenderableType | None
+        if summary is None:
+            part = None
+        elif unfolded:
+            part = headline(summary, source=False)
+        else:
+            part = PARTS[str(self.id)](summary)
         self.update("" if part is None else part)
         self.display = summary is None or part is not None
 
@@ -275,6 +296,13 @@ class SessionView(Vertical):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.summary: ProfileSummary | None = None
+        self.notes_open = False  # the headline's notes unfolded (`w`)
+
+    def toggle_notes(self) -> None:
+        """Unfold the headline's notes, or fold them back to one line."""
+        self.notes_open = not self.notes_open
+        if self.summary is not None:
+            self.query_one("#headline", SummaryPart).show(self.summary)
 
     def compose(self) -> ComposeResult:
         yield Static(id="status")
@@ -297,9 +325,9 @@ class SessionView(Vertical):
                     *(
                         SummaryPart(id=part)
                         for part in (
-                            "source",
                             "bars",
                             "averages",
+                            "source",
                             "native",
                             "ranks",
                             "precision",

@@ -1,0 +1,238 @@
+"""FLOPs, MFU and memory: the shape models by hand, real traces against their own figures.
+
+References: 2·M·N·K computed here from the traces' recorded shapes (read with the json module,
+not tuiprof's reader); torch.utils.flop_counter on the same model; the `[memory]` events' own
+maxima; the converter's XLA cost on an XSpace profile.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+from conftest import SHARED_TRACES, needs_shared
+
+from tui_prof.model import Environment
+from tui_prof.profiles.cache import summary_from_dict
+from tui_prof.profiles.discover import discover
+from tui_prof.profiles.efficiency import efficiency, with_peak
+from tui_prof.profiles.kineto.flop_models import flops, is_math_op, number_format
+from tui_prof.profiles.load import load_summary
+
+V100 = SHARED_TRACES / "kineto_tb_plugin"
+A100 = SHARED_TRACES / "kineto" / "a100_rank0.json.gz"
+GEMM_XSPACE = SHARED_TRACES / "jax_gpu_gemm"
+
+
+# -- the shape models, by hand ---------------------------------------------------------------
+
+
+def test_gemm_models() -> None:
+    assert flops("aten::mm", [[32, 10], [10, 128]]) == 2 * 32 * 10 * 128
+    assert flops("aten::addmm", [[128], [32, 1024], [1024, 128], [], []]) == 2 * 32 * 1024 * 128
+    assert flops("aten::bmm", [[4, 5, 16], [4, 16, 7]]) == 2 * 4 * 5 * 16 * 7
+    assert flops("aten::baddbmm", [[4, 5, 7], [4, 5, 16], [4, 16, 7]]) == 2 * 4 * 5 * 16 * 7
+    # matmul broadcasts batch dimensions; linear's weight is (out, in)
+    assert flops("aten::matmul", [[3, 1, 5, 16], [4, 16, 7]]) == 2 * 12 * 5 * 16 * 7
+    assert flops("aten::linear", [[2, 5, 16], [8, 16], [8]]) == 2 * 10 * 16 * 8
+    assert flops("aten::mm", [[32, 10]]) is None  # a record without the second operand
+    assert flops("aten::relu", [[32, 10], [1]]) is None  # no model
+
+
+def test_convolution_models() -> None:
+    # 3→8 channels, 3×3, stride 2, padding 1 on 16×16: 8×8 out
+    x, w = [4, 3, 16, 16], [8, 3, 3, 3]
+    expected = 2 * 4 * 8 * 8 * 8 * 3 * 3 * 3
+    conv2d = ["", "", "", "[2, 2]", "[1, 1]", "[1, 1]", "1"]
+    assert flops("aten::conv2d", [x, w, [8], [], [], [], []], conv2d) == expected
+    mkldnn = ["", "", "", "[1, 1]", "[2, 2]", "[1, 1]", "1"]  # padding before stride
+    assert flops("aten::mkldnn_convolution", [x, w, [8], [], [], [], []], mkldnn) == expected
+    cudnn = ["", "", "[1, 1]", "[2, 2]", "[1, 1]", "1", "False", "False", "True"]
+    assert flops("aten::cudnn_convolution", [x, w, [], [], [], [], [], [], []], cudnn) == expected
+    # dilation 2, no padding: 16 - 2·2 = 12 → 12×12 out at stride 1
+    dilated = ["", "", "", "[1, 1]", "[0, 0]", "[2, 2]", "1"]
+    assert flops("aten::conv2d", [x, w, [8]], dilated) == 2 * 4 * 8 * 144 * 27
+    # grouped: the weight holds C_in / groups
+    grouped = flops(
+        "aten::conv2d", [[1, 8, 4, 4], [8, 2, 1, 1], []], ["", "", "", "1", "0", "1", "4"]
+    )
+    assert grouped == 2 * 1 * 8 * 16 * 2
+    # no concrete inputs (2021 traces): stride unknown, no count
+    assert flops("aten::conv2d", [x, w, [8]], None) is None
+    transposed = ["", "", "", "[1, 1]", "[0, 0]", "[1, 1]", "True", "[0, 0]", "1"]
+    assert flops("aten::convolution", [x, w, [8]], transposed) is None
+    # backward: input and weight gradients, each a forward's worth, as output_mask says
+    back = [[4, 8, 8, 8], x, w]
+    mask = ["", "", "", "[8]", "[2, 2]", "[1, 1]", "[1, 1]", "False", "[0, 0]", "1"]
+    assert flops("aten::convolution_backward", back, [*mask, "[True, True, True]"]) == 2 * expected
+    assert flops("aten::convolution_backward", back, [*mask, "[False, True, True]"]) == expected
+
+
+def test_attention_models() -> None:
+    b, h, lq, s, e = 2, 4, 128, 256, 64
+    fwd = 4 * b * h * lq * s * e
+    bhle = [[b, h, lq, e], [b, h, s, e], [b, h, s, e]]
+    assert flops("aten::scaled_dot_product_attention", bhle) == fwd
+    blhe = [[b, lq, h, e], [b, s, h, e], [b, s, h, e]]
+    assert flops("aten::_flash_attention_forward", blhe) == fwd
+    grad = [[b, h, lq, e], *bhle]
+    assert flops("aten::_scaled_dot_product_flash_attention_backward", grad) == 2.5 * fwd
+
+
+def test_math_ops_and_formats() -> None:
+    for name in ("aten::mm", "aten::cudnn_convolution", "aten::_flash_attention_forward"):
+        assert is_math_op(name)
+    for name in ("aten::relu", "aten::add_", "aten::empty", "aten::copy_"):
+        assert not is_math_op(name)
+    assert number_format(["c10::BFloat16", "float"]) == "bf16"
+    assert number_format(["c10::Half"]) == "fp16"
+    assert number_format(["float", "float"]) == "fp32"
+    assert number_format(["c10::Float8_e4m3fn"]) == "fp8"
+    assert number_format(["long", "Scalar"]) == ""
+
+
+# -- MFU ----------------------------------------------------------------------------------------
+
+
+def test_mfu_against_a_given_peak() -> None:
+    env = Environment("GPU", 2, ("h",))
+    e = efficiency(
+        source="shapes",
+        total=4e12,
+        step_flops=[2e12, 2e12],
+        step_time_ms=10.0,
+        by_format={"bf16": 4e12},
+        env=env,
+    )
+    assert e is not None
+    assert e.achieved_tflops == pytest.approx(200.0)  # 2 TFLOP in 10 ms
+    assert e.peak_format == "bf16" and e.mfu_percent is None  # no table row for this device
+    from dataclasses import replace
+
+    from tui_prof.model import ProfileSummary
+
+    s = ProfileSummary("p", ("h",), "x", "", (), None, None, None, (), (), env, "", ())
+    mfu = with_peak(replace(s, efficiency=e), 400.0).efficiency
+    assert mfu is not None and mfu.mfu_percent == pytest.approx(25.0)  # 200 / (400 × 2)
+    assert mfu.peak_source == "--peak-tflops"
+
+
+# -- real traces ---------------------------------------------------------------------------------
+
+
+def _events(path: Path) -> list[dict[str, object]]:
+    with gzip.open(path) as f:
+        doc = json.load(f)
+    return list(doc["traceEvents"])
+
+
+@needs_shared
+def test_gemm_flops_equal_2mnk_from_the_recorded_shapes() -> None:
+    expected = 0
+    for e in _events(A100):
+        if e.get("name") == "aten::mm" and e.get("cat") == "cpu_op":
+            (m, k), (_k, n) = e["args"]["Input Dims"][:2]  # type: ignore[index]
+            expected += 2 * m * k * n
+    s = load_summary(discover(A100).sessions[0], use_cache=False)
+    mm = [o for o in s.top_ops if o.name == "aten::mm"]
+    assert mm and all(o.flops == expected for o in mm)
+    e = s.efficiency
+    assert e is not None and e.flops_source == "shapes" and e.formats == {"fp32": 100.0}
+    assert e.flops_per_step == pytest.approx(sum(e.step_flops) / len(s.steps))
+    assert e.achieved_tflops == pytest.approx(
+        e.flops_per_step / (s.average.step_time_ms / 1e3) / 1e12  # type: ignore[union-attr]
+    )
+    # the hardware table's A100 80GB SXM: fp32 on CUDA cores, 19.5 TFLOP/s (NVIDIA's datasheet)
+    assert e.peak_tflops == 19.5 and e.peak_format == "fp32" and "A100" in e.peak_source
+    assert e.mfu_percent == pytest.approx(100 * e.achieved_tflops / 19.5)
+
+
+@needs_shared
+def test_2021_trace_names_what_has_no_model_and_sums_its_memory_events() -> None:
+    """The V100 plugin sample: forward convolutions recorded without stride/padding have no
+    count and are named with their device time; memory is Bytes only (relative peaks)."""
+    s = load_summary(discover(V100).sessions[0], use_cache=False)
+    e = s.efficiency
+    assert e is not None
+    missing = {u.name: u.device_time_percent for u in e.unmodelled}
+    assert "aten::cudnn_convolution" in missing and missing["aten::cudnn_convolution"] > 5
+    # backward convolutions are counted once: their _input/_weight children are covered
+    assert "aten::cudnn_convolution_backward_input" not in missing
+    level, peak = 0, 0
+    path = next(V100.glob("*.json.gz"))
+    for ev in sorted(
+        (x for x in _events(path) if x.get("name") == "[memory]"), key=lambda x: x["ts"]
+    ):
+        args = ev["args"]
+        if args.get("Device Type") == 1:  # type: ignore[union-attr]
+            level += args["Bytes"]  # type: ignore[index]
+            peak = max(peak, level)
+    m = s.memory
+    assert m is not None and m.relative and m.source == "kineto_memory_events"
+    assert m.peak_allocated_mb == pytest.approx(peak / 2**20)
+    assert len(m.step_peak_allocated_mb) == len(s.steps) and m.series_mb
+    assert m.top_allocators and m.top_allocators[0].allocated_mb > 0
+    assert summary_from_dict(s.to_dict()).efficiency == s.efficiency
+    assert summary_from_dict(s.to_dict()).memory == s.memory
+
+
+@needs_shared
+def test_xla_cost_equals_the_converters() -> None:
+    """JAX GEMM on MI300X: a 256³ bf16 dot run 3 times, XLA's cost as the converter states it."""
+    from tui_prof.profiles.xplane.converter import convert
+    from tui_prof.profiles.xplane.tb_tables import rows
+
+    s = load_summary(discover(GEMM_XSPACE).sessions[0], use_cache=False)
+    dot = next(o for o in s.top_ops if o.flops)
+    assert dot.flops == pytest.approx(3 * 2 * 256**3)
+    paths = [h.path for h in discover(GEMM_XSPACE).sessions[0].hosts]
+    hlo = rows(convert(paths, ("hlo_stats",))["hlo_stats"])
+    ref = next(r for r in hlo if r.get("model_flop_rate"))
+    assert dot.flops == pytest.approx(ref["model_flop_rate"] * ref["total_self_time"] * 1e3)
+    e = s.efficiency
+    assert e is not None and e.flops_source == "xla_cost" and e.peak_format == "bf16"
+    assert e.devices == 1  # one of the eight GPUs did the work
+    assert s.memory is not None and s.memory.source == "xla_memory_profile"
+
+
+# -- a trace torch records here (CPU) ----------------------------------------------------------
+
+
+def test_torch_trace_flops_equal_torchs_flop_counter(tmp_path: Path) -> None:
+    torch = pytest.importorskip("torch", reason="torch is not installed (an optional extra)")
+    from torch.profiler import ProfilerActivity, profile
+    from torch.utils.flop_counter import FlopCounterMode
+
+    torch.manual_seed(0)
+    conv = torch.nn.Conv2d(3, 8, 3, stride=2, padding=1)
+    lin, proj = torch.nn.Linear(8 * 8 * 8, 64), torch.nn.Linear(16, 16)
+
+    def step(x: object, a: object) -> None:
+        h = lin(conv(x).relu().flatten(1))
+        q = proj(a)
+        att = torch.nn.functional.scaled_dot_product_attention(q, q, q)
+        (h.sum() + att.sum() + torch.bmm(a, a.transpose(1, 2)).sum()).backward()
+
+    x, a = torch.randn(4, 3, 16, 16), torch.randn(2, 5, 16, requires_grad=True)
+    trace = tmp_path / "t.json"
+    with profile(activities=[ProfilerActivity.CPU], record_shapes=True, profile_memory=True) as p:
+        for _ in range(2):
+            step(x, a)
+    p.export_chrome_trace(str(trace))
+    with FlopCounterMode(display=False) as fc:
+        step(x, a)
+    s = load_summary(discover(trace).sessions[0], use_cache=False)
+    e = s.efficiency
+    assert e is not None and e.flops_source == "shapes"
+    # two forward+backward passes; sdpa's math path is counted once, through its bmm children
+    assert e.flops_total == 2 * fc.get_total_flops()
+    totals = [
+        x["args"]["Total Allocated"]
+        for x in json.loads(trace.read_text())["traceEvents"]
+        if x.get("name") == "[memory]"
+    ]
+    m = s.memory
+    assert m is not None and not m.relative
+    assert m.peak_allocated_mb == pytest.approx(max(totals) / 2**20)

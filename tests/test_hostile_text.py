@@ -1,0 +1,200 @@
+"""Hostile names: one string with escape sequences (set the title, write the clipboard) through
+every face. A terminal must see it as text, never obey it (tui_prof.printable)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import REPO, settle
+from kineto_factory import two_steps
+from xla_profiles import Space
+
+from tui_prof.printable import printable, strict_json
+from tui_prof.profiles.load import summarize_session
+
+H = "\u001b]2;PWNED\u001b\\\u001b]52;c;cHduZWQ=\u001b\\x"
+SHOWN = printable(H)  # ␛]2;PWNED␛\␛]52;c;cHduZWQ=␛\x
+TF22_SESSION = REPO / "tests" / "data" / "legacy_tf22" / "plugins" / "profile" / "GPU-input-bound"
+
+
+def _obeyable(text: str) -> bool:
+    """Anything a terminal would act on: ESC, BEL, C1 (Rich's colours are off when piped)."""
+    return any((ord(c) < 0x20 and c not in "\n\t") or 0x7F <= ord(c) < 0xA0 for c in text)
+
+
+def _kineto(logdir: Path, run: str) -> Path:
+    t = two_steps()
+    t.meta["deviceProperties"][0]["name"] = "GPU " + H
+    t.op("aten::" + H, 20012, 5)
+    return t.write(logdir / run / f"host{H}.1.pt.trace.json")
+
+
+def _legacy(logdir: Path) -> Path:
+    from xprof.protobuf import tf_stats_pb2
+
+    d = logdir / "old" / "plugins" / "profile" / "s"
+    shutil.copytree(TF22_SESSION, d)
+    db = tf_stats_pb2.TfStatsDatabase()
+    r = db.without_idle.tf_stats_record.add(op_name="Legacy" + H, op_type="T" + H)
+    r.host_or_device, r.occurrences, r.total_self_time_in_us = "Device", 1, 5.0
+    (d / "localhost.tensorflow_stats.pb").write_bytes(db.SerializeToString())
+    return d
+
+
+def _program(logdir: Path) -> Path:
+    """A JAX-like job whose one jitted program (the steps) carries the name."""
+    space = Space()
+    space.task_environment(0, 1000)
+    host, python, launches, gpu = space.plane(0, "/host:CPU"), [], [], []
+    for k in range(5):
+        t = 100.0 * k
+        python += [(f"jit_{H}:XLA GPU module", t + 5, 10, {})]
+        launches += [("cuLaunchKernel", t + 6, 1, {"correlation_id": k + 1})]
+        gpu += [("k_f32", t + 40, 20, {"correlation_id": k + 1})]
+    host.line(1, "python", python)
+    host.line(77, "Host Threads/77", launches)
+    space.plane(1, "/device:GPU:0", {"device_vendor": "Nvidia"}).line(10, "Stream #10", gpu)
+    return space.save(logdir / "jax")
+
+
+@pytest.fixture
+def logdir(tmp_path: Path) -> Path:
+    root = tmp_path / "logs"
+    _kineto(root, "a" + H)
+    _kineto(root, "b")
+    _legacy(root)
+    _program(root)
+    return root
+
+
+def _cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(REPO), "TERM": "xterm-256color"}
+    return subprocess.run(
+        [sys.executable, "-m", "tui_prof.cli", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        timeout=120,
+    )
+
+
+def test_the_sanitizer() -> None:
+    assert SHOWN == "␛]2;PWNED␛\\␛]52;c;cHduZWQ=␛\\x"
+    assert printable("a\tb\x9bc\x7f") == "a␉b\ufffdc␡"
+    assert printable("a\tb\r\nc\x07", multiline=True) == "a\tb\n\nc␇"
+    assert printable("plain ünïcode") == "plain ünïcode"
+    assert (
+        strict_json({"x": float("nan"), "n": H})
+        == '{\n  "x": null,\n  "n": ' + json.dumps(H) + "\n}"
+    )
+
+
+def test_every_reader_makes_names_printable(logdir: Path) -> None:
+    k = summarize_session(next((logdir / ("a" + H)).glob("*.json")).parent)
+    assert any(o.name == "aten::" + SHOWN for o in k.top_ops)
+    assert k.environment.device_names == ("GPU " + SHOWN,) and SHOWN in k.path
+    legacy = summarize_session(logdir / "old" / "plugins" / "profile" / "s")
+    assert [o.name for o in legacy.top_ops] == ["Legacy" + SHOWN]
+    jax = summarize_session(next(logdir.joinpath("jax").rglob("*.xplane.pb")).parent)
+    assert SHOWN in jax.step_source_detail and not _obeyable(jax.step_source_detail)
+
+
+@pytest.mark.parametrize("fmt", ["", "--markdown", "--csv", "--json"])
+def test_summary_in_every_format(logdir: Path, fmt: str) -> None:
+    r = _cli("summary", *([fmt] if fmt else []), str(logdir))
+    assert r.returncode == 0, r.stderr
+    assert not _obeyable(r.stdout + r.stderr)
+    if fmt == "--json":
+        doc = json.loads(r.stdout)
+        assert any(o["name"] == "aten::" + SHOWN for s in doc["sessions"] for o in s["top_ops"])
+    else:
+        assert "␛]2;PWNED" in r.stdout  # file, host, device and program names
+        assert fmt or "Legacy␛]2;PWNED" in r.stdout  # the op tables: the rich view only
+
+
+def test_diff_tables(logdir: Path) -> None:
+    a, b = (next((logdir / n).glob("*.json")).parent for n in ("a" + H, "b"))
+    for fmt in ([], ["--markdown"], ["--json"]):
+        r = _cli("diff", *fmt, str(a), str(b))
+        assert r.returncode == 0, r.stderr
+        assert not _obeyable(r.stdout + r.stderr)
+
+
+JOB = f"""
+import json, os, sys
+h = {H!r}
+print("out " + h, flush=True)
+sys.stderr.write("err " + h + "\\n")
+with open(os.environ["TUIPROF_METRICS_FILE"], "a") as f:
+    f.write(json.dumps({{"progress": "step " + h}}) + "\\n")
+    f.write(json.dumps({{"metric": "loss" + h, "value": 1.5}}) + "\\n")
+"""
+
+
+def test_a_jobs_output_progress_and_metric_names(tmp_path: Path) -> None:
+    (tmp_path / "job.py").write_text(JOB)
+    out = tmp_path / "out"
+    r = _cli(
+        "run",
+        "--headless",
+        "--repeats",
+        "2",
+        "--output",
+        str(out),
+        "--variant",
+        f"a={sys.executable} job.py",
+        "--variant",
+        f"b={sys.executable} job.py",
+        cwd=tmp_path,
+    )
+    assert r.returncode == 0, r.stderr
+    assert not _obeyable(r.stdout + r.stderr)
+    exp = r.stdout.strip().splitlines()[-1]
+    for fmt in ([], ["--markdown"], ["--json"]):
+        c = _cli("compare", *fmt, exp)
+        assert c.returncode == 0, c.stderr
+        assert not _obeyable(c.stdout + c.stderr) and ("loss" + SHOWN in c.stdout or fmt)
+
+
+def _terminal_bytes(app) -> str:
+    """What the app would write to the terminal for the whole screen now."""
+    update = app.screen._compositor.render_update(full=True)
+    return update.render_segments(app.console)
+
+
+def _no_sequence_but_textuals(raw: str) -> bool:
+    """Textual writes CSI sequences (cursor, colours); an OSC (ESC ]) or BEL is never its own."""
+    return "\x1b]" not in raw and "\x07" not in raw and "PWNED\x1b" not in raw
+
+
+async def test_tui_tabs_tree_and_log(logdir: Path) -> None:
+    from tui_prof.tui.app import TuiprofApp
+
+    app = TuiprofApp(logdir)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await settle(pilot)
+        seen = ""
+        for key in ("1", "2", "3", "4"):
+            await pilot.press(key)
+            await pilot.pause(0.3)
+            raw = _terminal_bytes(app)
+            assert _no_sequence_but_textuals(raw), key
+            seen += raw
+        assert "␛]2;PWNED" in seen  # shown, as text
+        await pilot.press("e")
+        await pilot.pause()
+        screen = app.get_screen("experiments")
+        screen._write_log(["job says " + H, "and\rthen"])  # the face every log line goes through
+        await pilot.pause(0.3)
+        raw = _terminal_bytes(app)
+        assert _no_sequence_but_textuals(raw)
+        app.notify("error in " + H)
+        await pilot.pause(0.3)
+        assert _no_sequence_but_textuals(_terminal_bytes(app))

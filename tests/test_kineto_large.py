@@ -1,0 +1,138 @@
+"""Large PyTorch traces: streamed in small parts equals read whole, the realistic generator's
+copies are steps of their own, and leaving a session stops a large read at once."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import gzip
+import json
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from conftest import REPO, SAMPLES, SHARED_TRACES, settle
+from kineto_factory import SGEMM, two_steps
+
+from tui_prof.profiles.discover import Session
+from tui_prof.profiles.kineto.rank import RankResult, analyse_file
+from tui_prof.profiles.load import summarize_session
+from tui_prof.tui.app import TuiprofApp
+from tui_prof.tui.widgets.profile_tree import ProfileTree
+
+TRACES = sorted(SAMPLES.glob("torch*/*.pt.trace.json.gz")) + sorted(
+    SHARED_TRACES.glob("kineto*/*.json.gz")
+)
+A100 = SHARED_TRACES / "kineto" / "a100_rank0.json.gz"
+
+
+def _facts(r: RankResult) -> dict[str, object]:
+    d = dataclasses.asdict(r)
+    d["ops"] = (r.ops.ops, r.ops.kernels, r.ops.compute_us, r.ops.compute_16bit_us)
+    return d
+
+
+@pytest.mark.parametrize("path", TRACES, ids=[p.parent.name + "/" + p.name[:24] for p in TRACES])
+def test_a_trace_streamed_in_small_parts_equals_it_read_whole(path: Path) -> None:
+    """Every number, to the bit: parts of 64 kB (hundreds of them) vs one part of the whole file."""
+    whole = analyse_file(path, "r", chunk_bytes=2**31)
+    parts = analyse_file(path, "r", chunk_bytes=64 * 1024)
+    assert whole.breakdowns and _facts(parts) == _facts(whole)
+
+
+def test_the_sample_and_shared_traces_are_all_here() -> None:
+    assert len([p for p in TRACES if p.is_relative_to(SAMPLES)]) >= 4
+    if not A100.exists():
+        pytest.skip(f"public traces not found at {SHARED_TRACES}")
+    assert len(TRACES) >= 10
+
+
+@pytest.mark.skipif(not A100.exists(), reason=f"public traces not found at {SHARED_TRACES}")
+def test_realistic_generator_repeats_a_real_trace_as_steps_of_their_own(tmp_path: Path) -> None:
+    out = tmp_path / "a100_x3.json.gz"
+    r = subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "benchmarks" / "make_realistic_kineto.py"),
+            "--size-gb",
+            str(3 * 25.7 / 1024),
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert "3 copies" in r.stdout, r.stdout
+    assert out.read_bytes()[8] == 0  # gzip's "XFL" for levels 2-8: level 6, as the source
+    ratio = len(gzip.decompress(out.read_bytes())) / out.stat().st_size
+    assert 15 < ratio < 25  # compresses like a real trace, not like the 100:1 synthetic one
+    one, three = summarize_session(A100), summarize_session(out)
+    assert len(three.steps) == 3 * len(one.steps)
+    assert [s.step for s in three.steps[:6]] == [550, 551, 552, 553, 554, 555]
+    for k, s in enumerate(three.steps):  # each copy's steps: the source's, to rounding
+        src = one.steps[k % len(one.steps)]
+        assert s.step_time_ms == pytest.approx(src.step_time_ms, abs=1e-6)
+    assert three.average.breakdown_ms == pytest.approx(one.average.breakdown_ms, rel=1e-3)
+    top1, top3 = one.top_ops[0], three.top_ops[0]
+    assert (top3.name, top3.occurrences) == (top1.name, 3 * top1.occurrences)
+
+
+def _write_big_gzip(path: Path, unpacked: int) -> None:
+    """A large trace cheaply: one compressed block of kernel events as repeated gzip members."""
+    events = [
+        {"ph": "X", "cat": "kernel", "name": SGEMM + "<" + "float, " * 100 + ">", "pid": 0,
+         "tid": 7, "ts": 1000 + i * 10, "dur": 5}
+        for i in range(2000)
+    ]  # fmt: skip
+    block = json.dumps(events)[1:-1].encode() + b","
+    head = b'{"schemaVersion": 1, "traceEvents": ['
+    packed = gzip.compress(block, compresslevel=1)
+    with open(path, "wb") as f:
+        f.write(gzip.compress(head))
+        for _ in range(unpacked // len(block) + 1):
+            f.write(packed)
+        f.write(gzip.compress(b'{"ph": "i", "name": "end", "ts": 1}]}'))
+
+
+def _inflating() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name.startswith("inflate ")]
+
+
+async def test_leaving_a_large_session_stops_its_read_at_once(tmp_path: Path) -> None:
+    """The read of a 1 GB trace (many seconds) stops within a moment of selecting another
+    session: its thread is gone and the other session's numbers show."""
+    big = tmp_path / "a_big" / "w.1700000000000.pt.trace.json.gz"
+    big.parent.mkdir()
+    _write_big_gzip(big, 2**30)
+    two_steps().write(tmp_path / "b_small" / "w.1700000000001.pt.trace.json.gz")
+    app = TuiprofApp(tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        deadline = time.monotonic() + 30
+        while not _inflating():  # the big session opens first and starts reading
+            assert time.monotonic() < deadline, "the large read never started"
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(0.5)
+        assert _inflating(), "1 GB was read in half a second: the file is too small to test"
+        tree = app.screen.query_one(ProfileTree)
+        left = time.monotonic()
+        for _ in range(10):  # j until the small session is selected
+            await pilot.press("j")
+            node = tree.cursor_node
+            if (
+                node is not None
+                and isinstance(node.data, Session)
+                and "b_small" in str(node.data.path)
+            ):
+                break
+        while _inflating():
+            assert time.monotonic() - left < 5, "the large read went on after leaving it"
+            await asyncio.sleep(0.02)
+        stopped = time.monotonic() - left
+        await settle(pilot)
+        headline = str(app.screen.query_one("#headline").render())
+        assert "ms" in headline, headline
+    assert stopped < 5

@@ -1,0 +1,231 @@
+"""Table-driven checks of the verdict and the advice, on every real profile we have and on every
+row of the hardware table with every framework (the rules, for profiles we do not have).
+
+The rules checked, independently of how advice.py words them:
+- the verdict names the largest category of the average step (start-up left out), with its share;
+  a category it names after that is never larger;
+- no advice names a number format the device's row lacks (bf16/TF32 on a V100, any on a CPU);
+- the remedies are the framework's (no `tf.function` for JAX, no `torch.` for TensorFlow …);
+- the matrix units go by their vendor's word (Tensor Cores, Matrix Cores, MXU);
+- no mixed precision where device compute is already >= 90% 16-bit.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import SAMPLES, SHARED_TRACES
+from tui_prof.model import (
+    CATEGORIES,
+    CATEGORY_LABELS,
+    Environment,
+    Precision,
+    ProfileSummary,
+    StepBreakdown,
+    TensorCoreUse,
+)
+from tui_prof.profiles import advice
+from tui_prof.profiles.assemble import average, device_row, facts
+from tui_prof.profiles.discover import discover
+from tui_prof.profiles.hardware import SPECS, DeviceSpec
+from tui_prof.profiles.load import summarize_session
+from tui_prof.render.summary import precision_text
+
+FORMAT_WORDS: dict[str, str] = {
+    "bf16": r"bfloat16|\bbf16\b|mixed_bfloat16",
+    "tf32": r"\bTF32\b|allow_tf32|tensorfloat32|tensor_float_32",
+    "fp8": r"\bfp8\b|float8|e4m3|e5m2",
+    "fp4": r"\bfp4\b|nvfp4|mxfp4",
+    "fp16": r"(?<!b)float16|\bfp16\b|GradScaler",
+}
+FOREIGN: dict[str, str] = {
+    "jax": r"tf\.function|steps_per_execution|jit_compile|keras|torch\.|DataLoader",
+    "pytorch": r"tf\.function|steps_per_execution|jit_compile|keras|tf\.data|jax\.",
+    "tensorflow": r"torch\.|DataLoader|jax\.",
+}
+VENDOR_WORDS = {"NVIDIA": "Tensor Cores", "AMD": "Matrix Cores", "Google": "MXU"}
+ALL_UNIT_WORDS = r"Tensor ?Cores?|Matrix Cores?|\bMXU\b"
+MIXED = r"mixed precision|autocast|mixed_float16|mixed_bfloat16|bfloat16 parameters"
+
+
+def _sessions() -> list[Path]:
+    roots = [SAMPLES] + ([SHARED_TRACES] if SHARED_TRACES.is_dir() else [])
+    return [s.path for root in roots for s in discover(root).sessions]
+
+
+@pytest.fixture(scope="module")
+def summaries() -> dict[Path, ProfileSummary]:
+    return {p: summarize_session(p) for p in _sessions()}
+
+
+def _label(path: Path) -> str:
+    return "/".join(path.parts[-3:])
+
+
+def _check_formats(tips: str, spec: DeviceSpec | None, where: str) -> None:
+    if spec is None:
+        return  # a device the table does not know: advice may only be conditional
+    for fmt, words in FORMAT_WORDS.items():
+        if re.search(words, tips, re.IGNORECASE):
+            assert spec.supports(fmt), f"{where}: advice names {fmt}, {spec.name} has none"
+
+
+def _check_framework(tips: str, framework: str, where: str) -> None:
+    foreign = FOREIGN.get(framework)
+    if foreign:
+        m = re.search(foreign, tips)
+        assert m is None, f"{where}: {framework} advice names {m.group(0) if m else ''}"
+
+
+def _check_vendor_word(text: str, vendor: str, where: str) -> None:
+    for word in re.findall(ALL_UNIT_WORDS, text):
+        assert vendor in VENDOR_WORDS, f"{where}: '{word}' for a device of unknown vendor"
+        assert word.rstrip("s").replace("TensorCore", "Tensor Core") == VENDOR_WORDS[vendor].rstrip(
+            "s"
+        ), f"{where}: '{word}' on {vendor} hardware"
+
+
+def _check_verdict(s: ProfileSummary, where: str) -> None:
+    avg = s.average
+    if avg is None:
+        assert s.verdict is None
+        return
+    assert s.verdict is not None, where
+    startup = s.verdict.startup_ms
+    shares = dict(avg.breakdown_ms)
+    shares["kernel_launch"] = shares.get("kernel_launch", 0.0) - startup
+    step = avg.step_time_ms - startup
+    largest = max(CATEGORIES, key=lambda c: shares.get(c, 0.0))
+    assert shares[s.verdict.dominant.category] == pytest.approx(shares[largest]), where
+    assert f"{100.0 * shares[largest] / step:.1f}%" in s.bottleneck, where
+    # The sentence names the dominant category before any other, and no later one is larger.
+    named = [
+        (m.start(), c)
+        for c in CATEGORIES
+        for m in re.finditer(re.escape(CATEGORY_LABELS[c].lower()), s.bottleneck.lower())
+    ]
+    later = [c for _, c in sorted(named) if c != s.verdict.dominant.category]
+    for c in later:
+        assert shares.get(c, 0.0) <= shares[largest] + 1e-9, f"{where}: {c} named, larger"
+
+
+def test_there_are_profiles_to_check(summaries: dict[Path, ProfileSummary]) -> None:
+    assert len(summaries) >= 20
+
+
+def test_every_profile_verdict_and_advice(summaries: dict[Path, ProfileSummary]) -> None:
+    for path, s in summaries.items():
+        where = _label(path)
+        _check_verdict(s, where)
+        tips = "\n".join(s.recommendations)
+        f = facts(s.environment, s.precision, s.framework)
+        _check_formats(tips, device_row(s.environment), where)
+        _check_framework(tips, s.framework, where)
+        _check_vendor_word(tips + "\n" + str(precision_text(s)), f.vendor, where)
+        if s.precision is not None and s.precision.compute_16bit_percent >= 90.0:
+            assert not re.search(MIXED, tips, re.IGNORECASE), where
+        if s.environment.device_type == "CPU":
+            assert not re.search(ALL_UNIT_WORDS, tips), where
+
+
+def test_the_frameworks_are_known(summaries: dict[Path, ProfileSummary]) -> None:
+    for path, s in summaries.items():
+        assert s.framework in ("tensorflow", "pytorch", "jax"), _label(path)
+
+
+# --- the rules on profiles we do not have: every row, every framework, every dominant category --
+
+
+def _steps(dominant: str) -> list[StepBreakdown]:
+    """Two steps where `dominant` takes 60% and every other category a share under it."""
+    rest = [c for c in CATEGORIES if c != dominant]
+    out = []
+    for i in range(2):
+        b = {c: 40.0 / len(rest) + i for c in rest}
+        b[dominant] = 60.0
+        out.append(StepBreakdown(i, sum(b.values()), b))
+    return out
+
+
+DEVICE_TYPES = {"GPU": "GPU", "TPU": "TPU", "CPU": "CPU"}
+
+
+@pytest.mark.parametrize("key", sorted(SPECS))
+@pytest.mark.parametrize("framework", ["tensorflow", "pytorch", "jax"])
+@pytest.mark.parametrize("p16", [0.0, 50.0, 99.0])
+def test_rules_hold_for_every_row_and_framework(key: str, framework: str, p16: float) -> None:
+    spec = SPECS[key]
+    env = Environment(
+        device_type=DEVICE_TYPES[spec.kind],
+        device_count=0 if spec.kind == "CPU" else 1,
+        hosts=("h",),
+        device_names=() if spec.kind == "CPU" else (spec.name,),
+    )
+    assert device_row(env) == spec
+    prec = None if spec.kind == "CPU" else Precision(p16, 100.0 - p16)
+    f = facts(env, prec, framework)
+    tc = None if spec.kind == "CPU" else TensorCoreUse(10.0, 20.0)
+    for dominant in CATEGORIES:
+        _, v, flagged = advice.verdict(average(_steps(dominant)), f)
+        assert v is not None and v.dominant.category == dominant
+        assert flagged[0] == dominant
+        tips = "\n".join(advice.recommendations(flagged, f, tc))
+        where = f"{spec.name}/{framework}/{p16}/{dominant}"
+        _check_formats(tips, spec, where)
+        _check_framework(tips, framework, where)
+        _check_vendor_word(tips, spec.vendor, where)
+        if p16 >= 90.0:
+            assert not re.search(MIXED, tips, re.IGNORECASE), where
+
+
+def test_startup_is_left_out_of_the_verdict() -> None:
+    env = Environment("GPU", 1, ("h",), ("NVIDIA A100-SXM4-40GB",))
+    b = {"device_compute": 10.0, "kernel_launch": 1000.0, "host_compute": 20.0}
+    avg = average([StepBreakdown(1, 1030.0, b)])
+    sentence, v, _ = advice.verdict(avg, facts(env, None, "pytorch"), startup_ms=995.0)
+    assert v is not None and v.dominant.category == "host_compute"
+    assert v.startup_ms == pytest.approx(995.0)
+    assert "Start-up" in sentence and "launch-bound" not in sentence.lower()
+
+
+def test_a100_startup_is_startup_not_launch_bound(summaries: dict[Path, ProfileSummary]) -> None:
+    """HTA's A100 benchmark trace: a 30 s cudaDeviceGetStreamPriorityRange and a 6.5 s cudaFree
+    among 79 launches; was "Kernel launch is 97.4% of step time"."""
+    path = SHARED_TRACES / "kineto" / "benchmark_result_2869224_1695835535_trace.json.gz"
+    if path not in summaries:
+        pytest.skip(f"public traces not found at {SHARED_TRACES}")
+    s = summaries[path]
+    assert s.verdict is not None and s.verdict.kind != "launch-bound"
+    assert s.verdict.startup_ms > 40_000
+    names = [n for n, _ in s.startup_calls]
+    assert names[:2] == ["cudaDeviceGetStreamPriorityRange", "cudaFree"]
+    assert "Start-up took" in s.bottleneck and "cudaDeviceGetStreamPriorityRange" in s.bottleneck
+    assert not any("CUDA graphs" in r or "CUDAGraph" in r for r in s.recommendations)
+
+
+def test_v100_verdict_and_advice(summaries: dict[Path, ProfileSummary]) -> None:
+    """The plugin's V100 ResNet-50 sample: compute-bound first, input second; float16 autocast
+    with a GradScaler, no bfloat16 or TF32 (issue 16)."""
+    path = SHARED_TRACES / "kineto_tb_plugin" / "worker0.1623143089861.pt.trace.json.gz"
+    if path not in summaries:
+        pytest.skip(f"public traces not found at {SHARED_TRACES}")
+    s = summaries[path]
+    assert s.bottleneck.startswith("Compute-bound on the GPU: device compute is 55.5%")
+    assert s.verdict is not None and [f.category for f in s.verdict.secondary] == ["input"]
+    tips = "\n".join(s.recommendations)
+    assert "dtype=torch.float16" in tips and "GradScaler" in tips
+    assert "bfloat16" not in tips and "tf32" not in tips.lower()
+
+
+def test_jax_on_mi300x_gets_jax_words(summaries: dict[Path, ProfileSummary]) -> None:
+    path = SHARED_TRACES / "jax_gpu_gemm" / "plugins" / "profile" / "2025_gemm"
+    if path not in summaries:
+        pytest.skip(f"public traces not found at {SHARED_TRACES}")
+    s = summaries[path]
+    tips = "\n".join(s.recommendations)
+    assert s.framework == "jax" and "jax.jit" in tips
+    assert "Tensor" not in tips and "mixed precision" not in tips.lower()
+    assert "Matrix Cores:" in str(precision_text(s))

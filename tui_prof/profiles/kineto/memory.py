@@ -1,0 +1,176 @@
+"""Memory from a Kineto trace's `[memory]` events (`profile_memory=True`).
+
+Contract: `MemoryRecorder.add(event, args)` for each `[memory]` instant event (kineto/extras.py
+feeds it), then `result(...)`. Each event is one allocation (Bytes > 0) or free (< 0) on one
+device; today's traces also write the allocator's `Total Allocated` and `Total Reserved` after
+it, whose maxima are the peaks, exactly. Older traces (2021) write only Bytes: their running
+sum is the memory allocated above what was in use when the profile began (`relative`). The op
+that allocated is the innermost op around the event on its thread (the collector's op rows).
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from tui_prof.model import Allocator, DeviceMemory
+from tui_prof.profiles.kineto.collect import IS_OP, Collector
+from tui_prof.profiles.kineto.events import Args, Event
+from tui_prof.profiles.memory_series import MB, downsample
+
+TOP_ALLOCATORS = 5
+LOOK_BACK = 256  # ops that ended before an allocation, passed over to find the one around it
+OUTSIDE = "(outside any op)"
+CPU = 0
+
+# (ts, bytes, total allocated or -1, total reserved or -1)
+_Row = tuple[float, float, float, float]
+
+
+@dataclass
+class DeviceSeries:
+    """One device's memory events, in time order once sorted."""
+
+    rows: list[_Row] = field(default_factory=list)
+
+
+@dataclass
+class RankMemory:
+    """One rank's memory: per device, peaks; the busiest device's series and step peaks."""
+
+    devices: list[DeviceMemory]
+    busiest: str
+    series: list[tuple[float, float]]  # (µs as in the file, MB) of the busiest device
+    step_peaks: dict[int, float]  # step number → MB, of the busiest device
+    allocators: dict[str, tuple[float, int]]  # op → bytes allocated, allocations
+    relative: bool
+
+
+@dataclass
+class MemoryRecorder:
+    devices: dict[tuple[int, int], DeviceSeries] = field(default_factory=dict)
+    # (pid, tid) → (ts, bytes) of allocations, for naming the op that made them
+    allocations: dict[tuple[int | str, int | str], list[tuple[float, float]]] = field(
+        default_factory=dict
+    )
+
+    def add(self, e: Event, a: Args) -> None:
+        ts, nbytes = e.ts, a.nbytes
+        if ts is None or nbytes is None:
+            return
+        key = (a.device_type if a.device_type is not None else -1, a.device_id or 0)
+        dev = self.devices.get(key)
+        if dev is None:
+            dev = self.devices[key] = DeviceSeries()
+        alloc = a.total_allocated if a.total_allocated is not None else -1.0
+        res = a.total_reserved if a.total_reserved is not None else -1.0
+        dev.rows.append((ts, nbytes, alloc, res))
+        if nbytes > 0:
+            self.allocations.setdefault((e.pid, e.tid), []).append((ts, nbytes))
+
+    def result(
+        self, c: Collector, spans: Sequence[tuple[float, float]], numbers: Sequence[int]
+    ) -> RankMemory | None:
+        if not self.devices:
+            return None
+        devices: list[DeviceMemory] = []
+        best: tuple[float, str, list[tuple[float, float]]] | None = None
+        relative = False
+        for (dtype, did), d in sorted(self.devices.items()):
+            d.rows.sort()
+            name = "CPU" if dtype == CPU else f"GPU {did}" if dtype == 1 else f"device {did}"
+            curve, exact = _curve(d.rows)
+            relative = relative or not exact
+            peak = max(v for _, v in curve)
+            reserved = max((r[3] for r in d.rows), default=-1.0)
+            devices.append(
+                DeviceMemory(name, peak / MB, reserved / MB if exact and reserved >= 0 else None)
+            )
+            if dtype != CPU and (best is None or peak > best[0]):
+                best = (peak, name, curve)
+        if best is None:  # CPU only: the CPU's curve
+            peak, name, curve = max(
+                ((max(v for _, v in cv), n, cv) for n, cv in _curves(self)), key=lambda t: t[0]
+            )
+            best = (peak, name, curve)
+        _peak, busiest, curve = best
+        return RankMemory(
+            devices=devices,
+            busiest=busiest,
+            series=downsample(curve),
+            step_peaks=_step_peaks(curve, spans, numbers),
+            allocators=self._allocators(c),
+            relative=relative,
+        )
+
+    def _allocators(self, c: Collector) -> dict[str, tuple[float, int]]:
+        """Bytes allocated per op: the innermost op around each allocation on its thread (the
+        last op to start before it that has not ended: any op inside it would start later)."""
+        out: dict[str, tuple[float, int]] = {}
+        # Old traces write an op's tid as a string and a memory event's as a number.
+        threads = {(str(p), str(t)): i for i, (p, t) in enumerate(c.thread_keys)}
+        h = c.host
+        for (pid, tid), allocs in self.allocations.items():
+            ops: list[tuple[float, float, int]] = []
+            th = threads.get((str(pid), str(tid)))
+            if h is not None and th is not None:  # that thread's ops by (ts, -end, name, flags)
+                rows = np.flatnonzero((h.thread == th) & ((h.flags & IS_OP) != 0))
+                rows = rows[np.lexsort((h.flags[rows], h.nid[rows], -h.end[rows], h.ts[rows]))]
+                ops = list(
+                    zip(
+                        h.ts[rows].tolist(),
+                        (-h.end[rows]).tolist(),
+                        h.nid[rows].tolist(),
+                        strict=True,
+                    )
+                )
+            starts = [r[0] for r in ops]
+            for ts, nbytes in allocs:
+                op = OUTSIDE
+                i = bisect.bisect_right(starts, ts) - 1
+                for j in range(i, max(-1, i - LOOK_BACK), -1):
+                    if -ops[j][1] >= ts:
+                        op = c.names[ops[j][2]]
+                        break
+                total, n = out.get(op, (0.0, 0))
+                out[op] = (total + nbytes, n + 1)
+        return out
+
+
+def _curves(m: MemoryRecorder) -> list[tuple[str, list[tuple[float, float]]]]:
+    return [(f"device {k}", _curve(d.rows)[0]) for k, d in m.devices.items()]
+
+
+def _curve(rows: Sequence[_Row]) -> tuple[list[tuple[float, float]], bool]:
+    """(ts, bytes allocated) after each event; exact where the allocator's totals are recorded."""
+    if rows and all(r[2] >= 0 for r in rows):
+        return [(r[0], r[2]) for r in rows], True
+    out: list[tuple[float, float]] = []
+    level = 0.0
+    for ts, nbytes, _a, _r in rows:
+        level += nbytes
+        out.append((ts, level))
+    return out, False
+
+
+def _step_peaks(
+    curve: list[tuple[float, float]], spans: Sequence[tuple[float, float]], numbers: Sequence[int]
+) -> dict[int, float]:
+    times = [t for t, _ in curve]
+    out: dict[int, float] = {}
+    for (lo, hi), n in zip(spans, numbers, strict=True):
+        i = bisect.bisect_left(times, lo)
+        j = bisect.bisect_right(times, hi)
+        before = curve[i - 1][1] if i > 0 else 0.0  # what was allocated as the step began
+        inside = [v for _, v in curve[i:j]]
+        if inside or i > 0:
+            out[n] = max([before, *inside]) / MB
+    return out
+
+
+def top_allocators(totals: dict[str, tuple[float, int]]) -> list[Allocator]:
+    ranked = sorted(totals.items(), key=lambda kv: kv[1][0], reverse=True)[:TOP_ALLOCATORS]
+    return [Allocator(op, b / MB, n) for op, (b, n) in ranked]

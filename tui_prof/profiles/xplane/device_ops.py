@@ -1,0 +1,118 @@
+"""TensorFlow's device ops and the ops kernels ran for, from GPU kernel events' own annotations,
+where the converter names none.
+
+Contract: today's converter ties a GPU kernel to its TensorFlow op only through the kernel's
+`tf_op` stat; TensorFlow's GPU profiles of some releases (a 2022 T4 profile among them) carry the
+op only in the kernel's `level 0` annotation (`model/dense/MatMul:MatMul`, nested scopes joined
+by `::`, arguments after `#`), so the converter lists no device op and names no kernel's op.
+`device_ops(paths)` reads the GPU planes' kernel events and gives what the converter gives when
+the stat is `tf_op` (its framework op stats without idle, and kernel stats): per op, its kernels'
+count and total time; per kernel name, the ops it ran for. `fill_kernels` puts those op names
+into the converter's kernel rows. Read only when the converter has no device op.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tui_prof.model import KernelStat, OpStat
+from tui_prof.profiles.xplane.xspace import XSpaceFile, read_plane
+
+OP_STATS = ("tf_op", "level 0")  # the converter's stat first, then the annotation
+
+
+def parse_op(annotation: str) -> tuple[str, str]:
+    """(name, type) of a TensorFlow op annotation, as tsl's ParseTfOpFullname reads
+    `name:type` (the innermost of nested `outer::inner` scopes, `#arguments#` dropped)."""
+    inner = annotation.split("::")[-1].split("#")[0].strip()
+    name, _, op_type = inner.rpartition(":")
+    if not name:  # no type: the name's last component stands for it
+        return inner, inner.rsplit("/", 1)[-1]
+    return name, op_type
+
+
+@dataclass
+class DeviceOps:
+    """Per op: (type, kernels, total µs); per kernel name: {op: (kernels, total µs)}."""
+
+    ops: dict[str, tuple[str, int, float]] = field(default_factory=dict)
+    by_kernel: dict[str, dict[str, tuple[int, float]]] = field(default_factory=dict)
+
+    def top_ops(self) -> list[OpStat]:
+        total = sum(us for _, _, us in self.ops.values())
+        out = [
+            OpStat(name, op_type, "Device", n, us, 100.0 * us / total if total else 0.0)
+            for name, (op_type, n, us) in self.ops.items()
+        ]
+        out.sort(key=lambda o: o.total_self_time_us, reverse=True)
+        return out
+
+
+def device_ops(paths: Sequence[Path]) -> DeviceOps:
+    """Kernels by the op their annotation names, over every GPU plane of the session."""
+    found = DeviceOps()
+    for path in paths:
+        with XSpaceFile(path) as space:
+            for ref in space.planes:
+                if not (ref.device and ref.device[0] == "GPU"):
+                    continue
+                pe = read_plane(space, ref, text_stats=OP_STATS, skip_derived=True)
+                for le in pe.lines:
+                    texts = [le.texts.get(s, {}) for s in OP_STATS]
+                    if not any(texts):
+                        continue
+                    us = (le.end_ps - le.start_ps) / 1e6
+                    for i, mid in enumerate(le.metadata_id.tolist()):
+                        label = next((t[i] for t in texts if t.get(i)), "")
+                        if not label:
+                            continue
+                        name, op_type = parse_op(label)
+                        _, n, total = found.ops.get(name, (op_type, 0, 0.0))
+                        found.ops[name] = (op_type, n + 1, total + float(us[i]))
+                        kernel = pe.meta.event_names.get(int(mid), "")
+                        per = found.by_kernel.setdefault(kernel, {})
+                        kn, kus = per.get(name, (0, 0.0))
+                        per[name] = (kn + 1, kus + float(us[i]))
+    return found
+
+
+def fill_kernels(kernels: Sequence[KernelStat], found: DeviceOps) -> list[KernelStat]:
+    """The converter's kernel rows with the op each ran for: a kernel that ran for one op gets
+    its name; one that ran for several is split into a row per op (its calls and time)."""
+    rows_per_name: dict[str, int] = {}
+    for k in kernels:
+        rows_per_name[k.name] = rows_per_name.get(k.name, 0) + 1
+    out: list[KernelStat] = []
+    for k in kernels:
+        ops = found.by_kernel.get(k.name, {})
+        if k.op_name or not ops:
+            out.append(k)
+        elif len(ops) == 1:
+            out.append(dataclasses.replace(k, op_name=next(iter(ops))))
+        elif rows_per_name[k.name] == 1:  # one row for the kernel: split it by op
+            out += [
+                dataclasses.replace(k, op_name=op, occurrences=n, total_duration_us=us)
+                for op, (n, us) in sorted(ops.items(), key=lambda kv: -kv[1][1])
+            ]
+        else:
+            out.append(k)  # several launch shapes and several ops: which ran which is unknown
+    out.sort(key=lambda k: k.total_duration_us, reverse=True)
+    return out
+
+
+def with_device_ops(
+    paths: Sequence[Path], ops: list[OpStat], kernels: list[KernelStat]
+) -> tuple[list[OpStat], list[KernelStat]]:
+    """The converter's ops and kernels, completed from the annotations where it has GPU kernels
+    but no device op and no kernel's op (see the module's contract)."""
+    if not kernels or any(o.where == "Device" for o in ops) or any(k.op_name for k in kernels):
+        return ops, kernels
+    found = device_ops(paths)
+    if not found.ops:
+        return ops, kernels
+    merged = ops + found.top_ops()
+    merged.sort(key=lambda o: o.total_self_time_us, reverse=True)
+    return merged, fill_kernels(kernels, found)
