@@ -210,7 +210,8 @@ class Cluster:
                 if all(n in alive for n in names):
                     return {n: alive[n] for n in names}
             if time.monotonic() > deadline:
-                raise RuntimeError(f"nodes {list(names)} not up after {timeout_s:.0f} s")
+                tails = {n: (self.temp / f"{n}.out").read_text()[-600:] for n in names}
+                raise RuntimeError(f"nodes {list(names)} not up after {timeout_s:.0f} s: {tails}")
             time.sleep(0.5)
 
     def kill_node(self, name: str) -> None:

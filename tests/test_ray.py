@@ -269,8 +269,9 @@ def _scenarios(work: Path, out: dict[str, Any]) -> None:
         }
 
         # A worker node dies mid-run: that attempt fails with "node lost", is retried on the other
-        # A100 node (retries = 1), and everything else finishes.
-        spec = _spec(work, "lost", "[backend]\nretries = 1\n", sleep="6")
+        # A100 node (retries = 1), and everything else finishes. Its job sleeps long enough that
+        # its first lines are here (through the log stream, seconds late under load) before it ends.
+        spec = _spec(work, "lost", "[backend]\nretries = 1\n", sleep="15")
         exp = work / "lost"
         p = subprocess.Popen(
             [sys.executable, "-m", "tui_prof.cli", "run", str(spec), *ray, "--accelerator-type", "A100", "--output", str(exp)],

@@ -2,8 +2,9 @@
 
 Contract: the backend's log stream (`tail_job_logs`) feeds `feed` as the job prints, so output
 and metrics appear live; the backend's watcher calls `check` every WATCH_EVERY_S, and each check
-asks Ray for the job's status at most every `poll_every` seconds. The run ends, whichever comes
-first, when the stream delivers the wrapper's `end` record or when Ray reports the job terminal:
+asks Ray for the job's status at most every `poll_every` seconds. A run is RUNNING once its
+log's start record or Ray's RUNNING status says so, and ends, whichever comes first, when the
+stream delivers the wrapper's `end` record or when Ray reports the job terminal:
 then its whole log is read once (logs.py: the Jobs API, else the node's log file through the
 state API) and split into output, metrics and files, skipping what the stream already wrote.
 A job whose entrypoint ran but whose records can be read from nowhere is "results lost on
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
     from tui_prof.experiments.backends.ray.client import RayBackend
 
 RETAILS = 3  # a broken log stream is picked up again this often
+NODE_DEATH_WAIT_S = 10.0  # for Ray to call a node dead after a job's supervisor died on it
 
 
 def one_line(exc: BaseException | str, limit: int = 300) -> str:
@@ -67,6 +69,7 @@ class RayRunHandle:
         self._since = time.monotonic()
         self._next_poll = 0.0
         self._stream_done = False
+        self._ray_running = False  # Ray says its entrypoint runs (the log may not say so yet)
         self._retails = 0
         self._stopping = False
 
@@ -85,7 +88,8 @@ class RayRunHandle:
     def state(self) -> str:
         if self._ended.is_set():
             return ENDED
-        return RUNNING if self.start_record is not None else QUEUED
+        started = self.start_record is not None or self._ray_running
+        return RUNNING if started else QUEUED
 
     def wait(self, timeout: float | None = None) -> int | None:
         if not self._ended.wait(timeout):
@@ -148,6 +152,7 @@ class RayRunHandle:
             info = self.backend.client.get_job_info(self.sid)
             if info.driver_node_id:
                 self.node_id = info.driver_node_id
+            self._ray_running = self._ray_running or info.status == "RUNNING"
         node = nodes.get(self.node_id or "")
         if node is not None and not node.alive:
             with contextlib.suppress(Exception):
@@ -164,6 +169,7 @@ class RayRunHandle:
         waited = now - self._since
         if (
             self.start_record is None
+            and not self._ray_running
             and not terminal
             and waited > self.backend.spec.pending_timeout_s
         ):
@@ -258,6 +264,17 @@ class RayRunHandle:
         if status == "STOPPED":
             return RunOutcome(-15, stopped=True, ran=self.start_record is not None)
         said = one_line(info.message or "") or "no reason given"
+        node = self._dead_node()
+        deadline = time.monotonic() + NODE_DEATH_WAIT_S
+        while node is None and "actor died" in said and time.monotonic() < deadline:
+            time.sleep(0.5)  # Ray fails the job as soon as its supervisor dies: is the node dead?
+            node = self._dead_node()
+        if node is not None:
+            ran = self.start_record is not None
+            when = "" if ran else " before the run started"
+            why = node.message or "it stopped answering"
+            self.note(f"node lost{when}: {node.name} ({why})")
+            return RunOutcome(-9, error=f"node lost{when}: {node.name} ({why})", lost=True, ran=ran)
         entrypoint_ran = code is not None or status == "SUCCEEDED"
         if self.start_record is not None or (entrypoint_ran and not own):
             where = self.node() or "an unknown node"
@@ -273,6 +290,17 @@ class RayRunHandle:
         if self.demux.preamble:
             said += f" ({self.demux.preamble[-1].strip()[:200]})"
         return RunOutcome(1, error=f"the Ray job {status.lower()}: {said}", ran=False)
+
+    def _dead_node(self) -> pl.Node | None:
+        """The node it ran on, if Ray now knows it dead (asked afresh)."""
+        try:
+            nodes = self.backend.nodes(fresh=True)
+        except Exception:
+            return None
+        for n in nodes:
+            if n.node_id == self.node_id and not n.alive:
+                return n
+        return None
 
     def _conclude(self, outcome: RunOutcome) -> None:
         with self._lock:
