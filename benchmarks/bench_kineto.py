@@ -10,7 +10,7 @@ Series (each a fresh process, timed from spawn to exit, with its peak RSS):
                    directory holding only a link to it) and computes its temporal breakdown
 Files: make_large_kineto.py's replicated traces (made if missing): the A100 trace doubled
 (~56 MB, today's categories: the plugin links no runtime call to a kernel there) and the plugin's
-own 2021 sample doubled (~73 MB, the plugin reads it fully). Aims (issue 10): 5x faster than the
+own 2021 sample doubled (~73 MB, the plugin reads it fully). Aims: 5x faster than the
 plugin on the ~50 MB trace; peak memory under 3x the unpacked file.
 
     python benchmarks/bench_kineto.py [--runs 5] [--only a100|plugin]

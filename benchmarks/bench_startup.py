@@ -1,6 +1,6 @@
 """Cold start to the first screen with numbers: `tuiprof PATH` from process start to the session's headline.
 
-The aim (issue 9): a cold first screen with numbers within 1.5x of a one-widget Textual app started
+The aim: a cold first screen with numbers within 1.5x of a one-widget Textual app started
 the same way, measured as a ratio in one run. Rounds alternate (minimal app, tuiprof cold, tuiprof
 warm, the analysis floor), so machine load falls on every series alike; the ratios are per round,
 then their median.

@@ -1,4 +1,4 @@
-"""The observer's own CPU while an experiment's runs run (issue 18: the observer out of the measurement).
+"""The observer's own CPU while an experiment's runs run: the observer out of the measurement.
 
     python benchmarks/observer_cpu.py [--seconds 12] [--rounds 2]
 

@@ -30,7 +30,7 @@ Ray it says so in one line and exits 2.
    run is also cut into phases (medians): the `submit_job` call, submission -> the job's end by
    Ray's own clock (JobDetails start_time/end_time), that end -> recorded here, and the
    runner's pause before the next submission.
-   Aim (issue 13): under 1 s of overhead per run.
+   Aim: under 1 s of overhead per run.
 2. `--many` runs (two variants, `--many / 2` repeats) through the whole CLI, `tuiprof run SPEC
    --backend ray --ray-address ... --headless`, `--parallel` defaulting to the cluster's
    capacity (one run per worker CPU), against the same spec run locally at that parallelism.

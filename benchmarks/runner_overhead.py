@@ -6,7 +6,7 @@
 experiment: planning, the store's transactions (SQLite WAL, synchronous=FULL), the per-run
 directory and files, launching in a new session, following log and metrics, fingerprinting and
 recording; it is the time between consecutive runs' completions. Overhead per run is the
-difference of the medians. Aim (issue 3): under max(2 % of the run, 50 ms).
+difference of the medians. Aim: under max(2 % of the run, 50 ms).
 """
 
 from __future__ import annotations

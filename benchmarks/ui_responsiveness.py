@@ -1,4 +1,4 @@
-"""How responsive the TUI stays while four experiment runs stream output (issue 3, item 13).
+"""How responsive the TUI stays while four experiment runs stream output.
 
     python benchmarks/ui_responsiveness.py [--seconds 10] [--lines-per-s 2000] [--rounds 2]
 
@@ -22,7 +22,7 @@ RunOutput events, lines the runner folded into "[tuiprof: N lines not shown …]
 to the log widget (only the selected run is shown; a cursor move rewrites that run's tail).
 
 The probes are a subclass of the Experiments screen that adds a Timer handler and counts lines
-passed to `_append`; the screen's code runs unchanged. Aim (issue 3): p95 lag < 100 ms.
+passed to `_append`; the screen's code runs unchanged. Aim: p95 lag < 100 ms.
 """
 
 from __future__ import annotations

@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import os
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -136,3 +138,17 @@ async def settle(pilot) -> None:
         quiet = 0 if busy else quiet + 1
         if quiet >= 2:
             return
+
+
+def run_cli(
+    *args: str, cwd: Path | None = None, env: dict[str, str] | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
+    """`tuiprof ARGS` as a user runs it: a process of its own, this checkout's code."""
+    return subprocess.run(
+        [sys.executable, "-m", "tui_prof.cli", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})},
+        cwd=cwd,
+        timeout=timeout,
+    )

@@ -1,7 +1,7 @@
 """Small JAX jobs the tests run in their own processes (JAX's profiler is process-wide).
 
 python tests/jax_job.py trace LOGDIR [--markers]
-    the issue's job: a jitted `step(w, x)` called 12 times inside `jax.profiler.trace`
+    a minimal job: a jitted `step(w, x)` called 12 times inside `jax.profiler.trace`
     (with --markers, each call in `jax.profiler.StepTraceAnnotation` and waited for)
 python tests/jax_job.py helper [--profile FIRST,LAST] [--steps N] [--seconds S]
     a loop under tui_prof.instrument.jax.trace_steps; prints READY after its first step

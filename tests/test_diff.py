@@ -16,7 +16,7 @@ import pytest
 from conftest import GPU_LOGDIR, REPO, SAMPLES, needs_shared
 from rich.console import Console
 
-from tui_prof.comparison.profile_diff import diff_targets, path_target, variant_target
+from tui_prof.experiments.diff_targets import diff_targets, path_target, variant_target
 from tui_prof.model import ProfileSummary
 from tui_prof.profiles.diff import IN_BOTH, ONLY_IN_A, ONLY_IN_B, PER_STEP, diff_summaries
 from tui_prof.profiles.load import summarize_session

@@ -12,10 +12,10 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import SHARED_TRACES, needs_shared
+from conftest import REPO, SAMPLES, SHARED_TRACES, needs_shared
 
 from tui_prof.model import Environment
-from tui_prof.profiles.cache import summary_from_dict
+from tui_prof.profiles.cache import decode, encode
 from tui_prof.profiles.discover import discover
 from tui_prof.profiles.efficiency import efficiency, with_peak
 from tui_prof.profiles.kineto.flop_models import flops, is_math_op, number_format
@@ -174,8 +174,8 @@ def test_2021_trace_names_what_has_no_model_and_sums_its_memory_events() -> None
     assert m.peak_allocated_mb == pytest.approx(peak / 2**20)
     assert len(m.step_peak_allocated_mb) == len(s.steps) and m.series_mb
     assert m.top_allocators and m.top_allocators[0].allocated_mb > 0
-    assert summary_from_dict(s.to_dict()).efficiency == s.efficiency
-    assert summary_from_dict(s.to_dict()).memory == s.memory
+    assert decode(encode(s)).efficiency == s.efficiency
+    assert decode(encode(s)).memory == s.memory
 
 
 @needs_shared
@@ -236,3 +236,81 @@ def test_torch_trace_flops_equal_torchs_flop_counter(tmp_path: Path) -> None:
     m = s.memory
     assert m is not None and not m.relative
     assert m.peak_allocated_mb == pytest.approx(max(totals) / 2**20)
+
+
+def test_diff_compares_mfu_and_memory() -> None:
+    """`tuiprof diff`'s efficiency block: each side's own figures, B − A."""
+    from tui_prof.profiles.diff import diff_summaries
+
+    a = load_summary(discover(SAMPLES / "torch_cuda_float32").sessions[0], use_cache=False)
+    b = load_summary(discover(SAMPLES / "torch_cuda_autocast").sessions[0], use_cache=False)
+    assert a.efficiency is not None and b.efficiency is not None
+    changes = diff_summaries([a], [b]).to_dict()["efficiency"]
+    mfu = changes["mfu_percent"]  # type: ignore[index]
+    assert mfu["a"] == a.efficiency.mfu_percent and mfu["b"] == b.efficiency.mfu_percent
+    assert mfu["delta"] == pytest.approx(mfu["b"] - mfu["a"])
+    # the same model both times: the same FLOPs per step, fp32 against fp16 peaks
+    assert changes["flops_per_step"]["delta"] == 0  # type: ignore[index]
+    assert a.efficiency.peak_format == "fp32" and b.efficiency.peak_format == "fp16"
+    assert "peak_allocated_mb" not in changes  # neither recorded memory
+
+
+def test_mfu_and_peak_memory_are_metrics_of_runs_with_profiles(tmp_path: Path) -> None:
+    """Two variants whose jobs leave a profile in their run directory (a copy of a sample trace:
+    H100, fp32 and autocast); `tuiprof compare` compares their MFU like any metric."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    from conftest import REPO
+
+    for name in ("torch_cuda_float32", "torch_cuda_autocast"):
+        shutil.copy(next((SAMPLES / name).rglob("*.pt.trace.json.gz")), tmp_path / f"{name}.gz")
+    job = "import os, shutil, sys; shutil.copy(sys.argv[1], os.environ['TUIPROF_RUN_DIR'] + '/w.pt.trace.json.gz')"
+    env = {**os.environ, "PYTHONPATH": str(REPO), "TUIPROF_CACHE_DIR": str(tmp_path / "cache")}
+    py = sys.executable
+    run = subprocess.run(
+        [py, "-m", "tui_prof.cli", "run", "--headless", "--no-profiler-port",
+         "--variant", f"fp32={py} -c \"{job}\" torch_cuda_float32.gz",
+         "--variant", f"amp={py} -c \"{job}\" torch_cuda_autocast.gz",
+         "--repeats", "2", "--output", str(tmp_path / "e")],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    out = subprocess.run(
+        [py, "-m", "tui_prof.cli", "compare", str(tmp_path / "e"), "--json"],
+        env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    doc = json.loads(out.stdout)
+    assert "mfu_percent" in doc["metrics"]
+    fp32 = load_summary(discover(SAMPLES / "torch_cuda_float32").sessions[0], use_cache=False)
+    assert fp32.efficiency is not None
+    means = {v: x["mean"] for v, x in doc["metrics"]["mfu_percent"]["variants"].items()}
+    assert means["fp32"] == pytest.approx(fp32.efficiency.mfu_percent)
+    assert means["amp"] < means["fp32"]  # the same FLOPs against the fp16 Tensor Core peak
+
+
+def test_an_older_sessions_saved_memory_profile(tmp_path: Path) -> None:
+    """TensorBoard 2.x saved the memory profile tool's JSON beside the other tool files
+    (`<host>.memory_profile.json.gz`): read with the session, never a session alone."""
+    import shutil
+
+    from tui_prof.profiles.xplane.converter import convert
+    from tui_prof.profiles.xplane.memory import memory_use
+
+    session = tmp_path / "plugins" / "profile" / "s"
+    shutil.copytree(
+        next((REPO / "tests" / "data" / "legacy_tf22").rglob("GPU-input-bound")), session
+    )
+    xplane = next((SAMPLES / "keras_fit_float32").rglob("*.xplane.pb"))
+    doc = convert([xplane], ("memory_profile",))["memory_profile"]
+    with gzip.open(session / "localhost.memory_profile.json.gz", "wt") as f:
+        json.dump(doc, f)
+    (tmp_path / "alone").mkdir()
+    shutil.copy(session / "localhost.memory_profile.json.gz", tmp_path / "alone")
+    found = discover(tmp_path)
+    assert [s.format for s in found.sessions] == ["legacy"]  # the lone copy is no session
+    s = load_summary(found.sessions[0], use_cache=False)
+    assert s.memory is not None and s.memory == memory_use(doc)
+    assert s.memory.peak_allocated_mb is not None and s.memory.source == "xla_memory_profile"

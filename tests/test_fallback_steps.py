@@ -1,6 +1,6 @@
 """tuiprof's own step finder, proved against TensorBoard's converter where the converter finds steps.
 
-The proof (issue 2): on profiles that carry official step markers, forcing the fallback gives the
+The proof: on profiles that carry official step markers, forcing the fallback gives the
 same step count and per-category averages within 5% of the converter's, or within 0.05 ms for
 categories too small for a relative bound to mean anything (0.05 ms is under 1% of every sample
 step here, and what a 0.1 ms-rounded overview could not show anyway). Profiles with more than 5

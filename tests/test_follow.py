@@ -326,3 +326,30 @@ def _unreadable_case(base: Path) -> None:
 if __name__ == "__main__":
     if sys.argv[1:2] == ["writer"]:
         writer(Path(sys.argv[2]), Path(sys.argv[3]), Path(sys.argv[4]))
+
+
+def test_pytorch_traces_appearing_are_reported_once_whole(tmp_path: Path) -> None:
+    """The live view refreshed only for XPlane files: a PyTorch trace written into the logdir
+    went unnoticed. A half-written JSON trace waits for its closing brace."""
+    from kineto_factory import two_steps
+
+    from tui_prof.live.follow import PROFILE
+
+    seen, _errors, stop, t = _collect(tmp_path)
+    try:
+        time.sleep(0.5)
+        data = two_steps().write(tmp_path / "src.json").read_bytes()
+        (tmp_path / "src.json").unlink()
+        trace = tmp_path / "run" / "host.1.pt.trace.json"
+        trace.parent.mkdir()
+        trace.write_bytes(data[: len(data) // 2])
+        time.sleep(2.0)
+        assert not any(e.path == trace for e in seen), "half a trace is not a profile yet"
+        trace.write_bytes(data)
+        assert _wait_for(lambda: any(e.kind == PROFILE and e.path == trace for e in seen))
+        packed = tmp_path / "run2" / "host.2.pt.trace.json.gz"
+        two_steps().write(packed)
+        assert _wait_for(lambda: any(e.kind == PROFILE and e.path == packed for e in seen))
+    finally:
+        stop.set()
+        t.join(5)

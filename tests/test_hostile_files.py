@@ -5,14 +5,13 @@ Each generator is a few lines; the XSpace ones damage a real sample profile."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO, sample_session
+from conftest import REPO, run_cli, sample_session
 
 from tui_prof.profiles.xplane.proto import XSpace
 
@@ -20,14 +19,7 @@ TF22_SESSION = REPO / "tests" / "data" / "legacy_tf22" / "plugins" / "profile" /
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return subprocess.run(
-        [sys.executable, "-m", "tui_prof.cli", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-    )
+    return run_cli(*args)
 
 
 def _one_line(r: subprocess.CompletedProcess[str], name: str, why: str) -> None:
@@ -66,7 +58,7 @@ def test_a_file_that_crashes_the_converter_is_one_line(tmp_path: Path) -> None:
 def test_a_timestamp_of_2_to_the_62(tmp_path: Path) -> None:
     d = _xspace(tmp_path, lambda line: setattr(line, "timestamp_ns", 2**62))
     for args in (["summary"], ["summary", "--fallback"]):
-        _one_line(_cli(*args, str(d)), "vm.xplane.pb", "damaged")
+        _one_line(_cli(*args, str(d)), "vm.xplane.pb", "timestamp of 4611686018427387904 ns")
 
 
 def _trace(tmp: Path, event: str) -> Path:
@@ -167,7 +159,11 @@ def test_a_damaged_row_in_the_store(tmp_path: Path) -> None:
     r = _cli("compare", str(out))
     assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
     r = _cli("run", "--resume", str(out))
-    assert "Traceback" not in r.stderr, r.stderr
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+    from tui_prof.experiments.store import load_experiment
+
+    runs = {x.run_id: x for x in load_experiment(out).runs}
+    assert runs["a-r0"].status == "finished" and runs["a-r0"].metrics["big"] == 1.0  # run again
 
 
 @pytest.mark.parametrize(
@@ -216,3 +212,28 @@ def test_inflating_stops_at_the_bound_and_says_so(tmp_path: Path) -> None:
             pass
     assert s.unpacked <= 16 * 2**20 + stream.READ_BYTES
     assert stream.unpack_limit() >= stream.MIN_UNPACK_LIMIT
+
+
+def test_a_category_longer_than_its_step_draws_a_bar_of_the_width() -> None:
+    """A damaged legacy overview can hold 17,708,812 ms of input in a 0.001 ms step: the bar
+    was millions of cells long (the memory went); it is the console's width."""
+    import io
+
+    from rich.console import Console
+
+    from tui_prof.model import StepBreakdown
+    from tui_prof.render.summary import BreakdownBars
+
+    console = Console(file=io.StringIO(), width=80)
+    console.print(BreakdownBars([StepBreakdown(1, 0.001, {"input": 17_708_812.0})]))
+    assert max(len(line) for line in console.file.getvalue().splitlines()) <= 80
+
+
+def test_a_symlink_loop_is_one_line(tmp_path: Path) -> None:
+    shutil.copytree(
+        sample_session("keras_fit_float32"), tmp_path / "run" / "plugins" / "profile" / "s"
+    )
+    (tmp_path / "loopA").symlink_to("loopB")
+    (tmp_path / "loopB").symlink_to("loopA")
+    r = _cli("summary", str(tmp_path))
+    assert r.stderr.count("symbolic links") == 1, r.stderr

@@ -4,28 +4,19 @@ on distinct names (said in the run's log), and `compare` linear in the number of
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-from conftest import REPO
+from conftest import run_cli
 
 from tui_prof.experiments import protocol
 
 
 def _cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return subprocess.run(
-        [sys.executable, "-m", "tui_prof.cli", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=cwd,
-        timeout=300,
-    )
+    return run_cli(*args, cwd=cwd)
 
 
 def test_metrics_are_summarised_as_they_stream(tmp_path: Path) -> None:

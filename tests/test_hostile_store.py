@@ -4,23 +4,24 @@ that break its one-line output, and validates what every run would fail on befor
 from __future__ import annotations
 
 import os
+import sqlite3
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+from conftest import REPO, run_cli
 
 from tui_prof.experiments.commands import save_spec, spec_from_commands
 from tui_prof.experiments.spec import SpecError, load_spec
+from tui_prof.experiments.store import load_experiment
+from tui_prof.model import RUN_FINISHED
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return subprocess.run(
-        [sys.executable, "-m", "tui_prof.cli", *args], capture_output=True, text=True, env=env,
-        timeout=120,
-    )  # fmt: skip
+    return run_cli(*args, timeout=120)
 
 
 def test_output_into_a_users_directory_is_refused(tmp_path: Path) -> None:
@@ -93,3 +94,136 @@ def test_what_every_run_would_fail_on_is_refused_up_front(
 def test_output_with_a_newline_is_refused(tmp_path: Path) -> None:
     r = _cli("run", "--headless", "--output", str(tmp_path / "a\nb"), "--variant", "a=true")
     assert r.returncode != 0 and "line break" in r.stderr and not (tmp_path / "a\nb").exists()
+
+
+JOB = (
+    "import json, os, time\n"
+    "time.sleep(float(os.environ.get('SLEEP', '0')))\n"
+    "print('x' * int(os.environ.get('OUT', '0')))\n"
+    "with open(os.environ['TUIPROF_METRICS_FILE'], 'a') as f:\n"
+    "    f.write(json.dumps({'metric': 'score', 'value': 2.5}) + '\\n')\n"
+)
+
+
+def _runner(tmp_path: Path, env: str = "", repeats: int = 1):
+    from tui_prof.experiments.runner import Runner
+
+    (tmp_path / "job.py").write_text(JOB)
+    spec = tmp_path / "s.toml"
+    spec.write_text(
+        f'name = "x"\ncommand = ["{sys.executable}", "job.py"]\nrepeats = {repeats}\n'
+        f"[variants.a]\nenv = {{ {env} }}\n"
+    )
+    return Runner.create(load_spec(spec), tmp_path / "exp")
+
+
+def _hold_exclusive(db: Path, seconds: float, started: threading.Event) -> None:
+    conn = sqlite3.connect(db, isolation_level=None)
+    conn.execute("BEGIN EXCLUSIVE")
+    started.set()
+    time.sleep(seconds)
+    conn.execute("COMMIT")
+    conn.close()
+
+
+def test_a_locked_store_is_waited_for(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another process holds the store exclusively while a job finishes: the result waits
+    (kept on disk meanwhile) and is recorded once the store answers, not lost as 'failed'."""
+    from tui_prof.experiments import durable
+
+    monkeypatch.setattr(durable, "RETRY_DELAYS_S", (0.3,) * 20)
+    runner = _runner(tmp_path, env='SLEEP = "0.5"')
+    runner.store._conn.execute("PRAGMA busy_timeout = 100")
+    started = threading.Event()
+    holder = threading.Thread(
+        target=_hold_exclusive, args=(runner.experiment_dir / "experiment.sqlite", 3.0, started)
+    )
+    runner.start()
+    time.sleep(0.2)  # the run started (its row written) before the lock is taken
+    holder.start()
+    started.wait()
+    runner.wait()
+    holder.join()
+    (run,) = load_experiment(runner.experiment_dir).runs
+    assert run.status == RUN_FINISHED and run.metrics["score"] == 2.5, run
+    assert not (Path(run.run_dir) / durable.RESULT_FILE).exists()
+
+
+NEVER_ANSWERS = """
+import sqlite3, sys, threading, time
+from pathlib import Path
+from tui_prof.experiments import durable
+from tui_prof.experiments.runner import Runner
+from tui_prof.experiments.spec import load_spec
+
+durable.RETRY_DELAYS_S = (0.1, 0.1)
+runner = Runner.create(load_spec(sys.argv[1]), sys.argv[2])
+runner.store._conn.execute("PRAGMA busy_timeout = 100")
+runner.start()
+time.sleep(0.2)
+conn = sqlite3.connect(runner.experiment_dir / "experiment.sqlite", isolation_level=None)
+conn.execute("BEGIN EXCLUSIVE")  # until the runner has given up
+runner.wait()
+conn.execute("COMMIT")
+print(runner.problem)
+"""
+
+
+def test_a_store_that_never_answers_keeps_the_result_for_resume(tmp_path: Path) -> None:
+    """The runner (a process of its own, which then exits) finds the store locked for good: it
+    stops with one line and keeps the finished run's result; --resume records it."""
+    from tui_prof.experiments import durable
+
+    (tmp_path / "job.py").write_text(JOB)
+    spec = tmp_path / "s.toml"
+    spec.write_text(
+        f'name = "x"\ncommand = ["{sys.executable}", "job.py"]\nrepeats = 2\n'
+        '[variants.a]\nenv = { SLEEP = "0.5" }\n'
+    )
+    exp = tmp_path / "exp"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    r = subprocess.run(
+        [sys.executable, "-c", NEVER_ANSWERS, str(spec), str(exp)],
+        capture_output=True, text=True, env=env, timeout=120,
+    )  # fmt: skip
+    assert "the store did not answer (database is locked)" in r.stdout, r.stdout + r.stderr
+    assert "--resume" in r.stdout
+    kept = list((exp / "runs").glob(f"*/{durable.RESULT_FILE}"))
+    assert len(kept) == 1
+    r = _cli("run", "--resume", str(exp))
+    assert r.returncode == 0, r.stderr
+    assert f"recorded {kept[0].parent.name}: finished while the store did not answer" in r.stderr
+    runs = load_experiment(exp).runs
+    assert [r.status for r in runs] == [RUN_FINISHED, RUN_FINISHED]
+    assert all(r.metrics["score"] == 2.5 for r in runs) and not kept[0].exists()
+
+
+FULL = Path("/tmp/tuiprof-test-full")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a small tmpfs needs root")
+def test_a_full_disk_stops_cleanly_and_resume_finishes() -> None:
+    """A real full disk: a 1 MB tmpfs that the jobs' output fills mid-experiment."""
+    FULL.mkdir(exist_ok=True)
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(FULL)]).returncode:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        (FULL / "job.py").write_text(JOB)
+        job = f"{sys.executable} {FULL / 'job.py'}"
+        exp = FULL / "exp"
+        env = {**os.environ, "PYTHONPATH": str(REPO), "OUT": "200000"}
+        args = [sys.executable, "-m", "tui_prof.cli", "run", "--headless", "--repeats", "4",
+                "--output", str(exp), "--variant", f"a={job}", "--variant", f"b={job}"]  # fmt: skip
+        r = subprocess.run(args, capture_output=True, text=True, env=env, timeout=120)
+        assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
+        assert r.stderr.count("stopped: the disk is full") == 1, r.stderr
+        assert r.stdout.strip().splitlines()[-1] == str(exp)
+        subprocess.run(["mount", "-o", "remount,size=16m", str(FULL)], check=True)
+        r = subprocess.run(
+            [sys.executable, "-m", "tui_prof.cli", "run", "--resume", str(exp)],
+            capture_output=True, text=True, env=env, timeout=120,
+        )  # fmt: skip
+        assert r.returncode == 0, r.stderr
+        assert {x.status for x in load_experiment(exp).runs} == {RUN_FINISHED}
+    finally:
+        subprocess.run(["umount", str(FULL)])

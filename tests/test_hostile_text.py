@@ -4,14 +4,13 @@ every face. A terminal must see it as text, never obey it (tui_prof.printable)."
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO, settle
+from conftest import REPO, run_cli, settle
 from kineto_factory import two_steps
 from xla_profiles import Space
 
@@ -74,15 +73,7 @@ def logdir(tmp_path: Path) -> Path:
 
 
 def _cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(REPO), "TERM": "xterm-256color"}
-    return subprocess.run(
-        [sys.executable, "-m", "tui_prof.cli", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=cwd,
-        timeout=120,
-    )
+    return run_cli(*args, cwd=cwd, env={"TERM": "xterm-256color"}, timeout=120)
 
 
 def test_the_sanitizer() -> None:
@@ -198,3 +189,35 @@ async def test_tui_tabs_tree_and_log(logdir: Path) -> None:
         app.notify("error in " + H)
         await pilot.pause(0.3)
         assert _no_sequence_but_textuals(_terminal_bytes(app))
+
+
+async def test_numbers_are_never_cut_in_the_step_table(tmp_path: Path) -> None:
+    """17,708,812 ms of input showed as "17,708,8" in the 8-cell Input column."""
+    import dataclasses
+
+    from conftest import sample_session
+
+    from tui_prof.profiles import cache
+    from tui_prof.profiles.load import session_of
+    from tui_prof.tui.app import TuiprofApp
+    from tui_prof.tui.widgets.session_view import StepBreakdownTable
+
+    src = sample_session("custom_loop")
+    shutil.copytree(src, tmp_path / "run" / "plugins" / "profile" / src.name)
+    session = session_of(tmp_path / "run" / "plugins" / "profile" / src.name)
+    real = summarize_session(session)
+    step = real.steps[0]
+    long = dataclasses.replace(
+        step,
+        step_time_ms=step.step_time_ms + 17_708_812.0,
+        breakdown_ms={**step.breakdown_ms, "input": 17_708_812.0},
+    )
+    cache.store(cache.cache_key(session), dataclasses.replace(real, steps=(long, *real.steps[1:])))
+    app = TuiprofApp(tmp_path)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("2")
+        await pilot.pause(0.3)
+        table = app.screen.query_one(StepBreakdownTable)
+        shown = "\n".join(table.render_line(y).text for y in range(table.size.height))
+        assert "17,708,812" in shown, shown

@@ -17,7 +17,7 @@ CORE = [
     "tui_prof.profiles.diff",
     "tui_prof.render.diff",
     "tui_prof.cli.diff",
-    "tui_prof.comparison.profile_diff",
+    "tui_prof.experiments.diff_targets",
     "tui_prof.instrument.torch",
 ]
 
@@ -52,6 +52,32 @@ def test_tui_app_loads_no_tensorflow() -> None:
     loaded = _loaded_after("import tui_prof.tui.app, tui_prof.cli")
     assert "textual" in loaded
     assert "tensorflow" not in loaded
+    # numpy (~0.1 s) comes with the Timeline tab or a raw read, not with the first frame.
+    assert "numpy" not in loaded
+
+
+def test_a_cpu_sessions_converter_path_loads_no_numpy() -> None:
+    """The raw XSpace decoder (and numpy) is for GPU profiles and own step finding; a session
+    the converter reads whole does not wait for its import."""
+    code = (
+        "from tui_prof.profiles.load import summarize_session\n"
+        "from pathlib import Path\n"
+        "p = sorted(Path('sample_traces/custom_loop').rglob('*.xplane.pb'))[0]\n"
+        "assert summarize_session(p.parent).step_source == 'official'"
+    )
+    assert "numpy" not in _loaded_after(code)
+
+
+def test_the_browse_path_loads_no_pandas() -> None:
+    """pandas is the notebook API's extra: the package, the TUI and a listed and analysed
+    session never import it, though `tui_prof.load` is there."""
+    code = (
+        "import tui_prof, tui_prof.tui.app, tui_prof.cli.main\n"
+        "from tui_prof.profiles.load import summarize_session\n"
+        "summarize_session('sample_traces/keras_fit_mixed/train')\n"
+        "assert callable(tui_prof.load)"
+    )
+    assert "pandas" not in _loaded_after(code)
 
 
 def test_analysing_jax_and_legacy_sessions_loads_no_framework() -> None:
@@ -67,7 +93,7 @@ def test_analysing_jax_and_legacy_sessions_loads_no_framework() -> None:
 
 def test_diffing_two_sessions_loads_no_framework() -> None:
     code = (
-        "from tui_prof.comparison.profile_diff import diff_targets, path_target\n"
+        "from tui_prof.experiments.diff_targets import diff_targets, path_target\n"
         "diff_targets(path_target('sample_traces/keras_fit_float32'),"
         " path_target('sample_traces/keras_fit_mixed'), use_cache=False)"
     )

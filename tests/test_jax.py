@@ -57,7 +57,7 @@ def _session(logdir: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def cpu_jobs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """The issue's job, without and with step markers."""
+    """A minimal jitted job, without and with step markers."""
     root = tmp_path_factory.mktemp("jax")
     _run(str(JOB), "trace", str(root / "plain"))
     _run(str(JOB), "trace", str(root / "marked"), "--markers")

@@ -27,7 +27,7 @@ MATRIX_UNIT_KERNELS = [
     "nvjet_tst_256x128_64x4_1x2_h_bz_coopA_NNT",  # torch.profiler tables of H100 runs
     "nvjet_tss_64x8_64x16_2x1_v_bz_splitK_TNT",
     "void flash_fwd_kernel<Flash_fwd_kernel_traits<(int)128, (int)128, (int)64, (int)4>>",
-    # Blackwell: cuBLAS 12.8+ and TensorRT-LLM's FP8/FP4 batched GEMMs (issue 16's names)
+    # Blackwell: cuBLAS 12.8+ and TensorRT-LLM's FP8/FP4 batched GEMMs
     "nvjet_sm100_tst_32x64_64x16_4x2_2cta_h_bz_splitK_bias_TNN",
     "bmm_MxE4m3_MxE2m1MxE4m3_Fp32_Ab32_Bb32_Cb32_t128x8x512_s3_et128x8_m128x8x32_c1x1x1_rM_TN_"
     "transOut_schPd2x1x2x3_biasFp32M_bN_tma_ldgstsSf_rgTma_clmp_swiGlu_dynB_sm100f",
@@ -99,3 +99,21 @@ def test_sixteen_bit_and_narrower_kernels(name: str) -> None:
 )
 def test_thirty_two_bit_kernels(name: str) -> None:
     assert not is_16bit_kernel(name)
+
+
+@pytest.mark.parametrize(
+    "name,says",
+    [
+        ("gemm_fusion_dot_general_10", False),  # XLA fusions (sample_traces/jax_cuda_bf16)
+        ("loop_add_fusion", False),
+        ("input_reduce_fusion_2", False),
+        ("ampere_sgemm_128x64_nn", True),
+        ("volta_h884gemm_64x64_ldg8_nn", True),
+        ("Cijk_Ailk_Bljk_S_MT64x64x8_SN", True),
+        ("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>", True),
+    ],
+)
+def test_which_names_say_their_type(name: str, says: bool) -> None:
+    from tui_prof.profiles.kernel_names import says_its_type
+
+    assert says_its_type(name) is says

@@ -109,11 +109,11 @@ def test_a_trace_without_kernels_has_no_gpu_figures() -> None:
 
 def test_figures_survive_the_cache_and_show_in_the_summary() -> None:
     _exists(PLUGIN_SAMPLE)
-    from tui_prof.profiles.cache import summary_from_dict
+    from tui_prof.profiles.cache import decode, encode
     from tui_prof.render.summary import summary_renderable
 
     s = ours(PLUGIN_SAMPLE)
-    again = summary_from_dict(s.to_dict())
+    again = decode(encode(s))
     assert again.gpu_metrics == s.gpu_metrics
     from rich.console import Console
 
@@ -122,3 +122,28 @@ def test_figures_survive_the_cache_and_show_in_the_summary() -> None:
     text = console.export_text()
     assert "GPU utilization 55.5% (steps 52.5–59.4%), est. SM efficiency 54.7%" in text
     assert "est. achieved occupancy 49.1%" in text
+    from tui_prof.cli.summary import to_markdown
+
+    assert "| 0 | `Tesla V100-DGXS-32GB` | 55.51% | 54.68% | 49.13% |" in to_markdown([s])
+
+
+async def test_the_steps_tab_shows_each_steps_gpu_utilization(tmp_path: Path) -> None:
+    """As a person reads it: the plugin's sample opened in the TUI, the Steps tab at 80×24."""
+    _exists(PLUGIN_SAMPLE)
+    from conftest import settle
+
+    from tui_prof.tui.app import TuiprofApp
+    from tui_prof.tui.widgets.session_view import StepBreakdownTable
+
+    (tmp_path / PLUGIN_SAMPLE.name).symlink_to(PLUGIN_SAMPLE)
+    expected = ours(PLUGIN_SAMPLE).gpu_metrics[0].steps
+    app = TuiprofApp(tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("2")
+        await pilot.pause()
+        table = app.screen.query_one(StepBreakdownTable)
+        col = list(table.columns).index("gpu_util")
+        shown = [table.get_row_at(i)[col] for i in range(table.row_count)]
+        assert shown == [f"{s.utilization_percent:.1f}" for s in expected]
+        assert shown[0] == "52.5"

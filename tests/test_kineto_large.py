@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import gzip
+import io
+import itertools
 import json
 import subprocess
 import sys
@@ -16,6 +18,8 @@ from pathlib import Path
 import pytest
 from conftest import REPO, SAMPLES, SHARED_TRACES, settle
 from kineto_factory import SGEMM, two_steps
+from rich.console import Console
+from textual.widgets import Static
 
 from tui_prof.profiles.discover import Session
 from tui_prof.profiles.kineto.rank import RankResult, analyse_file
@@ -133,6 +137,63 @@ async def test_leaving_a_large_session_stops_its_read_at_once(tmp_path: Path) ->
             await asyncio.sleep(0.02)
         stopped = time.monotonic() - left
         await settle(pilot)
-        headline = str(app.screen.query_one("#headline").render())
-        assert "ms" in headline, headline
+        w = app.screen.query_one("#headline", Static)
+        console = Console(width=200, color_system=None, record=True, file=io.StringIO())
+        console.print(w.content)
+        headline = console.export_text()
+        assert "ms per step" in headline, headline
     assert stopped < 5
+
+
+def test_progress_follows_the_gzip_bytes_in_small_steps(tmp_path: Path) -> None:
+    """A 100:1 file of 64 MB unpacked is 0.7 MB on disk: progress still moves in steps of the
+    file's bytes (one per 4 MB unpacked), never backwards, and ends at the whole file."""
+    path = tmp_path / "w.1.pt.trace.json.gz"
+    _write_big_gzip(path, 64 * 2**20)
+    seen: list[float] = []
+    analyse_file(path, "r", progress=seen.append)
+    assert len(seen) >= 16 and seen == sorted(seen)
+    assert seen[0] < 0.1 and seen[-1] == 1.0
+    assert max(b - a for a, b in itertools.pairwise(seen)) < 0.1
+
+
+async def test_the_first_session_read_before_the_tui_shows_progress_and_stops_when_left(
+    tmp_path: Path,
+) -> None:
+    """The launcher reads the first session in a child process before Textual loads: the screen
+    shows that child's progress, and leaving the session stops it."""
+    from tui_prof.profiles.prefetch import Prefetch
+
+    big = tmp_path / "a_big" / "w.1700000000000.pt.trace.json.gz"
+    big.parent.mkdir()
+    _write_big_gzip(big, 2**30)
+    two_steps().write(tmp_path / "b_small" / "w.1700000000001.pt.trace.json.gz")
+    pre = Prefetch(tmp_path).start()
+    app = TuiprofApp(tmp_path, prefetch=pre)
+    async with app.run_test(size=(120, 40)) as pilot:
+        deadline = time.monotonic() + 30
+        while pre.progress is None or pre.progress[0] <= 0:
+            assert time.monotonic() < deadline, "no progress from the prefetching child"
+            await asyncio.sleep(0.05)
+        child = pre._child
+        assert child is not None and child.poll() is None
+        tree = app.screen.query_one(ProfileTree)
+        left = time.monotonic()
+        for _ in range(10):
+            await pilot.press("j")
+            node = tree.cursor_node
+            if (
+                node is not None
+                and isinstance(node.data, Session)
+                and "b_small" in str(node.data.path)
+            ):
+                break
+        while child.poll() is None:
+            assert time.monotonic() - left < 5, "the child read on after the session was left"
+            await asyncio.sleep(0.02)
+        await settle(pilot)
+        w = app.screen.query_one("#headline", Static)
+        console = Console(width=200, color_system=None, record=True, file=io.StringIO())
+        console.print(w.content)
+        assert "ms per step" in console.export_text()
+    assert pre.summary is None  # nothing analysed in the parent instead

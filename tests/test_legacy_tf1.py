@@ -179,12 +179,17 @@ def test_tf1_overview_gives_steps_input_share_and_device(tmp_path: Path, era: st
 
 
 def test_bare_names_and_input_pipeline_alone(tmp_path: Path) -> None:
-    """capture_tpu_profile could write `input_pipeline.json` with no host prefix."""
-    _session(tmp_path, "run1", {"input_pipeline.json": [step_table("2020")]})
+    """capture_tpu_profile could write `input_pipeline.json` with no host prefix; its rows
+    count 1, 2, 3 where the tooltips name the steps (as in the plugin's 2020 demo file)."""
+    table = step_table("2020")
+    for n, row in enumerate(table["rows"], start=1):
+        row["c"][0]["v"] = str(n)
+    _session(tmp_path, "run1", {"input_pipeline.json": [table]})
     (session,) = discover(tmp_path).sessions
     assert [h.host for h in session.hosts] == ["run1"]
     s = load_summary(session, use_cache=False)
-    assert len(s.steps) == 3 and s.environment.device_type == "Unknown"
+    assert [st.step for st in s.steps] == [3121, 3122, 3123]
+    assert s.environment.device_type == "Unknown"
     r = subprocess.run(
         [sys.executable, "-m", "tui_prof.cli", "summary", str(tmp_path), "--json", "--no-cache"],
         capture_output=True,

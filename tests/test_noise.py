@@ -18,17 +18,25 @@ JOB = r"""
 import os, subprocess, sys, time
 burners = []
 if os.environ["TUIPROF_RUN_ID"] == "b-r0":  # two CPU burners, outside the job, during this run
+    # Started by a launcher that exits at once, so they are not the job's children: a child the
+    # job reaped would count in the job's own CPU time (wait4), not as another process's.
     burn = "import time\nt = time.time()\nwhile time.time() - t < 30: pass"
-    burners = [subprocess.Popen([sys.executable, "-c", burn], start_new_session=True)
-               for _ in range(2)]
+    launch = (
+        "import subprocess, sys\n"
+        f"ps = [subprocess.Popen([sys.executable, '-c', {burn!r}], start_new_session=True,"
+        " stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)"
+        " for _ in range(2)]\n"
+        "print(' '.join(str(p.pid) for p in ps))"
+    )
+    out = subprocess.run([sys.executable, "-c", launch], capture_output=True, text=True).stdout
+    burners = [int(p) for p in out.split()]
 time.sleep(1.0)
 used = 0.0
-for b in burners:  # what they used, from the kernel, before they are stopped
-    with open(f"/proc/{b.pid}/stat") as f:
+for pid in burners:  # what they used, from the kernel, before they are stopped
+    with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
     used += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    b.kill()
-    b.wait()
+    os.kill(pid, 9)
 if burners:
     with open(os.path.join(sys.argv[1], "burned.txt"), "w") as f:
         f.write(str(used))
@@ -72,3 +80,32 @@ def test_noise_reasons_name_a_throttled_gpu_and_nothing_without_a_state() -> Non
     assert noise_reasons(None) == [] and noise_reasons({}) == []
     for g in gpu_state():  # where nvidia-smi answers (a GPU machine): its fields are read
         assert g["sm_clock_max_mhz"] and isinstance(g["throttle"], list)
+
+
+def test_runs_under_load_ask_for_a_quiet_machine_not_more_repeats() -> None:
+    """An unresolved time comparison whose runs mostly ran under load advises no repeats (they
+    would measure the load); the same values measured quietly do ask for them."""
+    from tui_prof.model import ExperimentRecord, RunRecord
+
+    values = {"a": [1.0, 1.3, 0.9, 1.2, 1.1], "b": [1.2, 1.0, 1.25, 0.95, 1.15]}
+
+    def experiment(state: dict[str, float]) -> ExperimentRecord:
+        runs = tuple(
+            RunRecord(
+                run_id=f"{v}-r{i}", variant=v, repeat=i, status=RUN_FINISHED, wall_time_s=x,
+                environment={"machine_state": state},
+            )
+            for i in range(5)
+            for v, xs in values.items()
+            for x in [xs[i]]
+        )  # fmt: skip
+        return ExperimentRecord("n", "/nowhere", "a", ("a", "b"), ("wall_time_s",), 5, runs)
+
+    loaded = compare_experiment(experiment({"others_cores": 1.5, "cpus": 2}))
+    (c,) = loaded.metric("wall_time_s").comparisons
+    assert c.repeats_needed is None and c.winner is None
+    assert c.verdict.endswith("10 of 10 runs were measured under load or throttled: quiet the "
+                              "machine rather than add repeats")  # fmt: skip
+    quiet = compare_experiment(experiment({"others_cores": 0.0, "cpus": 2}))
+    (c,) = quiet.metric("wall_time_s").comparisons
+    assert c.repeats_needed is not None and not quiet.comparability.noisy

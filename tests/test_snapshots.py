@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from conftest import GPU_LOGDIR, REPO, SAMPLES, needs_shared, sample_session, settle
 from textual.pilot import Pilot
-from textual.widgets import Input
+from textual.widgets import Input, TextArea
 
 from tui_prof.tui.app import TuiprofApp
 
@@ -33,14 +33,25 @@ def _rel(path: Path) -> Path:
     return Path(os.path.relpath(path, REPO))
 
 
+def _steady(pilot: Pilot[int]) -> None:
+    """Text cursors shown steadily: a blinking one is on or off depending on when the picture is
+    taken."""
+    for field in pilot.app.screen.query(Input).results(Input):
+        field.cursor_blink = False
+    for area in pilot.app.screen.query(TextArea).results(TextArea):
+        area.cursor_blink = False
+
+
 def _keys(*keys: str) -> Before:
-    """Settle, press the keys, settle again."""
+    """Settle, press the keys, settle again; cursors steady."""
 
     async def run(pilot: Pilot[int]) -> None:
         await settle(pilot)
         for key in keys:
             await pilot.press(key)
             await settle(pilot)
+        _steady(pilot)
+        await pilot.pause()
 
     return run
 
@@ -97,6 +108,8 @@ def test_start_experiment_dialog(snap_compare, size: tuple[int, int]) -> None:
         for field in pilot.app.screen.query("Input, TextArea"):  # a blinking cursor: flaky
             field.cursor_blink = False  # type: ignore[attr-defined]
         await settle(pilot)
+        _steady(pilot)
+        await pilot.pause()
 
     assert snap_compare(TuiprofApp(_rel(SAMPLES)), terminal_size=size, run_before=run)
 
@@ -185,3 +198,10 @@ def test_legacy_tool_files(snap_compare, size: tuple[int, int]) -> None:
     """An older TensorBoard session (tool files, no xplane): the steps it saved then."""
     app = TuiprofApp(_rel(REPO / "tests" / "data" / "legacy_tf22"))
     assert snap_compare(app, terminal_size=size, run_before=_keys())
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_timeline_tab(snap_compare, size: tuple[int, int]) -> None:
+    """The slowest step of a GPU trace, the cursor moved two events and zoomed in once."""
+    app = TuiprofApp(_rel(SAMPLES / "torch_cuda_autocast"))
+    assert snap_compare(app, terminal_size=size, run_before=_keys("5", "right", "right", "plus"))

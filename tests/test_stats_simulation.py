@@ -16,7 +16,7 @@ Under drift the independent design stays calibrated only by becoming blind (its 
 with the drift); `test_pairing_narrows_the_interval_under_drift` shows what pairing gains.
 
 Documented finding (`test_tuiprofs_interval_holds_where_a_percentile_bootstrap_is_overconfident`): a percentile
-bootstrap of the ratio of means, the other method the issue allows, calls a difference in
+bootstrap of the ratio of means, the usual alternative, calls a difference in
 A/A data far more often than 5% at n=3 or 5, which is why `tui_prof.comparison.stats` uses Welch/Fieller.
 """
 

@@ -86,7 +86,7 @@ def test_cache_returns_the_same_summary_and_notices_changes(tmp_path, _private_c
     dst = tmp_path / "run" / "plugins" / "profile" / src.name
     shutil.copytree(src, dst)
     first = load_summary(dst)
-    assert list(_private_cache.glob("*.json")), "the summary was stored"
+    assert list(_private_cache.glob("*.msgpack")), "the summary was stored"
     again = load_summary(dst)
     assert again == first
     # Replace the host file by another profile: the cache must not answer for the new content.

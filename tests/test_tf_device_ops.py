@@ -13,6 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from conftest import GPU_LOGDIR, needs_shared
 from xla_profiles import Space
 
 from tui_prof.profiles.load import summarize_session
@@ -47,6 +48,15 @@ def tf_gpu_profile(root: Path, stat: str, nested: bool = False) -> Path:
             stats = {stat: label, "correlation_id": 10 * i + k, "kernel_details": DETAILS}
             kernels.append((kernel, t + start, dur, stats))
     gpu.line(1, "Stream #7(Kernel)", kernels)
+    copy = "kind_src:pageable kind_dst:device size:4096 dest:0 async:0"
+    gpu.line(
+        2,
+        "Stream #123(MemcpyH2D)",
+        [
+            ("MemcpyH2D", 105 + 900 * i, 40, {stat: "MakeTensorFromProto", "memcpy_details": copy})
+            for i in range(3)
+        ],
+    )
     return sp.save(root, "s1")
 
 
@@ -90,8 +100,27 @@ def test_the_converter_alone_names_no_op_from_the_annotation(tmp_path: Path) -> 
             "train_function::model/conv2d/Conv2D:Conv2D#id=3,bytes=9#",
             ("model/conv2d/Conv2D", "Conv2D"),
         ),
-        ("model/dense/BiasAdd", ("model/dense/BiasAdd", "BiasAdd")),
+        ("model/dense/BiasAdd", ("model/dense/BiasAdd", "Unknown")),
+        ("MemcpyHToD", ("MemcpyHToD", "MemcpyHToD")),
     ],
 )
 def test_op_annotations(annotation: str, parsed: tuple[str, str]) -> None:
     assert parse_op(annotation) == parsed
+
+
+@needs_shared
+def test_the_8_gpu_profile_lists_device_ops_and_names_every_kernels_op() -> None:
+    """The public TensorFlow profile: its kernels carry their op in `level 0` only; the
+    converter's kernel table (15 rows, 1,330 launches, 29.69 ms) keeps its totals, now by op."""
+    from tui_prof.profiles.xplane import converter, tb_tables
+
+    s = summarize_session(next(GPU_LOGDIR.rglob("*.xplane.pb")).parent)
+    paths = sorted(GPU_LOGDIR.rglob("*.xplane.pb"))
+    ref = tb_tables.kernels(converter.convert(paths)[converter.KERNEL_STATS])
+    assert not any(k.op_name for k in ref)
+    assert sum(k.occurrences for k in s.kernels) == sum(k.occurrences for k in ref) == 1330
+    total = sum(k.total_duration_us for k in ref)
+    assert sum(k.total_duration_us for k in s.kernels) == pytest.approx(total)
+    assert all(k.op_name for k in s.kernels)
+    device = [o for o in s.top_ops if o.where == "Device"]
+    assert len(device) > 1000 and sum(o.total_self_time_us for o in device) >= total

@@ -15,6 +15,7 @@ from rich.console import Console
 from tui_prof.cli.main import main
 from tui_prof.comparison.report import build_report
 from tui_prof.comparison.tradeoff import default_axes
+from tui_prof.experiments.reading import read_experiment
 from tui_prof.experiments.spec import ExperimentSpec, VariantSpec
 from tui_prof.experiments.store import ExperimentStore, PlannedRun
 from tui_prof.model import RUN_FINISHED, RunRecord
@@ -52,7 +53,7 @@ def make(tmp_path: Path, data: dict[str, tuple[list[float], list[float]]], **met
 
 
 def test_front_worst_runs_and_medians(tmp_path: Path) -> None:
-    t = build_report(make(tmp_path, DATA)).tradeoff
+    t = build_report(read_experiment(make(tmp_path, DATA))).tradeoff
     assert t is not None and (t.speed, t.quality) == ("wall_time_s", "val_accuracy")
     points = {p.variant: p for p in t.points}
     assert points["slow"].dominated_by == ("fast",) and not points["slow"].pareto
@@ -69,7 +70,7 @@ def test_nothing_resolved_leaves_every_variant_on_the_front(tmp_path: Path) -> N
         "a": ([10.0, 14.0, 8.0, 12.0, 9.0], [0.9, 0.95, 0.85, 0.93, 0.88]),
         "b": ([9.0, 13.0, 9.5, 10.0, 11.0], [0.92, 0.9, 0.94, 0.86, 0.91]),
     }
-    t = build_report(make(tmp_path, noisy)).tradeoff
+    t = build_report(read_experiment(make(tmp_path, noisy))).tradeoff
     assert t is not None and t.front == ("a", "b")
 
 
@@ -103,7 +104,7 @@ def _plain(renderable: Any, width: int) -> str:
 
 
 def test_scatter_is_labelled_monochrome_and_only_where_it_fits(tmp_path: Path) -> None:
-    t = build_report(make(tmp_path, DATA)).tradeoff
+    t = build_report(read_experiment(make(tmp_path, DATA))).tradeoff
     assert t is not None
     text = _plain(TradeoffScatter(t), 80)
     lines = text.splitlines()

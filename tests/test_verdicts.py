@@ -208,7 +208,7 @@ def test_a100_startup_is_startup_not_launch_bound(summaries: dict[Path, ProfileS
 
 def test_v100_verdict_and_advice(summaries: dict[Path, ProfileSummary]) -> None:
     """The plugin's V100 ResNet-50 sample: compute-bound first, input second; float16 autocast
-    with a GradScaler, no bfloat16 or TF32 (issue 16)."""
+    with a GradScaler, no bfloat16 or TF32."""
     path = SHARED_TRACES / "kineto_tb_plugin" / "worker0.1623143089861.pt.trace.json.gz"
     if path not in summaries:
         pytest.skip(f"public traces not found at {SHARED_TRACES}")
@@ -229,3 +229,69 @@ def test_jax_on_mi300x_gets_jax_words(summaries: dict[Path, ProfileSummary]) -> 
     assert s.framework == "jax" and "jax.jit" in tips
     assert "Tensor" not in tips and "mixed precision" not in tips.lower()
     assert "Matrix Cores:" in str(precision_text(s))
+
+
+def test_a_gpu_the_table_does_not_name_gets_its_architectures_row() -> None:
+    a10g = Environment("GPU", 1, ("h",), ("NVIDIA A10G",), compute_capability="8.6")
+    spec = device_row(a10g)
+    assert spec is not None and spec.arch == "sm_86" and not spec.exact
+    # ROCm's own major.minor is never read as CUDA's (gfx90a reports 9.0, not an H100)
+    amd = Environment("GPU", 1, ("h",), ("AMD Radeon Graphics",), compute_capability="9.0")
+    assert device_row(amd) is None and facts(amd, None, "pytorch").vendor == "AMD"
+
+
+def test_pytorch_traces_record_cuda_compute_capability(
+    summaries: dict[Path, ProfileSummary],
+) -> None:
+    expected = {
+        "worker0.1623143089861.pt.trace.json.gz": "7.0",  # V100
+        "a100_rank0.json.gz": "8.0",
+        "mi250_minitoy_train.json.gz": "",  # ROCm: deviceProperties' 9.0 is not CUDA's
+    }
+    found = {p.name: s for p, s in summaries.items() if p.name in expected}
+    if len(found) < len(expected):
+        pytest.skip(f"public traces not found at {SHARED_TRACES}")
+    for name, cc in expected.items():
+        env = found[name].environment
+        assert env.compute_capability == cc, name
+        assert ("compute_capability" in env.to_dict()) == bool(cc)
+
+
+def test_no_mixed_precision_from_kernel_names_that_say_no_type(
+    summaries: dict[Path, ProfileSummary],
+) -> None:
+    """A bf16 JAX job on an H100: XLA's fusion kernels carry no type in their names, so xprof's
+    name rule reads 0% 16-bit; that is no measurement to advise mixed precision on."""
+    s = next(v for p, v in summaries.items() if "jax_cuda_bf16" in str(p))
+    assert s.precision is not None and s.precision.compute_16bit_percent == 0.0
+    assert not any(re.search(MIXED, r, re.IGNORECASE) for r in s.recommendations)
+
+
+def test_devices_busy_however_little_are_never_idle() -> None:
+    """A report once read "8 idle" beside non-zero device compute. A device with any event is busy
+    ("<0.1%" where tiny); devices without a single event are listed apart."""
+    from tui_prof.model import DeviceBusy, DeviceUtilization
+    from tui_prof.render.summary import utilization_text
+
+    gpus = [DeviceBusy(f"/device:GPU:{i}", 0.01) for i in range(7)]
+    u = DeviceUtilization(100.0, 0.01, (*gpus, DeviceBusy("/device:GPU:7", 0.0)))
+    text = utilization_text(u).plain
+    assert "idle" not in text
+    assert "GPU:0 <0.1%" in text and "no events on 1 (GPU:7)" in text
+
+
+def test_xla_gpu_planes_give_the_compute_capability(
+    summaries: dict[Path, ProfileSummary],
+) -> None:
+    """The 2020 TensorFlow demo names no GPU model, but its GPU planes say compute capability
+    7.0 (a V100): float16 advice, never bfloat16. AMD planes' 9.4 (gfx942) is ROCm's, left out."""
+    by_dir = {p.parts[-4] if len(p.parts) > 3 else "": s for p, s in summaries.items()}
+    if "tf_gpu_multi_worker" not in by_dir:
+        pytest.skip(f"public traces not found at {SHARED_TRACES}")
+    tf = by_dir["tf_gpu_multi_worker"]
+    assert tf.environment.compute_capability == "7.0"
+    row = device_row(tf.environment)
+    assert row is not None and row.arch == "sm_70"
+    tips = "\n".join(tf.recommendations)
+    assert "mixed_float16" in tips and "bfloat16" not in tips
+    assert by_dir["jax_gpu_gemm"].environment.compute_capability == ""

@@ -224,6 +224,9 @@ class Environment:
     hosts: tuple[str, ...]
     device_names: tuple[str, ...] = ()
     world_size: int | None = None  # distributed jobs that record it (PyTorch's distributedInfo)
+    # CUDA compute capability ("8.6") where the profile records it (PyTorch's deviceProperties of
+    # an NVIDIA GPU); "" elsewhere. The hardware table reads it where the name is not enough.
+    compute_capability: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {
@@ -234,6 +237,8 @@ class Environment:
         }
         if self.world_size is not None:
             d["world_size"] = self.world_size
+        if self.compute_capability:
+            d["compute_capability"] = self.compute_capability
         return d
 
 

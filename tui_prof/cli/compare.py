@@ -1,6 +1,6 @@
 """`tuiprof compare EXPERIMENT_DIR`: statistics, box plots, verdicts and the comparability guard.
 
-Contract: prints Rich output by default, `--json` (the issue's documented document, see
+Contract: prints Rich output by default, `--json` (the document docs/json.md describes, see
 `ComparisonReport.to_dict`) or `--markdown` (GitHub tables, box plots in a text block).
 Reads the experiment without writing to it, so it is safe while `tuiprof run` is writing.
 Errors (missing directory, not an experiment, unknown metric) are one line on stderr, exit 2.
@@ -72,12 +72,13 @@ def _fail(message: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    from tui_prof.experiments.reading import read_experiment
     from tui_prof.experiments.spec import parse_min_difference
 
     try:
         matters = parse_min_difference(args.min_difference or "")
         report = build_report(
-            args.experiment_dir,
+            read_experiment(args.experiment_dir),
             args.metric,
             speed=args.speed,
             quality=args.quality,

@@ -18,7 +18,7 @@ from tui_prof.model import ProfileError
 from tui_prof.printable import printable, strict_json
 
 if TYPE_CHECKING:
-    from tui_prof.comparison.profile_diff import Target
+    from tui_prof.experiments.diff_targets import Target
     from tui_prof.profiles.diff import DiffRow, ProfileDiff
 
 DEFAULT_LIMIT = 20
@@ -77,7 +77,7 @@ def _fail(message: str) -> int:
 
 def _targets(args: argparse.Namespace) -> tuple[Target, Target]:
     """(A, B) Targets from the command line; raises ProfileError with the reason."""
-    from tui_prof.comparison.profile_diff import (
+    from tui_prof.experiments.diff_targets import (
         experiment_variants,
         is_experiment,
         path_target,
@@ -107,7 +107,7 @@ def _targets(args: argparse.Namespace) -> tuple[Target, Target]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tui_prof.comparison.profile_diff import diff_targets
+    from tui_prof.experiments.diff_targets import diff_targets
 
     if args.limit < 0:
         return _fail(f"--limit must be 0 (all rows) or more, got {args.limit}")

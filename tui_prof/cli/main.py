@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -19,6 +20,7 @@ COMMANDS: dict[str, str] = {
     "compare": "tui_prof.cli.compare",
     "capture": "tui_prof.cli.capture",
     "diff": "tui_prof.cli.diff",
+    "timeline": "tui_prof.cli.timeline",
 }
 SUBCOMMANDS: tuple[str, ...] = tuple(COMMANDS)
 
@@ -29,8 +31,10 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         prog="tuiprof",
         description=(
             "Browse TensorBoard profiles and compare repeated training runs in the terminal. "
-            "Without a subcommand, opens the TUI on PATH (default: the current directory)."
+            "Without a subcommand, opens the TUI on PATH (default: the current directory): a "
+            "logdir, run, session, .xplane.pb file or PyTorch profiler trace (.json[.gz])."
         ),
+        epilog="tuiprof COMMAND --help shows a command's options.",
     )
     from tui_prof import __version__
 
@@ -69,10 +73,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         except KeyboardInterrupt:
             print("tuiprof: interrupted", file=sys.stderr)
             return 130
+        except BrokenPipeError:
+            # The reader went away (`tuiprof summary --json | head`): stop quietly with status 1,
+            # as Rich does for the table outputs; stdout goes to /dev/null so the exit's flush
+            # cannot fail again.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 1
     if args_list and args_list[0] in ("-h", "--help"):
-        build_tui_parser().print_help()
-        print()
-        build_parser().print_help()
+        parser = build_parser()
+        # One usage block for both ways in: the TUI on PATH, or a headless command. (Set here
+        # only: subcommands' usage lines are built from the parent's.)
+        parser.usage = "%(prog)s [-h] [--version] [PATH]\n       %(prog)s COMMAND [-h] ..."
+        parser.print_help()
         return 0
     args = build_tui_parser().parse_args(args_list)
     from tui_prof.tui.launch import launch

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import signal
+import sqlite3
 import sys
 import threading
 import time
@@ -194,6 +195,12 @@ def _make_runner(args: argparse.Namespace, on_event: Any) -> Any:
             spec = resumed.store.spec
             matters = {**spec.min_difference_pct, **given}
             resumed.store.set_spec(replace(spec, min_difference_pct=matters))
+        if resumed.recovered:
+            print(
+                f"tuiprof run: recorded {', '.join(resumed.recovered)}: finished while the store "
+                "did not answer, kept on disk until now",
+                file=sys.stderr,
+            )
         if stopped := resumed.store.stopped_orphans:
             print(
                 f"tuiprof run: stopped {', '.join(stopped)}, still running after its tuiprof "
@@ -377,6 +384,9 @@ def run_command(args: argparse.Namespace) -> int:
         runner = _make_runner(args, board.on_event)
     except (SpecError, StoreError, BackendError, ValueError) as exc:
         return _fail(str(exc))
+    except (OSError, sqlite3.Error) as exc:  # a full disk or an unwritable place, before any run
+        where = args.resume or args.output or "the experiment directory"
+        return _fail(f"{where}: cannot write ({getattr(exc, 'strerror', None) or exc})")
     console = Console(stderr=True)
     remote = runner.backend.remote
     if threading.current_thread() is threading.main_thread():
@@ -395,6 +405,11 @@ def run_command(args: argparse.Namespace) -> int:
         )
         print(runner.experiment_dir, flush=True)
         return 130
+
+
+def _left(run: RunRecord) -> str:
+    """A run's state once its runner is done: one it left running never finished here."""
+    return "interrupted" if run.status in (RUN_RUNNING, RUN_QUEUED) else str(run.status)
 
 
 def _run_and_report(args: argparse.Namespace, runner: Any, board: _Board, console: Any) -> int:
@@ -434,13 +449,15 @@ def _run_and_report(args: argparse.Namespace, runner: Any, board: _Board, consol
     else:
         completed = _wait(runner, print_lines)
     board.take_lines()
+    if runner.problem:
+        print(f"tuiprof run: {runner.problem}", file=sys.stderr, flush=True)
     record = load_experiment(runner.experiment_dir)
     counted = [r for r in record.runs if not r.is_warmup]
     finished = sum(r.status == RUN_FINISHED for r in counted)
     bad = [r for r in record.runs if r.status not in (RUN_FINISHED, RUN_PENDING)]
     print(
         f"{record.name}: {finished}/{len(counted)} runs finished"
-        + ("; not finished: " + ", ".join(f"{r.run_id} ({r.status})" for r in bad) if bad else "")
+        + ("; not finished: " + ", ".join(f"{r.run_id} ({_left(r)})" for r in bad) if bad else "")
     )
     print(runner.experiment_dir, flush=True)
     if not completed:

@@ -181,8 +181,12 @@ def to_markdown(summaries: list[ProfileSummary]) -> str:
     return "\n".join(out)
 
 
+def _md_pct(v: float | None) -> str:
+    return "–" if v is None else f"{v:.2f}%"
+
+
 def _markdown_pytorch(s: ProfileSummary) -> list[str]:
-    """PyTorch sessions: the plugin's categories and the ranks."""
+    """PyTorch sessions: the plugin's categories, its GPU figures and the ranks."""
     out: list[str] = []
     avg = s.average
     if avg is not None and avg.native_breakdown_ms is not None:
@@ -191,6 +195,18 @@ def _markdown_pytorch(s: ProfileSummary) -> list[str]:
             v = avg.native_breakdown_ms.get(c, 0.0)
             pct = 100 * v / avg.step_time_ms if avg.step_time_ms else 0.0
             out.append(f"| {NATIVE_LABELS[c]} | {v:.3f} | {pct:.1f}% |")
+        out.append("")
+    if s.gpu_metrics:  # the plugin's GPU figures over all steps
+        out.append(
+            "| GPU | Name | GPU utilization | Est. SM efficiency | Est. achieved occupancy |\n"
+            "|---|---|---:|---:|---:|"
+        )
+        for g in s.gpu_metrics:
+            gpu = f"{_md(g.rank)} {g.device}" if g.rank else str(g.device)
+            out.append(
+                f"| {gpu} | {_md(g.name)} | {_md_pct(g.utilization_percent)} | "
+                f"{_md_pct(g.sm_efficiency_percent)} | {_md_pct(g.occupancy_percent)} |"
+            )
         out.append("")
     if len(s.ranks) > 1:
         out.append("| Rank | Trace | Steps | Step ms | |\n|---|---|---:|---:|---|")

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 TIME_MATTERS_PCT = 5.0
 
 _LOWER_IS_BETTER = re.compile(
-    r"(time|latency|duration|loss|error|_s$|_ms$|_us$|seconds)", re.IGNORECASE
+    r"(time|latency|duration|loss|error|memory|_s$|_ms$|_us$|seconds)", re.IGNORECASE
 )
 _TIME = re.compile(r"(time|latency|_s$|_ms$|_us$|seconds|duration)", re.IGNORECASE)
 _UNITS = (("_ms", "ms"), ("_us", "µs"), ("_s", "s"), ("seconds", "s"))

@@ -18,11 +18,16 @@ from __future__ import annotations
 import math
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from tui_prof.comparison.comparability import Comparability, check_comparability
-from tui_prof.comparison.names import base_name, lower_is_better, metric_unit, percentile_of
+from tui_prof.comparison.names import (
+    base_name,
+    is_time_metric,
+    lower_is_better,
+    metric_unit,
+    percentile_of,
+)
 from tui_prof.comparison.paired import (
     DESIGN_BLOCKED,
     PAIRED_BY_REPEAT,
@@ -33,6 +38,9 @@ from tui_prof.comparison.paired import (
 )
 from tui_prof.comparison.stats import Comparison, Describe, describe
 from tui_prof.comparison.tradeoff import Tradeoff, build_tradeoff, default_axes
+from tui_prof.comparison.verdicts import under_load
+from tui_prof.experiments.noise import noise_reasons
+from tui_prof.experiments.reading import ExperimentData
 from tui_prof.model import (
     RUN_FAILED,
     RUN_FINISHED,
@@ -251,7 +259,7 @@ def _metric_report(
         warnings=tuple(warnings),
         blocks=blocks,
     )
-    comparisons = tuple(
+    comparisons: tuple[Comparison, ...] = tuple(
         compare_design(
             report.keyed(baseline),
             report.keyed(v),
@@ -265,6 +273,11 @@ def _metric_report(
         for v in variants
         if v != baseline
     )
+    if is_time_metric(name):  # a loaded machine slows times; it is not why accuracy varies
+        noisy = {r.run_id for r in runs if noise_reasons(r.environment.get("machine_state"))}
+        comparisons = tuple(
+            under_load(c, *_noisy_of(runs, noisy, baseline, c.variant)) for c in comparisons
+        )
     return MetricReport(
         name=name,
         unit=report.unit,
@@ -275,6 +288,14 @@ def _metric_report(
         warnings=report.warnings,
         blocks=blocks,
     )
+
+
+def _noisy_of(
+    runs: Sequence[RunRecord], noisy: set[str], baseline: str, variant: str
+) -> tuple[int, int]:
+    """(noisy, all) counted runs of the two variants a comparison weighs."""
+    pair = [r for r in runs if r.variant in (baseline, variant)]
+    return sum(r.run_id in noisy for r in pair), len(pair)
 
 
 def compare_experiment(
@@ -346,41 +367,21 @@ def compare_experiment(
 
 
 def build_report(
-    experiment_dir: str | Path,
+    data: ExperimentData,
     metrics: list[str] | None = None,
     *,
     speed: str | None = None,
     quality: str | None = None,
     matters: Mapping[str, float] | None = None,
 ) -> ComparisonReport:
-    """Load and compare; raises ValueError with a one-line message for the user. The smallest
+    """Compare an experiment read by `experiments.reading.read_experiment` (values only: this
+    loads nothing); ValueError with a one-line message for an unknown metric. The smallest
     difference that matters is the spec's, overridden per metric by `matters`."""
     from tui_prof.comparison.comparability import intentional_fields
-    from tui_prof.experiments.store import (
-        StoreError,
-        load_experiment,
-        load_spec_from,
-        sample_counts,
-    )
 
-    path = Path(experiment_dir)
-    if not path.exists():
-        raise ValueError(f"{path}: no such directory")
-    if not path.is_dir():
-        raise ValueError(f"{path}: not a directory")
-    try:
-        exp = load_experiment(path)
-    except StoreError as exc:
-        raise ValueError(str(exc)) from None
-    intended: set[str] = set()
-    given: dict[str, float] = {}
-    try:
-        spec = load_spec_from(path)
-        intended = intentional_fields({v.name: (v.args, v.env) for v in spec.variants})
-        given = dict(spec.min_difference_pct)
-    except Exception:  # an older or partial spec: check everything rather than fail
-        intended = set()
-    given.update(matters or {})
+    exp = data.record
+    intended = intentional_fields(data.variant_settings)
+    given = {**data.min_difference_pct, **(matters or {})}
     known, reported = available_metrics(exp), _reported(exp)
     if metrics:
         metrics = expand_metrics(metrics, reported)
@@ -395,6 +396,6 @@ def build_report(
         intentional=intended,
         speed=speed,
         quality=quality,
-        distributions=sample_counts(path),
+        distributions=data.distributions,
         matters=given,
     )

@@ -161,3 +161,22 @@ def conclude(c: Comparison) -> Comparison:
     c = replace(c, winner=winner(c))
     text = ratio_verdict(c) if c.ci_low is not None else diff_verdict(c)
     return replace(c, verdict=text)
+
+
+def under_load(c: Comparison, noisy: int, runs: int) -> Comparison:
+    """An unresolved comparison most of whose runs were measured under load or throttled: more
+    repeats would measure the load, not the variants, so none are advised (pyperf's advice for
+    an unstable benchmark: quiet the machine)."""
+    if c.significant or c.repeats_needed is None or 2 * noisy < runs:
+        return c
+    why = (
+        f"{noisy} of {runs} runs were measured under load or throttled: quiet the machine "
+        "rather than add repeats"
+    )
+    return replace(
+        c,
+        repeats_needed=None,
+        repeats_capped=False,
+        repeats_note=why,
+        verdict=f"no clear difference at {n_text(c.n_baseline, c.n_variant)} — {why}",
+    )

@@ -95,6 +95,7 @@ class ExperimentFinished:
     experiment_dir: str
     counts: dict[str, int]
     cancelled: bool
+    problem: str = ""  # why the runner stopped it (a full disk, a store that did not answer)
 
 
 RunEvent = (

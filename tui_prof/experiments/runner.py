@@ -29,6 +29,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from tui_prof.experiments import durable
 from tui_prof.experiments import events as ev
 from tui_prof.experiments.backends import (
     QUEUED,
@@ -66,7 +67,7 @@ from tui_prof.model import (
 EventCallback = Callable[[Any], None]
 MAX_LINES_PER_EVENT = 1000
 # A run's log and metrics files are read every poll_interval_s while it writes, backing off to
-# QUIET_POLL_S while it is quiet: the observer stays out of what it measures (issue 18).
+# QUIET_POLL_S while it is quiet: the observer stays out of what it measures.
 QUIET_POLL_S = 0.5
 LOG_TAIL_LINES = 30
 
@@ -124,6 +125,8 @@ class Runner:
         self.parallel = min(check_parallel(parallel) or self.backend.capacity(), MAX_PARALLEL)
         self.poll_interval_s = poll_interval_s
         self.cancel = cancel or threading.Event()
+        self.problem = ""  # why the runner stopped the experiment itself (one line), if it did
+        self.recovered: list[str] = []  # runs whose result kept on disk was recorded on resume
         self._refs = store.in_flight() if self.backend.remote else {}
         self._todo = list(self._refs) if attach_only else store.unfinished()
         self._lock = threading.Lock()
@@ -177,6 +180,11 @@ class Runner:
         check_parallel(kwargs.get("parallel"))
         override = kwargs.pop("backend_spec", None)
         store = ExperimentStore.open(experiment_dir)
+        try:  # results kept on disk while the store did not answer: recorded, not run again
+            recovered = durable.recover(store)
+        except BaseException:
+            store.close()
+            raise
         spec = store.spec
         try:
             if override is not None:
@@ -196,7 +204,9 @@ class Runner:
                 spec = replace(spec, repeats=repeats)
                 store.set_spec(spec)
                 store.add_runs(plan_runs(spec))
-            return cls(store, **kwargs)
+            runner = cls(store, **kwargs)
+            runner.recovered = recovered
+            return runner
         except BaseException:
             store.close()
             kwargs["backend"].close()
@@ -307,6 +317,9 @@ class Runner:
             try:
                 self._execute(run_id)
             except Exception as exc:  # a bug or a full disk: record it, go on with the others
+                if durable.disk_full(exc) or isinstance(exc, durable.StoreUnavailable):
+                    self._halt(run_id, exc)  # the next runs would fail alike: stop cleanly
+                    continue
                 rec = replace(
                     self.store.run(run_id),
                     status=RUN_FAILED,
@@ -320,6 +333,18 @@ class Runner:
             finally:
                 with self._lock:
                     self._active.pop(run_id, None)
+
+    def _halt(self, run_id: str, exc: Exception) -> None:
+        """The store cannot take results (a full disk, a lock that does not end): no more runs
+        start, and the experiment says why in one line; `--resume` finishes it."""
+        why = "the disk is full" if durable.disk_full(exc) else str(exc)
+        with self._lock:
+            if not self.problem:
+                self.problem = (
+                    f"stopped: {why} ({run_id}); free space (or the store) and run "
+                    f"tuiprof run --resume {self.experiment_dir}"
+                )
+        self.cancel.set()
 
     def _main(self) -> None:
         counts: dict[str, int] = {}
@@ -345,7 +370,9 @@ class Runner:
             self.backend.close()
             self._closed = True
             self._emit(
-                ev.ExperimentFinished(str(self.experiment_dir), counts, self.cancel.is_set())
+                ev.ExperimentFinished(
+                    str(self.experiment_dir), counts, self.cancel.is_set(), self.problem
+                )
             )
             self._done.set()
 
@@ -556,7 +583,7 @@ class Runner:
             progress=state.progress(),
             node=handle.node() or rec.node,
         )
-        self.store.finish(rec, state.distributions())
+        durable.finish(self.store, rec, state.distributions())
         self._emit(ev.RunFinished(rec) if status == RUN_FINISHED else ev.RunFailed(rec))
         if retry:
             with self._lock:

@@ -136,8 +136,9 @@ class RunnerLock:
         pid, host, _ = runner_identity()
         since = time.strftime("%Y-%m-%d %H:%M:%S %Z")
         info = json.dumps({"pid": pid, "host": host, "since": since}).encode()
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, info + b"\n", 0)
+        with contextlib.suppress(OSError):  # who holds it, for others' messages: a full disk
+            os.ftruncate(fd, 0)  # leaves it unsaid, the lock itself holds
+            os.pwrite(fd, info + b"\n", 0)
         return cls(fd, path)
 
     def release(self) -> None:
@@ -176,6 +177,9 @@ class PlannedRun:
         return f"{self.variant}-{'w' if self.is_warmup else 'r'}{self.repeat}"
 
 
+DAMAGED_ROW = "its stored result is damaged (not JSON); --resume runs it again"
+
+
 def _json(text: str) -> dict[str, Any] | None:
     """A row's JSON map; None where it is damaged (not JSON, or not an object)."""
     if text == "{}":  # most rows: a pending run's empty maps
@@ -207,10 +211,7 @@ def _row_to_record(row: sqlite3.Row, directory: Path) -> RunRecord:
             status, error = RUN_INTERRUPTED, error or "tuiprof stopped while this run was running"
     metrics, environment = _json(row["metrics"]), _json(row["environment"])
     if metrics is None or environment is None:  # a damaged row: its result is lost, run it again
-        status, error = (
-            RUN_INTERRUPTED,
-            "its stored result is damaged (not JSON); --resume runs it again",
-        )
+        status, error = RUN_INTERRUPTED, DAMAGED_ROW
     return RunRecord(
         run_id=row["run_id"],
         variant=row["variant"],
@@ -457,6 +458,13 @@ class ExperimentStore:
             if runner_alive(row["runner_pid"], row["runner_host"], row["runner_start"]):
                 store.close()  # e.g. a runner on another host, where the flock is not shared
                 raise StoreError(f"{d}: another tuiprof (pid {row['runner_pid']}) is running it")
+        with store._tx() as c:  # a damaged row's result is lost: it is run again (see _json)
+            c.execute(
+                "UPDATE runs SET status = ?, error = ?, metrics = '{}', environment = '{}' "
+                "WHERE status = ? AND NOT (json_valid(metrics) AND json_type(metrics) = 'object' "
+                "AND json_valid(environment) AND json_type(environment) = 'object')",
+                (RUN_INTERRUPTED, DAMAGED_ROW, RUN_FINISHED),
+            )
         if stop_orphans:
             store._stop_orphans()
         for row in rows:

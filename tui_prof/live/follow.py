@@ -2,9 +2,10 @@
 
 Contract: `iter_changes(root, stop=...)` yields lists of `FollowEvent` as files appear or change
 under `root`, about a second after they do, through OS file watching (watchfiles: inotify,
-FSEvents, ReadDirectoryChanges), not busy polling. A `*.xplane.pb` is reported only once it is
-complete: its size and mtime held still for `settle_s` and its protobuf framing reaches the end
-of the file, so a half-written copy is never handed to a parser. Metrics (`*.jsonl`) and
+FSEvents, ReadDirectoryChanges), not busy polling. A profile (`*.xplane.pb`, PyTorch's
+`*.pt.trace.json[.gz]`) is reported only once it is complete: its size and mtime held still for
+`settle_s` and its protobuf framing reaches the end of the file (a JSON trace: it ends with `}`),
+so a half-written copy is never handed to a parser. Metrics (`*.jsonl`) and
 TensorBoard event files (`*tfevents*`) are reported on every change (they only ever grow; a
 reader must ignore a trailing partial line). Nothing here raises for a vanished, unreadable or
 not-yet-created directory: the follower waits for it and carries on. Stop it with `stop`.
@@ -56,9 +57,12 @@ class FollowEvent:
     run_dir: Path
 
 
+KINETO_SUFFIXES = (".pt.trace.json", ".pt.trace.json.gz")  # PyTorch's profiler (Kineto)
+
+
 def _kind_of(path: Path) -> str | None:
     name = path.name
-    if name.endswith(XPLANE_SUFFIX):
+    if name.endswith(XPLANE_SUFFIX) or name.endswith(KINETO_SUFFIXES):
         return PROFILE
     if name.endswith(".jsonl"):
         return METRICS
@@ -76,6 +80,21 @@ def run_dir_of(path: Path) -> Path:
             return profile.parent.parent
         return profile
     return parent
+
+
+def profile_complete(path: Path) -> bool:
+    """Whether a profile file that held still looks whole: an XSpace's framing, a Kineto JSON's
+    closing brace (a gzip's size holding still is all there is to go by without reading it)."""
+    if path.name.endswith(".json"):
+        try:
+            with open(path, "rb") as f:
+                f.seek(max(0, os.fstat(f.fileno()).st_size - 64))
+                return f.read().rstrip().endswith(b"}")
+        except OSError:
+            return False
+    if path.name.endswith(".gz"):
+        return True
+    return xplane_framing_complete(path)
 
 
 def xplane_framing_complete(path: Path) -> bool:
@@ -155,7 +174,7 @@ class _Tracker:
                 self.known_runs.add(run_dir_of(path))
                 if kind == PROFILE:
                     self.known_sessions.add(path.parent)
-                    if now - st[1] / 1e9 < 5.0 or not xplane_framing_complete(path):
+                    if now - st[1] / 1e9 < 5.0 or not profile_complete(path):
                         self.pending[path] = (st, time.monotonic())
                         continue
                 self.reported[path] = st
@@ -207,7 +226,7 @@ class _Tracker:
             if st != seen:
                 self.pending[path] = (st, now)
                 continue
-            if now - since < self.settle_s or not xplane_framing_complete(path):
+            if now - since < self.settle_s or not profile_complete(path):
                 continue
             del self.pending[path]
             if self.reported.get(path) != st:

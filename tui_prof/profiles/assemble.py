@@ -27,10 +27,10 @@ from tui_prof.model import (
     TensorCoreUse,
     UnreadableProfile,
 )
-from tui_prof.printable import printable, printable_fields
 from tui_prof.profiles import advice, remedies
 from tui_prof.profiles.discover import Session, display_path
-from tui_prof.profiles.hardware import DeviceSpec, device_spec, vendor_of
+from tui_prof.profiles.hardware import DeviceSpec, row_of, vendor_of
+from tui_prof.profiles.kernel_names import says_its_type
 
 
 def average(steps: Sequence[StepBreakdown]) -> StepAverage | None:
@@ -84,12 +84,24 @@ def tensor_core_use(ks: Sequence[KernelStat]) -> TensorCoreUse | None:
 
 def device_row(env: Environment) -> DeviceSpec | None:
     """The hardware table's row for a profile's devices: a model's name first (PyTorch's
-    deviceProperties, XLA's device planes), else the device type ("TPU v4", "AMD GPU - gfx942")."""
-    for name in (*env.device_names, env.device_type):
-        spec = device_spec(name=name)
-        if spec is not None:
-            return spec
-    return None
+    deviceProperties, XLA's device planes), else the device type ("TPU v4", "AMD GPU - gfx942"),
+    else the CUDA compute capability (an A10G, an RTX card: the architecture's formats)."""
+    return row_of((*env.device_names, env.device_type), env.compute_capability)
+
+
+# Where the 16-bit share comes from types (HLO ops', PyTorch ops' inputs), it is measured.
+TYPED_SOURCES = ("hlo_ops", "kernels_and_op_types")
+
+
+def measured_precision(prec: Precision | None, kernels: Sequence[KernelStat]) -> Precision | None:
+    """The 16-bit share where it measures something: from types, or from kernel names of which
+    some say their type. XLA's fusion kernels say none, so xprof's name rule reads a bf16 JAX job
+    on a GPU as 0% 16-bit; advice must not tell it to try mixed precision."""
+    if prec is None or prec.source in TYPED_SOURCES:
+        return prec
+    if kernels and not any(says_its_type(k.name) for k in kernels):
+        return None
+    return prec
 
 
 def facts(
@@ -180,7 +192,7 @@ def assemble(
     check_numbers(session, steps, ops, kernels)
     avg = average(steps)
     tc = tensor_core_use(kernels)
-    f = facts(env, prec, framework, is_training)
+    f = facts(env, measured_precision(prec, kernels), framework, is_training)
     sentence, verdict, flagged = advice.verdict(avg, f, startup_ms, startup_calls)
     tips = advice.recommendations(flagged, f, tc)
     if avg is None:
@@ -190,28 +202,28 @@ def assemble(
                 0, advice.PROGRAM_RUNS_TIP.format(name=repeated[0].name, runs=repeated[0].runs)
             )
         tips.insert(0, remedies.step_markers(f))
-    # Names from the file are data: made printable once here, so no face meets an escape sequence.
+    # Names from the file are data: the reader seam (load.summarize_session) makes them printable.
     return ProfileSummary(
         path=display_path(session.path),
-        hosts=printable_fields(env.hosts),
+        hosts=env.hosts,
         step_source=source,
-        step_source_detail=printable(detail),
+        step_source_detail=detail,
         steps=tuple(steps),
         average=avg,
         precision=prec,
         tensor_core=tc,
-        top_ops=printable_fields(tuple(ops)),
-        kernels=printable_fields(tuple(kernels)),
-        environment=printable_fields(env),
+        top_ops=tuple(ops),
+        kernels=tuple(kernels),
+        environment=env,
         bottleneck=sentence,
-        recommendations=printable_fields(tuple(tips)),
-        warnings=printable_fields(tuple(warnings)),
-        device_utilization=printable_fields(utilization),
-        programs=printable_fields(tuple(programs)),
+        recommendations=tuple(tips),
+        warnings=tuple(warnings),
+        device_utilization=utilization,
+        programs=tuple(programs),
         framework=framework,
-        ranks=printable_fields(tuple(ranks)),
-        efficiency=printable_fields(efficiency),
-        memory=printable_fields(memory),
+        ranks=tuple(ranks),
+        efficiency=efficiency,
+        memory=memory,
         verdict=verdict,
-        startup_calls=tuple((printable(n), ms) for n, ms in startup_calls),
+        startup_calls=tuple(startup_calls),
     )

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from tui_prof.model import ProfileSummary
 
@@ -83,6 +83,8 @@ class DiffSide:
     device_type: str
     has_ops: bool
     has_kernels: bool
+    # Means over its profiles where every one has them (else None): see EFFICIENCY_FIELDS.
+    efficiency: dict[str, float | None] = field(default_factory=dict)
 
     @property
     def profiles(self) -> int:
@@ -97,6 +99,7 @@ class DiffSide:
             "step_time_ms": self.step_time_ms,
             "step_time_sd_ms": self.step_time_sd_ms,
             "device_type": self.device_type,
+            **{k: self.efficiency.get(k) for k in EFFICIENCY_FIELDS},
         }
 
 
@@ -172,8 +175,20 @@ class ProfileDiff:
                 "ops": {w: t.to_dict() for w, t in sorted(self.op_totals().items())},
                 "kernels": self.kernel_total().to_dict(),
             },
+            "efficiency": self.efficiency_changes(),
             "notes": list(self.notes),
         }
+
+    def efficiency_changes(self) -> dict[str, dict[str, float | None]]:
+        """MFU, FLOP rate, FLOPs per step and peak memory of A and B, where either has them."""
+        out: dict[str, dict[str, float | None]] = {}
+        for k in EFFICIENCY_FIELDS:
+            va, vb = self.a.efficiency.get(k), self.b.efficiency.get(k)
+            if va is None and vb is None:
+                continue
+            delta = vb - va if va is not None and vb is not None else None
+            out[k] = {"a": va, "b": vb, "delta": delta}
+        return out
 
 
 # -- computing ---------------------------------------------------------------------------
@@ -275,7 +290,26 @@ def _side(label: str, profiles: Sequence[ProfileSummary]) -> DiffSide:
         device_type="/".join(types),
         has_ops=any(s.top_ops for s in profiles),
         has_kernels=any(s.kernels for s in profiles),
+        efficiency=_efficiency(profiles),
     )
+
+
+# What a diff compares beyond time, by the JSON names `tuiprof summary` uses.
+EFFICIENCY_FIELDS = ("mfu_percent", "achieved_tflops", "flops_per_step", "peak_allocated_mb")
+
+
+def _efficiency(profiles: Sequence[ProfileSummary]) -> dict[str, float | None]:
+    def value(s: ProfileSummary, k: str) -> float | None:
+        if k == "peak_allocated_mb":
+            return s.memory.peak_allocated_mb if s.memory is not None else None
+        return getattr(s.efficiency, k) if s.efficiency is not None else None
+
+    out: dict[str, float | None] = {}
+    for k in EFFICIENCY_FIELDS:
+        values = [value(s, k) for s in profiles]
+        known = [v for v in values if v is not None]
+        out[k] = sum(known) / len(known) if known and len(known) == len(values) else None
+    return out
 
 
 def _notes(a: DiffSide, b: DiffSide, per: str) -> list[str]:

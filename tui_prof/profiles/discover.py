@@ -37,6 +37,9 @@ LEGACY_SUFFIXES = (
     ".input_pipeline.json",
 )
 LEGACY_TRACE_SUFFIX = ".trace.json.gz"
+LEGACY_MEMORY_SUFFIX = ".memory_profile.json.gz"  # the memory profile tool's saved JSON
+# Files that belong to a legacy host but do not make a session alone.
+LEGACY_COMPANIONS = (LEGACY_TRACE_SUFFIX, LEGACY_MEMORY_SUFFIX)
 
 
 @dataclass(frozen=True)
@@ -170,7 +173,7 @@ def _host_files(entries: list[os.DirEntry[str]], problems: list[Problem]) -> lis
 
 def legacy_suffix(name: str) -> str | None:
     """The legacy tool suffix a file name ends with (a bare `overview_page.json` included)."""
-    for suffix in (*LEGACY_SUFFIXES, LEGACY_TRACE_SUFFIX):
+    for suffix in (*LEGACY_SUFFIXES, *LEGACY_COMPANIONS):
         if name.endswith(suffix) or name == suffix[1:]:
             return suffix
     return None
@@ -180,7 +183,7 @@ def _legacy_hosts(
     entries: list[os.DirEntry[str]], d: Path, problems: list[Problem]
 ) -> list[HostFile]:
     """One HostFile per host of an older TensorBoard's tool files (no xplane in the directory)."""
-    order = (*LEGACY_SUFFIXES, LEGACY_TRACE_SUFFIX)
+    order = (*LEGACY_SUFFIXES, *LEGACY_COMPANIONS)
     files: dict[str, list[tuple[int, Path, os.stat_result]]] = {}
     for e in entries:
         suffix = legacy_suffix(e.name)
@@ -194,8 +197,8 @@ def _legacy_hosts(
     hosts = []
     for host, found in files.items():
         found.sort(key=lambda f: f[0])
-        if found[0][0] == len(LEGACY_SUFFIXES):
-            continue  # a trace alone: not a session tuiprof can summarise
+        if found[0][0] >= len(LEGACY_SUFFIXES):
+            continue  # a trace or memory profile alone: not a session tuiprof can summarise
         hosts.append(
             HostFile(
                 display_name(host or d.name),  # unprefixed TF1 files: the session's name
@@ -209,7 +212,7 @@ def _legacy_hosts(
 
 
 def _legacy_file(name: str) -> bool:
-    return legacy_suffix(name) not in (None, LEGACY_TRACE_SUFFIX)
+    return legacy_suffix(name) not in (None, *LEGACY_COMPANIONS)
 
 
 def _kineto_sessions(
@@ -281,6 +284,35 @@ def _single_file(root: Path) -> Discovery:
     return Discovery(root, (Run(display_name(session_dir.name), session_dir, (session,)),), ())
 
 
+def _loop_of(path: str) -> frozenset[str] | None:
+    """The links of the symlink cycle `path` is in (absolute), or None if it is in none."""
+    seen: list[str] = []
+    p = os.path.abspath(path)
+    for _ in range(64):
+        if p in seen:
+            return frozenset(seen[seen.index(p) :])
+        seen.append(p)
+        try:
+            p = os.path.join(os.path.dirname(p), os.readlink(p))
+            p = os.path.abspath(p)
+        except OSError:
+            return None
+    return None
+
+
+def _one_per_loop(problems: list[Problem]) -> list[Problem]:
+    """A loop of two links (a -> b -> a) is one problem, not one per link."""
+    out, loops = [], set()
+    for p in problems:
+        loop = _loop_of(p.path) if "symbolic links" in p.reason else None
+        if loop is not None:
+            if loop in loops:
+                continue
+            loops.add(loop)
+        out.append(p)
+    return out
+
+
 def discover(path: str | os.PathLike[str]) -> Discovery:
     """List every session under `path`; raises FileNotFoundError if `path` does not exist."""
     root = Path(path)
@@ -342,4 +374,4 @@ def discover(path: str | os.PathLike[str]) -> Discovery:
         Run(_run_name(run_dir, root), run_dir, tuple(sorted(sessions, key=lambda s: s.name)))
         for run_dir, sessions in sorted(by_run.items(), key=lambda kv: _run_name(kv[0], root))
     )
-    return Discovery(root, runs, tuple(problems))
+    return Discovery(root, runs, tuple(_one_per_loop(problems)))

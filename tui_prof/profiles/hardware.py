@@ -17,6 +17,7 @@ are one member's (the one named in `name`).
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 # Number formats a matrix unit may run ("fp32" = fp32 on the matrix units: AMD's MFMA).
@@ -461,4 +462,18 @@ def device_spec(
         return replace(SPECS[_CUDA_CC[cc]], exact=False)
     if re.fullmatch(r"(host\s*)?CPU.*", text, re.IGNORECASE):
         return SPECS["cpu"]
+    return None
+
+
+def row_of(names: Sequence[str], compute_capability: str = "") -> DeviceSpec | None:
+    """The row for a profile's devices: the first of `names` (device model names, then the
+    device type: "TPU v4", "AMD GPU - gfx942") the table knows, else, for an NVIDIA GPU it does
+    not name (an A10G, a GeForce card), the CUDA compute capability's architecture. The one
+    search every user of the table goes through (the advice, efficiency's peaks)."""
+    for name in names:
+        spec = device_spec(name=name)
+        if spec is not None:
+            return spec
+    if compute_capability:
+        return device_spec(name=next(iter(names), ""), compute_capability=compute_capability)
     return None

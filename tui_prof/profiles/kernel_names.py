@@ -75,6 +75,20 @@ SIXTEEN_BIT_KERNEL = re.compile(
 )
 
 
+# A kernel name that says its number type at all (16-bit above, or 32-bit): cuBLAS sgemm/s1688,
+# CUTLASS/cuDNN f32 and tf32, PyTorch's `<float>` template arguments, Tensile's `_S`/`SB` inputs.
+# XLA's fusions (`gemm_fusion_dot_3`, `loop_add_fusion`) say none: by name, their precision is
+# unknown, not 32-bit.
+_THIRTY_TWO_BIT = re.compile(
+    r"(?i:f32|fp32|tf32|float|sgemm|single)|s884|s1688|s16816|^(Custom_)?Cijk_A[a-z]+_B[a-z]+_S"
+)
+
+
+def says_its_type(kernel: str) -> bool:
+    """Whether a kernel's name tells its number type (16- or 32-bit) at all."""
+    return is_16bit_kernel(kernel) or _THIRTY_TWO_BIT.search(kernel) is not None
+
+
 def is_collective(kernel: str) -> bool:
     return COLLECTIVE_KERNEL.match(kernel) is not None
 

@@ -3,29 +3,76 @@
 Contract: `load_summary(session)` is what the CLI and the TUI call. It picks the reader for the
 session's `format` (see READERS), caches the result by (path, size, mtime) and raises
 ProfileError with a one-line reason, or Cancelled when the cancel event is set. A new format is
-a discover rule plus one module exposing `summarize(session, *, force_fallback, full, cancel,
-progress) -> ProfileSummary`; readers are imported only when a session of theirs is read. A
-reader that can take its steps from the runs of a named XLA program also accepts `step_program`
-(only passed where the user names one).
+a discover rule plus one module that is a `Reader` (its `summarize`), named in READERS; readers
+are imported only when a session of theirs is read. A reader that can take its steps from the
+runs of a named XLA program is a `ProgramReader` and says so in READERS (`step_program` is only
+passed where the user names one). mypy checks every reader module against its protocol.
 """
 
 from __future__ import annotations
 
 import importlib
-import inspect
 import threading
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Protocol, cast
 
 from tui_prof.model import ProfileError, ProfileSummary, Progress, UnreadableProfile
+from tui_prof.printable import printable_fields
 from tui_prof.profiles import cache
 from tui_prof.profiles.discover import Session, discover
 
+
+class Reader(Protocol):
+    """A profile format's reader: one session in, its summary out (ProfileError, Cancelled)."""
+
+    def summarize(
+        self,
+        session: Session,
+        *,
+        force_fallback: bool = False,
+        full: bool = False,
+        cancel: threading.Event | None = None,
+        progress: Progress | None = None,
+    ) -> ProfileSummary: ...
+
+
+class ProgramReader(Protocol):
+    """A reader that can also take its steps from the runs of a named XLA program."""
+
+    def summarize(
+        self,
+        session: Session,
+        *,
+        force_fallback: bool = False,
+        full: bool = False,
+        cancel: threading.Event | None = None,
+        progress: Progress | None = None,
+        step_program: str | None = None,
+    ) -> ProfileSummary: ...
+
+
+@dataclass(frozen=True)
+class ReaderEntry:
+    module: str  # imported when a session of this format is read
+    step_programs: bool = False  # a ProgramReader
+
+
 # Session format (as discover names it) → the module that reads it.
-READERS: dict[str, str] = {
-    "xplane": "tui_prof.profiles.xplane.reader",
-    "legacy": "tui_prof.profiles.legacy.reader",
-    "kineto": "tui_prof.profiles.kineto.reader",
+READERS: dict[str, ReaderEntry] = {
+    "xplane": ReaderEntry("tui_prof.profiles.xplane.reader", step_programs=True),
+    "legacy": ReaderEntry("tui_prof.profiles.legacy.reader"),
+    "kineto": ReaderEntry("tui_prof.profiles.kineto.reader"),
 }
+
+if TYPE_CHECKING:  # each reader module is checked against its protocol, never imported here
+    from tui_prof.profiles.kineto import reader as _kineto
+    from tui_prof.profiles.legacy import reader as _legacy
+    from tui_prof.profiles.xplane import reader as _xplane
+
+    _xplane_reader: ProgramReader = _xplane
+    _legacy_reader: Reader = _legacy
+    _kineto_reader: Reader = _kineto
 
 
 def session_of(path: str | Path) -> Session:
@@ -50,26 +97,28 @@ def summarize_session(
     """Analyse one session with its format's reader, without the cache."""
     if not isinstance(session, Session):
         session = session_of(session)
-    module = READERS.get(session.format)
-    if module is None:
+    entry = READERS.get(session.format)
+    if entry is None:
         raise ProfileError(f"{session.path}: no reader for {session.format} profiles")
-    reader = importlib.import_module(module)
-    extra: dict[str, str] = {}
-    if step_program:
-        if "step_program" not in inspect.signature(reader.summarize).parameters:
-            raise ProfileError(
-                f"--step-program applies to XLA profiles (*.xplane.pb), not {session.format} ones"
-            )
-        extra["step_program"] = step_program
-    try:
-        summary: ProfileSummary = reader.summarize(
-            session,
-            force_fallback=force_fallback,
-            full=full,
-            cancel=cancel,
-            progress=progress,
-            **extra,
+    module = importlib.import_module(entry.module)
+    if step_program and not entry.step_programs:
+        raise ProfileError(
+            f"--step-program applies to XLA profiles (*.xplane.pb), not {session.format} ones"
         )
+    try:
+        if step_program:
+            summary = cast(ProgramReader, module).summarize(
+                session,
+                force_fallback=force_fallback,
+                full=full,
+                cancel=cancel,
+                progress=progress,
+                step_program=step_program,
+            )
+        else:
+            summary = cast(Reader, module).summarize(
+                session, force_fallback=force_fallback, full=full, cancel=cancel, progress=progress
+            )
     except RecursionError:  # a value nested deeper than any parser's stack (200,000 `[`)
         raise UnreadableProfile(
             f"{session.file_names}: nested too deeply to read (not a profile)"
@@ -78,7 +127,8 @@ def summarize_session(
         raise UnreadableProfile(
             f"{session.file_names}: damaged numbers ({type(exc).__name__}: {exc})"
         ) from None
-    return summary
+    # Every name from the file printable, whatever a reader added after assemble (e.g. GPU names)
+    return printable_fields(summary)
 
 
 def load_summary(

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from tui_prof.model import Environment
-from tui_prof.profiles.hardware import device_spec
+from tui_prof.profiles.hardware import row_of
 
 
 @dataclass(frozen=True)
@@ -28,10 +28,9 @@ def device_row(env: Environment) -> PeakRow | None:
     """The first of the device names, then the device type, that the table knows."""
     if env.device_type.upper() == "CPU":
         return None  # no dense peak for "a CPU": MFU needs --peak-tflops there
-    for text in (*env.device_names, env.device_type):
-        spec = device_spec(name=text)
-        if spec is None or spec.kind == "CPU":
-            continue
+    # names, then the device type, then the compute capability: hardware.row_of, the one search
+    spec = row_of((*env.device_names, env.device_type), env.compute_capability)
+    if spec is not None and spec.kind != "CPU":
         peaks = dict(spec.matrix_tflops)
         fp32 = spec.peak_flops("fp32")
         if fp32 is not None:

@@ -39,6 +39,9 @@ class Prefetch:
         self.error: str | None = None
         self.listing_used = False  # the browse screen took the discovery
         self.used = False  # the browse screen took (or waited for) the summary
+        # the child's latest progress line (fraction, what it does): a large trace takes minutes
+        self.progress: tuple[float, str] | None = None
+        self._stopped = False
         self._child: subprocess.Popen[bytes] | None = None
 
     def start(self, *, child: bool = True) -> Prefetch:
@@ -59,6 +62,21 @@ class Prefetch:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 child.wait(timeout=2)
 
+    def stop(self) -> None:
+        """The session was left before its analysis ended: stop the child and analyse nothing
+        here either."""
+        self._stopped = True
+        self.close()
+
+    def _follow(self, child: subprocess.Popen[bytes]) -> None:
+        """Read the child's progress lines until it ends."""
+        if child.stdout is not None:
+            for line in child.stdout:
+                fraction, _, text = line.decode(errors="replace").rstrip("\n").partition("\t")
+                with contextlib.suppress(ValueError):
+                    self.progress = (float(fraction), text)
+        child.wait()
+
     def _run(self) -> None:
         try:
             self.discovery = discover(self.path)
@@ -73,7 +91,9 @@ class Prefetch:
                 if cached(self.session):
                     self.close()
                 elif self._child is not None:
-                    self._child.wait()  # its summary is in the cache now (or it failed)
+                    self._follow(self._child)  # its summary is in the cache now (or it failed)
+                if self._stopped:
+                    return
                 try:
                     self.summary = load_summary(self.session)
                 except ProfileError as exc:
@@ -81,6 +101,7 @@ class Prefetch:
                 except Exception as exc:  # shown like a bad file; never kills the app
                     self.error = f"unexpected error: {type(exc).__name__}: {exc}"
         finally:
+            self.close()  # a child not waited for above is not needed (nor read: its pipe fills)
             self.analysed.set()
 
 
@@ -89,7 +110,7 @@ def cached(session: Session) -> bool:
     from tui_prof.profiles import cache
 
     try:
-        return (cache.cache_dir() / f"{cache.cache_key(session)}.json").is_file()
+        return cache.cache_path(cache.cache_key(session)).is_file()
     except OSError:
         return False
 
@@ -99,7 +120,7 @@ def _spawn(path: Path) -> subprocess.Popen[bytes] | None:
         return subprocess.Popen(
             [sys.executable, "-m", "tui_prof.profiles.prefetch", str(path)],
             stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,  # progress lines: "fraction<TAB>what it does"
             stderr=subprocess.DEVNULL,  # the screen is Textual's; errors come from the parent
             start_new_session=True,  # its own process group: close() ends it and its children
         )
@@ -108,14 +129,30 @@ def _spawn(path: Path) -> subprocess.Popen[bytes] | None:
 
 
 def _child_main(path: str) -> int:
-    """Analyse the first session under `path` into the summary cache; say nothing."""
+    """Analyse the first session under `path` into the summary cache; print only its progress
+    (each whole per mille once)."""
     found = discover(Path(path)).sessions
     if not found:
         return 0
+    if found[0].format == "xplane" and not cached(found[0]):
+        # The converter's process starts while this one imports the readers (as `summary` does).
+        from tui_prof.profiles.xplane import convert_worker
+
+        convert_worker.process().start()
     from tui_prof.profiles.load import load_summary
 
+    last: list[tuple[int, str]] = []
+
+    def progress(fraction: float, text: str) -> None:
+        step = (int(fraction * 1000), text)
+        if not last or step != last[0]:
+            last[:] = [step]
+            with contextlib.suppress(OSError):  # the parent stopped reading: no matter
+                sys.stdout.write(f"{fraction:.4f}\t{' '.join(text.split())}\n")
+                sys.stdout.flush()
+
     try:
-        load_summary(found[0])
+        load_summary(found[0], progress=progress)
     except ProfileError:
         return 1
     return 0

@@ -9,7 +9,7 @@ repeats it (B faster: green, slower: red), so NO_COLOR terminals lose nothing.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.table import Table
@@ -24,12 +24,11 @@ from tui_prof.profiles.diff import (
     ProfileDiff,
     Total,
 )
+from tui_prof.render.efficiency import count, megabytes, percent, rate
 from tui_prof.render.names import fit_kernels, fit_paths, kernel_names
 from tui_prof.render.summary import fmt_ms
 
 ELLIPSIS = "…"
-# Columns beside the name: A, B, Δ, Δ %, status (and padding); what the name leaves them.
-NUMBERS_WIDTH = 40
 STATUS = {ONLY_IN_A: "gone", ONLY_IN_B: "new"}
 
 
@@ -161,6 +160,10 @@ def diff_header(diff: ProfileDiff) -> Text:
         _total_line(t, f"{where} ops", total, f"  sum of {where.lower()} op self times")
     if diff.kernels:
         _total_line(t, "Kernels", diff.kernel_total(), "  sum of kernel times")
+    changes = efficiency_line(diff)
+    if changes:
+        t.append("\n")
+        t.append_text(changes)
     t.append(
         f"\nOps: {len(diff.ops)} ({len(diff.only_in_b)} new in B, {len(diff.only_in_a)} gone)"
         f" · kernels: {len(diff.kernels)} · {unit(diff)}, Δ = B − A",
@@ -169,6 +172,25 @@ def diff_header(diff: ProfileDiff) -> Text:
     for note in diff.notes:
         t.append("\n⚠ " + note, style="yellow")
     return t
+
+
+_EFFICIENCY_LABELS: dict[str, tuple[str, Callable[[float], str]]] = {
+    "mfu_percent": ("MFU", percent),
+    "achieved_tflops": ("achieved", rate),
+    "flops_per_step": ("per step", count),
+    "peak_allocated_mb": ("peak memory", megabytes),
+}
+
+
+def efficiency_line(diff: ProfileDiff) -> Text | None:
+    """ "MFU 38% → 41% · achieved 412 → 440 TFLOP/s · peak memory 2,600 → 2,400 MB", where
+    either side knows them ("–" for the side that does not)."""
+    parts = []
+    for key, change in diff.efficiency_changes().items():
+        label, show = _EFFICIENCY_LABELS[key]
+        a, b = change["a"], change["b"]
+        parts.append(f"{label} {'–' if a is None else show(a)} → {'–' if b is None else show(b)}")
+    return Text(" · ".join(parts), style="dim") if parts else None
 
 
 class DiffTable:
@@ -180,20 +202,26 @@ class DiffTable:
         self.diff, self.rows, self.title, self.kernels = diff, list(rows), title, kernels
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        width = max(16, options.max_width - NUMBERS_WIDTH - (8 if has_spread(self.diff) else 0))
-        names = short_names([r.name for r in self.rows], width, kernels=self.kernels)
         spread = has_spread(self.diff)
+        heads = ("A", "B", "Δ", "± SE", "Δ %", "") if spread else ("A", "B", "Δ", "Δ %", "")
+        rows: list[list[str | Text]] = []
+        for row in self.rows:
+            cells: list[str | Text] = list(row_cells(row))
+            if spread:
+                cells.insert(3, fmt_ms(self.diff.delta_se(row)))
+            rows.append(cells)
+        # Numbers and marks are never cut: each column is as wide as its widest cell, and the
+        # name column takes what is left (a box table spends 3 cells a column, plus 1).
+        widths = [max([len(h), *(len(str(r[i])) for r in rows)]) for i, h in enumerate(heads)]
+        left = options.max_width - sum(widths) - 3 * (len(heads) + 1) - 1
+        width = max(8, left)
+        names = short_names([r.name for r in self.rows], width, kernels=self.kernels)
         t = Table(title=self.title, title_justify="left", expand=False)
         t.add_column("Kernel" if self.kernels else "Op", no_wrap=True, max_width=width)
-        for col in ("A", "B", "Δ", "± SE", "Δ %") if spread else ("A", "B", "Δ", "Δ %"):
-            t.add_column(col, justify="right", no_wrap=True)
-        t.add_column("", no_wrap=True)
-        for name, row in zip(names, self.rows, strict=True):
-            cells = row_cells(row)
-            if spread:
-                t.add_row(Text(name), *cells[:3], fmt_ms(self.diff.delta_se(row)), *cells[3:])
-            else:
-                t.add_row(Text(name), *cells)
+        for head, w in zip(heads, widths, strict=True):
+            t.add_column(head, justify="right" if head else "left", no_wrap=True, min_width=w)
+        for name, cells in zip(names, rows, strict=True):
+            t.add_row(Text(name), *cells)
         yield t
 
 

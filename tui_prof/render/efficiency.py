@@ -104,7 +104,7 @@ def sparkline(values: Sequence[float], width: int = SPARK_WIDTH) -> str:
     )
 
 
-def _mb(v: float) -> str:
+def megabytes(v: float) -> str:
     return f"{v / 1024:,.2f} GB" if v >= 1024 else f"{v:,.1f} MB"
 
 
@@ -113,22 +113,24 @@ def memory_text(summary: ProfileSummary) -> Text | None:
     if m is None or m.peak_allocated_mb is None:
         return None
     t = Text("Memory: peak ", style="")
-    t.append(_mb(m.peak_allocated_mb), style="bold")
+    t.append(megabytes(m.peak_allocated_mb), style="bold")
     t.append(" allocated" + (" above the profile's start" if m.relative else ""))
     if m.peak_reserved_mb:
-        t.append(f", {_mb(m.peak_reserved_mb)} reserved")
+        t.append(f", {megabytes(m.peak_reserved_mb)} reserved")
     if len(m.devices) > 1:
         top = max(m.devices, key=lambda d: d.peak_allocated_mb or 0.0)
         t.append(f" ({top.name})", style="dim")
     spark = sparkline([v for _, v in m.series_mb])
     if spark:
-        t.append("  ")
+        span = m.series_mb[-1][0] - m.series_mb[0][0]
+        t.append("\n  ")
         t.append(spark, style="cyan")
+        t.append(f" over {span:,.4g} ms", style="dim")
     if m.top_allocators:
         a = m.top_allocators[0]
         t.append("\n  Most allocated by ", style="dim")
         t.append(a.op)
-        t.append(f" ({_mb(a.allocated_mb)} in {a.allocations:,} allocations)", style="dim")
+        t.append(f" ({megabytes(a.allocated_mb)} in {a.allocations:,} allocations)", style="dim")
     return t
 
 

@@ -162,18 +162,59 @@ def tradeoff_cells(t: Tradeoff) -> list[list[str]]:
     ]
 
 
-def tradeoff_table(t: Tradeoff) -> Table:
-    """Each variant's median and quartiles on both metrics, its worst run, and whether it is on
-    the front (● on it, ○ beaten on both); short headers, so it fits a side pane."""
+TRADEOFF_COLUMNS = ("speed", "speed q1–q3", "quality", "quality q1–q3", "worst")
+TRADEOFF_GIVE_WAY = (("quality q1–q3",), ("speed q1–q3",), ("worst",))
+
+
+def _tradeoff_grid(t: Tradeoff, columns: tuple[str, ...]) -> Table:
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1, 0, 0), show_edge=False)
     table.add_column("  variant", no_wrap=True)
-    for head in ("speed", "q1–q3", "quality", "q1–q3", "worst"):
-        table.add_column(head, justify="right", no_wrap=True)
+    for col in columns:  # short headers, so it fits a side pane
+        table.add_column(col.split(" ")[-1], justify="right", no_wrap=True)
     for p, cells in zip(t.points, tradeoff_cells(t), strict=True):
         name = Text("● ", style="bold green") if p.pareto else Text("○ ", style="dim")
         name.append(cells[0], style="bold")
-        table.add_row(name, *cells[1:])
+        by_column = dict(zip(TRADEOFF_COLUMNS, cells[1:], strict=True))
+        table.add_row(name, *(by_column[c] for c in columns))
     return table
+
+
+class TradeoffTable:
+    """Each variant's median and quartiles on both metrics, its worst run, and whether it is on
+    the front (● on it, ○ beaten on both). Where the width is short, quartiles and then the worst
+    run give way, and a line names them: numbers are never cut."""
+
+    def __init__(self, t: Tradeoff) -> None:
+        self.t = t
+
+    def _width(self, console: Console, columns: tuple[str, ...]) -> int:
+        unbounded = console.options.update_width(10_000)
+        return Measurement.get(console, unbounded, _tradeoff_grid(self.t, columns)).maximum
+
+    def columns_for(self, console: Console, width: int) -> tuple[str, ...]:
+        shown: tuple[str, ...] = TRADEOFF_COLUMNS
+        for group in TRADEOFF_GIVE_WAY:
+            if self._width(console, shown) <= width:
+                break
+            shown = tuple(c for c in shown if c not in group)
+        return shown
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        least = self._width(console, ("speed", "quality"))
+        most = self._width(console, TRADEOFF_COLUMNS)
+        return Measurement(min(least, options.max_width), min(most, options.max_width))
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        shown = self.columns_for(console, options.max_width)
+        yield _tradeoff_grid(self.t, shown)
+        left_out = [c for c in TRADEOFF_COLUMNS if c not in shown]
+        if left_out:
+            yield Text(f"({', '.join(left_out)}: wider window)", style="dim")
+
+
+def tradeoff_table(t: Tradeoff) -> TradeoffTable:
+    """The trade-off's table, fitted to the width it is drawn at."""
+    return TradeoffTable(t)
 
 
 def _axis_text(name: str, unit: str, lower_is_better: bool) -> Text:

@@ -205,7 +205,10 @@ class BreakdownBars:
             line = Text(f"{s.step:>{self.label_width - 1}} ", style="dim")
             cells = round(bar_width * s.step_time_ms / longest)
             # Largest-remainder rounding so the segments add up to the bar's length.
-            raw = [(c, cells * s.breakdown_ms.get(c, 0.0) / (s.step_time_ms or 1.0)) for c in cats]
+            # Split over the step, or over its categories where a damaged file has them longer
+            # (a bar millions of cells long took the memory).
+            whole = max(s.step_time_ms, sum(max(0.0, s.breakdown_ms.get(c, 0.0)) for c in cats))
+            raw = [(c, cells * max(0.0, s.breakdown_ms.get(c, 0.0)) / (whole or 1.0)) for c in cats]
             widths = {c: int(w) for c, w in raw}
             rest = cells - sum(widths.values())
             for c, _w in sorted(raw, key=lambda cw: cw[1] - int(cw[1]), reverse=True)[
@@ -296,6 +299,15 @@ def utilization_text(u: DeviceUtilization) -> Text:
         more = " …" if len(silent) > 4 else ""
         t.append(f"; no events on {len(silent)} ({names}{more})", style="dim")
     return t
+
+
+def step_gpu_utilization(metrics: Sequence[GpuMetric]) -> dict[int, float]:
+    """Each step's GPU utilization (the mean over GPUs where there are several), by step."""
+    per: dict[int, list[float]] = {}
+    for m in metrics:
+        for s in m.steps:
+            per.setdefault(s.step, []).append(s.utilization_percent)
+    return {step: sum(v) / len(v) for step, v in per.items()}
 
 
 def _pct(v: float) -> str:

@@ -11,8 +11,8 @@ from tui_prof.model import ExperimentRecord, ProfileSummary
 from tui_prof.profiles.discover import Discovery, Session
 
 if TYPE_CHECKING:  # these load only when their feature is first used (watchfiles, numpy, gRPC)
-    from tui_prof.comparison.profile_diff import TargetRef
     from tui_prof.comparison.report import ComparisonReport
+    from tui_prof.experiments.diff_targets import TargetRef
     from tui_prof.experiments.events import RunEvent
     from tui_prof.experiments.runner import Runner
     from tui_prof.live.capture import CaptureResult

@@ -6,7 +6,7 @@ read its fields; no event struct is kept, only columns of numbers (a few dozen b
 event) and interned names, so a trace's events can be dropped batch by batch. Each batch is
 one tight loop that appends numbers to flat lists, made into one numpy chunk per kind at the
 batch's end (a tuple per row, kept to the end, was most of the memory on large traces:
-benchmarks/README.md, section 8). Event roles follow torch-tb-profiler's
+benchmarks/README.md, section 9). Event roles follow torch-tb-profiler's
 EventParser (event_parser.py, trace.py) where it is right: ProfilerStep#N markers,
 `enumerate(DataLoader)#…__next__` and `enumerate(DataPipe)#…` spans as DataLoader, the five
 `nccl:`/`gloo:` collectives as Communication (and kernels whose external id is one of theirs).

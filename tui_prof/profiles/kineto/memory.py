@@ -22,7 +22,6 @@ from tui_prof.profiles.kineto.events import Args, Event
 from tui_prof.profiles.memory_series import MB, downsample
 
 TOP_ALLOCATORS = 5
-LOOK_BACK = 256  # ops that ended before an allocation, passed over to find the one around it
 OUTSIDE = "(outside any op)"
 CPU = 0
 
@@ -108,36 +107,53 @@ class MemoryRecorder:
 
     def _allocators(self, c: Collector) -> dict[str, tuple[float, int]]:
         """Bytes allocated per op: the innermost op around each allocation on its thread (the
-        last op to start before it that has not ended: any op inside it would start later)."""
+        last op to start before it that has not ended: any op inside it would start later).
+        Vectorised for the common case (the last op to start is still running); the rest climb
+        from it to the first ancestor still running."""
         out: dict[str, tuple[float, int]] = {}
         # Old traces write an op's tid as a string and a memory event's as a number.
         threads = {(str(p), str(t)): i for i, (p, t) in enumerate(c.thread_keys)}
         h = c.host
         for (pid, tid), allocs in self.allocations.items():
-            ops: list[tuple[float, float, int]] = []
+            at = np.array(allocs, dtype=np.float64).reshape(-1, 2)
+            owner = np.full(len(at), -1, dtype=np.int64)  # name id, -1 outside any op
             th = threads.get((str(pid), str(tid)))
-            if h is not None and th is not None:  # that thread's ops by (ts, -end, name, flags)
+            if h is not None and th is not None and len(at):
                 rows = np.flatnonzero((h.thread == th) & ((h.flags & IS_OP) != 0))
                 rows = rows[np.lexsort((h.flags[rows], h.nid[rows], -h.end[rows], h.ts[rows]))]
-                ops = list(
-                    zip(
-                        h.ts[rows].tolist(),
-                        (-h.end[rows]).tolist(),
-                        h.nid[rows].tolist(),
-                        strict=True,
-                    )
-                )
-            starts = [r[0] for r in ops]
-            for ts, nbytes in allocs:
-                op = OUTSIDE
-                i = bisect.bisect_right(starts, ts) - 1
-                for j in range(i, max(-1, i - LOOK_BACK), -1):
-                    if -ops[j][1] >= ts:
-                        op = c.names[ops[j][2]]
-                        break
+                starts, ends, nids = h.ts[rows], h.end[rows], h.nid[rows].astype(np.int64)
+                idx = np.searchsorted(starts, at[:, 0], side="right") - 1
+                hit = (idx >= 0) & (ends[np.maximum(idx, 0)] >= at[:, 0])
+                owner[hit] = nids[idx[hit]]
+                missed = np.flatnonzero(~hit & (idx >= 0)).tolist()
+                if missed:  # the op around it is an ancestor of the last one to start
+                    parent = _parents(starts.tolist(), ends.tolist())
+                    end_of = ends.tolist()
+                    for k in missed:
+                        t, j = float(at[k, 0]), int(idx[k])
+                        while j >= 0 and end_of[j] < t:
+                            j = parent[j]
+                        if j >= 0:
+                            owner[k] = nids[j]
+            for nid in np.unique(owner).tolist():
+                mask = owner == nid
+                op = c.names[nid] if nid >= 0 else OUTSIDE
                 total, n = out.get(op, (0.0, 0))
-                out[op] = (total + nbytes, n + 1)
+                out[op] = (total + float(at[mask, 1].sum()), n + int(mask.sum()))
         return out
+
+
+def _parents(starts: list[float], ends: list[float]) -> list[int]:
+    """Each op's enclosing op (its index, -1 for none), ops sorted by (start, -end)."""
+    parent = [-1] * len(starts)
+    stack: list[int] = []
+    for i, start in enumerate(starts):
+        while stack and ends[stack[-1]] <= start:
+            stack.pop()
+        if stack:
+            parent[i] = stack[-1]
+        stack.append(i)
+    return parent
 
 
 def _curves(m: MemoryRecorder) -> list[tuple[str, list[tuple[float, float]]]]:

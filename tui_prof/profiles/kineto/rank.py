@@ -26,7 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from tui_prof.model import Cancelled, GpuMetric, StepBreakdown
-from tui_prof.profiles.kineto import names
+from tui_prof.profiles.kineto import heap, names
 from tui_prof.profiles.kineto.collect import Array, Collector, Device
 from tui_prof.profiles.kineto.extras import Extras, RankExtras
 from tui_prof.profiles.kineto.gpu_metrics import gpu_metrics
@@ -69,6 +69,7 @@ class RankResult:
     breakdowns: list[StepBreakdown]
     ops: OpsResult
     device_names: list[str]  # of the devices that ran kernels or copies
+    compute_capability: str  # "8.0" from an NVIDIA GPU's deviceProperties, else ""
     devices_used: int
     on_device: bool  # device events, runtime calls or listed devices: a GPU job
     runtime_ms_per_step: float  # runtime calls' share the plugin would show as 0 on today's traces
@@ -167,6 +168,20 @@ def _device_names(props: list[dict[str, object]] | None) -> dict[int, str]:
     return by_id
 
 
+def _compute_capability(props: list[dict[str, object]] | None) -> str:
+    """The first listed NVIDIA GPU's CUDA compute capability. ROCm writes its own major.minor
+    (gfx90a as 9.0) and a warp of 64; those are not CUDA's and are left out."""
+    for p in props or []:
+        if not isinstance(p, dict) or p.get("warpSize") not in (32, None):
+            continue
+        if "AMD" in str(p.get("name") or "") or "Radeon" in str(p.get("name") or ""):
+            continue
+        major, minor = _int(p.get("computeMajor")), _int(p.get("computeMinor"))
+        if major is not None and minor is not None:
+            return f"{major}.{minor}"
+    return ""
+
+
 def _devices(dev: Device, props: list[dict[str, object]] | None) -> tuple[list[str], int]:
     used = sorted(
         int(d) for d in np.unique(np.concatenate([dev.kernels[:, 5], dev.copies[:, 3]])) if d >= 0
@@ -210,6 +225,7 @@ def analyse_file(
         warnings.append(f"{name}: {c.negative:,} events with negative durations counted as 0")
     check()
     dev = c.device()
+    heap.release()  # the column chunks device() joined and dropped
     check()
     steps = find_steps(c, dev, ignore_markers=ignore_markers)
     check()
@@ -224,6 +240,7 @@ def analyse_file(
         native = partition(native_roles, spans) / 1000.0
         ours = partition(our_roles, spans) / 1000.0
         del native_roles, our_roles  # before the op tree needs the memory
+        heap.release()
         for i, n in enumerate(steps.numbers):
             length = (steps.spans[i][1] - steps.spans[i][0]) / 1000.0
             mine: dict[str, float] = {}
@@ -258,6 +275,7 @@ def analyse_file(
         breakdowns=breakdowns,
         ops=ops,
         device_names=device_names,
+        compute_capability=_compute_capability(meta.deviceProperties),
         devices_used=used,
         on_device=bool(
             c.kernel_count or c.memcpy_count or c.memset_count or c.runtime_calls or used

@@ -231,6 +231,7 @@ def _environment(session: Session, results: Sequence[RankResult]) -> Environment
         hosts=tuple(h.host for h in session.hosts),
         device_names=tuple(device_names),
         world_size=next((r.world_size for r in results if r.world_size is not None), None),
+        compute_capability=next((r.compute_capability for r in results if r.on_device), ""),
     )
 
 

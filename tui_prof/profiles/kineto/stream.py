@@ -69,6 +69,19 @@ _trace_decoder = msgspec.json.Decoder(Trace)
 _meta_decoder = msgspec.json.Decoder(Meta)
 
 
+_RAW_KEYS = tuple(f'"{k}"'.encode() for k in RAW_ARGS)
+
+
+def _has_raw(buf: bytearray, end: int) -> bool:
+    return any(buf.find(k, 0, end) >= 0 for k in _RAW_KEYS)
+
+
+def _unshared(part: memoryview, buf: bytearray, end: int) -> bytes | memoryview:
+    """What to decode: a copy where the part has Raw args (they point into what they were
+    decoded from, and the buffer is cut after), else the part itself (no 16 MB copy)."""
+    return bytes(part) if _has_raw(buf, end) else part
+
+
 def _mb(n: int) -> str:
     return f"{n / 2**20:,.1f} MB"
 
@@ -210,9 +223,9 @@ class TraceStream:
                 break
             saved = buf[close + 1]
             buf[close + 1] = ord("]")
-            try:  # a copy: the events' Raw args point into what they were decoded from
-                with memoryview(buf) as view:
-                    events = self._decode_events(bytes(view[: close + 2]))
+            try:
+                with memoryview(buf) as view, view[: close + 2] as part:
+                    events = self._decode_events(_unshared(part, buf, close + 2))
             except msgspec.DecodeError:
                 buf[close + 1] = saved
                 continue
@@ -223,7 +236,7 @@ class TraceStream:
             return events
         return None
 
-    def _decode_events(self, part: bytes) -> list[Event]:
+    def _decode_events(self, part: bytes | memoryview) -> list[Event]:
         try:
             return _events_decoder.decode(part)
         except msgspec.ValidationError:
@@ -271,7 +284,8 @@ class TraceStream:
         self._buf[0:0] = b'{"traceEvents":'
         self.parts += 1
         try:
-            trace = self._decode_trace(bytes(self._buf))  # a copy: Raw args point into it
+            buf = self._buf
+            trace = self._decode_trace(bytes(buf) if _has_raw(buf, len(buf)) else buf)
         except msgspec.DecodeError as exc:
             raise ProfileError(f"{self.name}: {self._describe(exc)}") from exc
         finally:

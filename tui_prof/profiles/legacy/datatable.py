@@ -9,7 +9,8 @@ the performance summary `hardware_type`. Step columns over the years: TensorCore
 (`noninfeedTimeMs`, later `tcComputeTimeMs`), input (`infeedTimeMs`, later `tcInfeedTimeMs`,
 when `infeedTimeMs` became the TensorCore's idle time) and idle (`tcIdleTimeMs`); a step's time
 is the TensorCore's (BarnaCore columns run beside it), as the plugin's chart and the files'
-own tooltips add it up. Raises ProfileError with one line for a file that is none of this.
+own tooltips add it up; a step's number is its tooltip's ("step 3123:", where the input
+pipeline's rows count 1, 2, …), else its `stepnum`. Raises ProfileError with one line for a file that is none of this.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any
 from tui_prof.model import CATEGORIES, ProfileError, StepBreakdown, UnreadableProfile, os_reason
 
 _LEADING_INT = re.compile(r"\s*(\d+)")
+_TOOLTIP_STEP = re.compile(r"\s*step (\d+):")  # "step 3123:\nTime waiting for input data = …"
 
 
 @dataclass(frozen=True)
@@ -102,6 +104,10 @@ def _step_table(path: Path, table: dict[str, Any]) -> list[StepBreakdown]:
         cell = cells[at_step] if at_step < len(cells) else None
         label = str(cell.get("v", "")) if isinstance(cell, dict) else ""
         number = int(label) if label.strip().isdigit() else n
+        tip = idx.get("tooltip")
+        tip_cell = cells[tip] if tip is not None and tip < len(cells) else None
+        if isinstance(tip_cell, dict) and (m := _TOOLTIP_STEP.match(str(tip_cell.get("v", "")))):
+            number = int(m.group(1))  # the input pipeline's rows count 1, 2, …; the tip says
         steps.append(StepBreakdown(number, sum(parts.values()), parts))
     return steps
 

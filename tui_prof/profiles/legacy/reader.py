@@ -13,8 +13,9 @@ warning. Imports the schemas from `xprof` only when a legacy session is read.
 
 from __future__ import annotations
 
+import gzip
+import json
 import threading
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,17 +24,17 @@ from tui_prof.model import (
     Cancelled,
     Environment,
     KernelStat,
+    MemoryUse,
     OpStat,
     Precision,
     ProfileError,
     ProfileSummary,
+    Progress,
     StepBreakdown,
 )
 from tui_prof.profiles.assemble import assemble
-from tui_prof.profiles.discover import Session, legacy_suffix
+from tui_prof.profiles.discover import LEGACY_MEMORY_SUFFIX, Session, legacy_suffix
 from tui_prof.profiles.legacy import datatable, tools
-
-Progress = Callable[[float, str], None]
 
 DETAIL = "steps as TensorBoard computed them when the profile was taken (its saved overview)"
 
@@ -108,6 +109,17 @@ def _combine(per_host: list[list[StepBreakdown]]) -> list[StepBreakdown]:
     ]
 
 
+def _memory(path: Path) -> tuple[MemoryUse | None, list[str]]:
+    """An older session's saved memory profile (the tool's JSON, gzipped)."""
+    from tui_prof.profiles.xplane.memory import memory_use
+
+    try:
+        with gzip.open(path, "rb") as f:
+            return memory_use(json.loads(f.read())), []
+    except (OSError, EOFError, ValueError) as exc:
+        return None, [f"{path.name}: the saved memory profile cannot be read ({exc})"]
+
+
 def summarize(
     session: Session,
     *,
@@ -124,6 +136,7 @@ def summarize(
     ops: list[OpStat] = []
     kernels: list[KernelStat] = []
     warnings: list[str] = []
+    memory: MemoryUse | None = None
     for i, host in enumerate(session.hosts):
         if cancel is not None and cancel.is_set():
             raise Cancelled()
@@ -138,6 +151,9 @@ def summarize(
                 ops.extend(tools.top_ops(files[".tensorflow_stats.pb"]))
         except ProfileError as exc:  # the steps stand without the op table
             warnings.append(str(exc))
+        if memory is None and LEGACY_MEMORY_SUFFIX in files:
+            memory, problem = _memory(files[LEGACY_MEMORY_SUFFIX])
+            warnings.extend(problem)
         try:
             if ".kernel_stats.pb" in files:
                 kernels.extend(tools.kernels(files[".kernel_stats.pb"]))
@@ -175,4 +191,5 @@ def summarize(
         kernels,
         ops,
         warnings,
+        memory=memory,
     )

@@ -14,6 +14,7 @@ into the converter's kernel rows. Read only when the converter has no device op.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,15 +23,21 @@ from tui_prof.model import KernelStat, OpStat
 from tui_prof.profiles.xplane.xspace import XSpaceFile, read_plane
 
 OP_STATS = ("tf_op", "level 0")  # the converter's stat first, then the annotation
+_SHAPE = re.compile(r"grid:\s*([\d,]+)\s+block:\s*([\d,]+)")
+
+
+_MEMCPY_TYPES = ("MemcpyHToD", "MemcpyDToH", "MemcpyDToD", "MemcpyHToH")
 
 
 def parse_op(annotation: str) -> tuple[str, str]:
     """(name, type) of a TensorFlow op annotation, as tsl's ParseTfOpFullname reads
-    `name:type` (the innermost of nested `outer::inner` scopes, `#arguments#` dropped)."""
+    `name:type` (the innermost of nested `outer::inner` scopes, `#arguments#` dropped); a name
+    without a type is "Unknown" as the converter's op table shows it, but copies (`MemcpyHToD…`)."""
     inner = annotation.split("::")[-1].split("#")[0].strip()
-    name, _, op_type = inner.rpartition(":")
-    if not name:  # no type: the name's last component stands for it
-        return inner, inner.rsplit("/", 1)[-1]
+    name, colon, op_type = inner.partition(":")
+    if not colon:
+        low = inner.lower()
+        return inner, next((t for t in _MEMCPY_TYPES if low.startswith(t.lower())), "Unknown")
     return name, op_type
 
 
@@ -40,6 +47,8 @@ class DeviceOps:
 
     ops: dict[str, tuple[str, int, float]] = field(default_factory=dict)
     by_kernel: dict[str, dict[str, tuple[int, float]]] = field(default_factory=dict)
+    # (kernel, grid, block) → {op: (kernels, total µs)}: the converter's rows are per shape
+    by_shape: dict[tuple[str, str, str], dict[str, tuple[int, float]]] = field(default_factory=dict)
 
     def top_ops(self) -> list[OpStat]:
         total = sum(us for _, _, us in self.ops.values())
@@ -59,11 +68,13 @@ def device_ops(paths: Sequence[Path]) -> DeviceOps:
             for ref in space.planes:
                 if not (ref.device and ref.device[0] == "GPU"):
                     continue
-                pe = read_plane(space, ref, text_stats=OP_STATS, skip_derived=True)
+                stats = (*OP_STATS, "kernel_details")
+                pe = read_plane(space, ref, text_stats=stats, skip_derived=True)
                 for le in pe.lines:
                     texts = [le.texts.get(s, {}) for s in OP_STATS]
                     if not any(texts):
                         continue
+                    details = le.texts.get("kernel_details", {})
                     us = (le.end_ps - le.start_ps) / 1e6
                     for i, mid in enumerate(le.metadata_id.tolist()):
                         label = next((t[i] for t in texts if t.get(i)), "")
@@ -73,32 +84,40 @@ def device_ops(paths: Sequence[Path]) -> DeviceOps:
                         _, n, total = found.ops.get(name, (op_type, 0, 0.0))
                         found.ops[name] = (op_type, n + 1, total + float(us[i]))
                         kernel = pe.meta.event_names.get(int(mid), "")
-                        per = found.by_kernel.setdefault(kernel, {})
-                        kn, kus = per.get(name, (0, 0.0))
-                        per[name] = (kn + 1, kus + float(us[i]))
+                        _count(found.by_kernel.setdefault(kernel, {}), name, float(us[i]))
+                        if m := _SHAPE.search(details.get(i, "")):
+                            shape = (kernel, m.group(1), m.group(2))
+                            _count(found.by_shape.setdefault(shape, {}), name, float(us[i]))
     return found
+
+
+def _count(per: dict[str, tuple[int, float]], op: str, us: float) -> None:
+    n, total = per.get(op, (0, 0.0))
+    per[op] = (n + 1, total + us)
 
 
 def fill_kernels(kernels: Sequence[KernelStat], found: DeviceOps) -> list[KernelStat]:
     """The converter's kernel rows with the op each ran for: a kernel that ran for one op gets
-    its name; one that ran for several is split into a row per op (its calls and time)."""
+    its name, one that ran for several is split into a row per op (its calls and time). A kernel
+    launched in several shapes has a converter row per shape: each row takes the ops of its own
+    grid and block (none where the events do not say their shape)."""
     rows_per_name: dict[str, int] = {}
     for k in kernels:
         rows_per_name[k.name] = rows_per_name.get(k.name, 0) + 1
     out: list[KernelStat] = []
     for k in kernels:
         ops = found.by_kernel.get(k.name, {})
+        if rows_per_name[k.name] > 1:
+            ops = found.by_shape.get((k.name, k.grid, k.block), {})
         if k.op_name or not ops:
             out.append(k)
         elif len(ops) == 1:
             out.append(dataclasses.replace(k, op_name=next(iter(ops))))
-        elif rows_per_name[k.name] == 1:  # one row for the kernel: split it by op
+        else:
             out += [
                 dataclasses.replace(k, op_name=op, occurrences=n, total_duration_us=us)
                 for op, (n, us) in sorted(ops.items(), key=lambda kv: -kv[1][1])
             ]
-        else:
-            out.append(k)  # several launch shapes and several ops: which ran which is unknown
     out.sort(key=lambda k: k.total_duration_us, reverse=True)
     return out
 

@@ -13,9 +13,11 @@ imports TensorFlow or textual.
 
 from __future__ import annotations
 
+import contextlib
+import mmap
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,6 +28,7 @@ from tui_prof.model import (
     Cancelled,
     Environment,
     KernelStat,
+    OpStat,
     Precision,
     ProfileError,
     ProfileSummary,
@@ -39,7 +42,6 @@ from tui_prof.profiles.assemble import assemble
 from tui_prof.profiles.discover import Session
 from tui_prof.profiles.xplane import converter, op_precision, tb_tables
 from tui_prof.profiles.xplane.cost import xla_efficiency
-from tui_prof.profiles.xplane.device_ops import with_device_ops
 from tui_prof.profiles.xplane.framework import framework_of
 from tui_prof.profiles.xplane.memory import memory_use
 
@@ -183,6 +185,7 @@ def summarize(
             else (converter.MEMORY_PROFILE,)
         )
 
+    capability = _Beside(_compute_capability, paths if _names_gpu_planes(paths) else [])
     tables = converter.convert(paths, then=hlo_if_no_steps)
     _check(cancel)
     overview = tables[converter.OVERVIEW]
@@ -221,13 +224,14 @@ def summarize(
         device_count=device_count or len(names),
         hosts=tuple(h.host for h in session.hosts),
         device_names=names,
+        compute_capability=capability.result() if "GPU" in device_type.upper() else "",
     )
     kernels = tb_tables.kernels(tables[converter.KERNEL_STATS])
     official = tb_tables.precision(props) if own.source == STEP_SOURCE_OFFICIAL else None
     training = props.get("is_training")
     prec = _precision(device_type, official, tables, own.found, kernels)
     ops = tb_tables.top_ops(tables[converter.OP_STATS])
-    ops, kernels = with_device_ops(paths, ops, kernels)  # ops only in kernels' annotations
+    ops, kernels = _with_device_ops(paths, ops, kernels)  # ops only in kernels' annotations
     report(1.0, "done")
     return assemble(
         session,
@@ -269,6 +273,7 @@ def _summarize_streaming(
         device_count=planes["device_count"],
         hosts=tuple(h.host for h in session.hosts),
         device_names=tuple(planes["device_names"]),
+        compute_capability=_compute_capability(paths) if planes["device_type"] == "GPU" else "",
     )
     report(0.9, "devices")
     utilization = device_utilization(paths)
@@ -296,3 +301,58 @@ def _summarize_streaming(
         programs=own.programs,
         framework=framework_of(paths),
     )
+
+
+def _compute_capability(paths: Sequence[Path]) -> str:
+    """The GPU planes' compute capability; the raw decoder (and numpy with it) is imported only
+    for a GPU profile, so a CPU session's first screen does not wait for it."""
+    if not paths:
+        return ""
+    from tui_prof.profiles.xplane.xspace import cuda_compute_capability
+
+    return cuda_compute_capability(paths)
+
+
+def _with_device_ops(
+    paths: Sequence[Path], ops: list[OpStat], kernels: list[KernelStat]
+) -> tuple[list[OpStat], list[KernelStat]]:
+    """`device_ops.with_device_ops`, imported only where there are GPU kernels to complete."""
+    if not kernels:
+        return ops, kernels
+    from tui_prof.profiles.xplane.device_ops import with_device_ops
+
+    return with_device_ops(paths, ops, kernels)
+
+
+class _Beside:
+    """`fn(paths)` in a thread of its own, started now: this process only waits while the
+    converter's process works, so the raw decoder's import and scan cost no wall time there.
+    An error is the converter's to report (it reads the same file): it gives `""`."""
+
+    def __init__(self, fn: Callable[[Sequence[Path]], str], paths: Sequence[Path]) -> None:
+        self._value = ""
+
+        def run() -> None:
+            with contextlib.suppress(Exception):
+                self._value = fn(paths)
+
+        self._thread = threading.Thread(target=run, name="tuiprof-beside", daemon=True)
+        self._thread.start()
+
+    def result(self) -> str:
+        self._thread.join()
+        return self._value
+
+
+def _names_gpu_planes(paths: Sequence[Path]) -> bool:
+    """Whether a host file names a GPU plane (`/device:GPU:0`): a byte search of the mapped
+    file (milliseconds), so a CPU session never imports the raw decoder."""
+    for p in paths:
+        with (
+            contextlib.suppress(OSError, ValueError),
+            open(p, "rb") as f,
+            mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m,
+        ):
+            if m.find(b"/device:GPU:") >= 0:
+                return True
+    return False

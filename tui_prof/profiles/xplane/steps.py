@@ -74,9 +74,9 @@ from tui_prof.profiles.xplane.xspace import (
     read_plane,
 )
 
-# What the device and host step finders return: (choice, step numbers, step spans, owned time
-# per event type, which steps are well formed).
-_Found = tuple[Choice, list[int], np.ndarray, dict[int, np.ndarray], np.ndarray]
+# What the device and host step finders return: (choice, step numbers, step begins (ps), step
+# spans, owned time per event type, which steps are well formed).
+_Found = tuple[Choice, list[int], np.ndarray, np.ndarray, dict[int, np.ndarray], np.ndarray]
 
 _DEVICE_STATS = ("correlation_id", "group_id")
 _DROP_EDGES_ABOVE = 5  # xprof's kDropIncomplteteStepThreshold
@@ -124,6 +124,9 @@ class FoundSteps:
     programs: tuple[ProgramStat, ...] = ()  # XLA programs run, most time first
     run_interval_ms: float | None = None  # program runs: median start-to-start time of steps
     run_ms: float | None = None  # program runs: median time of a run itself
+    # Every host's kept steps: (host, step number, begin, end) in the file's picoseconds, so a
+    # timeline can cut a step out with the very span the summary timed.
+    spans_ps: tuple[tuple[str, int, int, int], ...] = ()
 
 
 @dataclass
@@ -136,6 +139,7 @@ class _HostResult:
     steps: dict[int, tuple[float, dict[str, float]]]
     compute_ps: tuple[float, float]  # (16-bit, 32-bit) device compute
     findings: ProgramFindings
+    spans_ps: tuple[tuple[str, int, int, int], ...] = ()  # see FoundSteps.spans_ps
 
 
 def _complete(ok: np.ndarray, source: str) -> np.ndarray:
@@ -250,7 +254,7 @@ def _device_steps(
     if choice.source == STEP_SOURCE_PROGRAM_RUNS:
         end = _program_spans(begin, end, ok, findings)
     owned = coverage(step, ev["start"], ev["end"], ev["type"], begin, end)
-    return choice, numbers, end - begin, owned, ok
+    return choice, numbers, begin, end - begin, owned, ok
 
 
 def _host_steps(
@@ -296,7 +300,7 @@ def _host_steps(
     if choice.source == STEP_SOURCE_PROGRAM_RUNS:
         end = _program_spans(begin, end, ok, findings)
         owned = coverage(ev["step"], ev["start"], ev["end"], ev["type"], begin, end)
-    return choice, [w.step for w in windows], end - begin, owned, ok
+    return choice, [w.step for w in windows], begin, end - begin, owned, ok
 
 
 def _linked(le: LineEvents, picked: np.ndarray) -> np.ndarray:
@@ -347,11 +351,11 @@ def _read_host(
         findings = ProgramFindings()
         try:
             if dev_refs:  # as in xprof 2.24: with devices, host events only mark steps, launches
-                choice, numbers, span, owned, ok = _device_steps(
+                choice, numbers, begin, span, owned, ok = _device_steps(
                     devices, host, prefer_official, program, findings
                 )
             else:
-                choice, numbers, span, owned, ok = _host_steps(
+                choice, numbers, begin, span, owned, ok = _host_steps(
                     host(), prefer_official, program, findings
                 )
         except (NoStepsFound, UnreadableProfile):
@@ -367,7 +371,12 @@ def _read_host(
         )
     c16 = float(owned.get(DEVICE_COMPUTE_16, np.zeros(len(ok)))[ok].sum()) if dev_refs else 0.0
     c32 = float(owned.get(DEVICE_COMPUTE_32, np.zeros(len(ok)))[ok].sum()) if dev_refs else 0.0
-    return _HostResult(name, choice.source, choice.detail, steps, (c16, c32), findings)
+    spans = tuple(
+        (name, num, int(begin[k]), int(begin[k] + span[k]))
+        for k, num in enumerate(numbers)
+        if num in steps
+    )
+    return _HostResult(name, choice.source, choice.detail, steps, (c16, c32), findings, spans)
 
 
 def _combine(results: list[_HostResult]) -> dict[int, tuple[float, dict[str, float]]]:
@@ -445,6 +454,7 @@ def find_steps(
         programs=programs,
         run_interval_ms=first.findings.run_interval_ms,
         run_ms=first.findings.run_ms,
+        spans_ps=tuple(s for r in results for s in r.spans_ps),
     )
 
 

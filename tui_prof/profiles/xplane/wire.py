@@ -19,6 +19,10 @@ import numpy as np
 
 from tui_prof.profiles.xplane.line_events import LineEvents, StatColumns
 
+# A line's start in picoseconds is int64: its nanoseconds times 1000 with room for its events'
+# offsets (2**62 ns overflowed); what fits always did, and real lines start near 0 (relative).
+MAX_TIMESTAMP_NS = 2**63 // 1000 - 2**40
+
 _U7, _HIGH = np.uint64(0x7F), 0x80
 
 
@@ -229,7 +233,12 @@ def _decode(
     }
     if stat_ids and n:
         _find_stats(buf, arr, pos, ev_start, ev_end, stat_ids, ints, texts, ref_names)
-    start = offset + int(header.get(3, 0)) * 1000
+    timestamp_ns = int(header.get(3, 0))
+    if not 0 <= timestamp_ns < MAX_TIMESTAMP_NS:  # validated here, where it enters: picoseconds
+        raise OverflowError(  # must fit int64 (the reader seam names the file)
+            f"a line's timestamp of {timestamp_ns} ns is beyond any clock"
+        )
+    start = offset + timestamp_ns * 1000
     name = header.get(11) or header.get(2) or b""
     return header, LineEvents(
         line_id=int(header.get(1, 0)),

@@ -187,16 +187,22 @@ class XSpaceFile:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def metadata(self, plane: PlaneRef) -> PlaneMeta:
-        """Parse a plane's metadata maps and stats (small), leaving its lines alone."""
+    def _plane_msg(self, plane: PlaneRef) -> Any:
+        """The plane's metadata records parsed (its lines left out): whole records of a partial
+        XPlane, merged field by field."""
         msg = _PlaneMsg()
         try:
-            for a, b in plane.meta_spans:  # whole records: a partial XPlane, merged field by field
+            for a, b in plane.meta_spans:
                 msg.MergeFromString(self._mm[a:b])
         except Exception as exc:  # upb's DecodeError
             raise UnreadableProfile(
                 f"{self.path.name}: damaged metadata in {plane.name} ({exc})"
             ) from exc
+        return msg
+
+    def metadata(self, plane: PlaneRef) -> PlaneMeta:
+        """Parse a plane's metadata maps and stats (small), leaving its lines alone."""
+        msg = self._plane_msg(plane)
         stat_names = {k: text(v.name) for k, v in msg.stat_metadata.items()}
         event_names = {k: text(v.name or v.display_name) for k, v in msg.event_metadata.items()}
         stats = {
@@ -207,14 +213,7 @@ class XSpaceFile:
 
     def event_metadata_stat(self, plane: PlaneRef, name: str) -> dict[int, Any]:
         """One stat of the plane's event metadata (an XLA op's `hlo_category`), by metadata id."""
-        msg = _PlaneMsg()
-        try:
-            for a, b in plane.meta_spans:
-                msg.MergeFromString(self._mm[a:b])
-        except Exception as exc:  # upb's DecodeError
-            raise UnreadableProfile(
-                f"{self.path.name}: damaged metadata in {plane.name} ({exc})"
-            ) from exc
+        msg = self._plane_msg(plane)
         stat_names = {k: text(v.name) for k, v in msg.stat_metadata.items()}
         ids = {k for k, v in stat_names.items() if v == name}
         out: dict[int, Any] = {}
@@ -369,6 +368,24 @@ def plane_summary(paths: Sequence[Path | str]) -> dict[str, Any]:
         "device_names": devices,
         "hosts": hosts,
     }
+
+
+def cuda_compute_capability(paths: Sequence[Path | str]) -> str:
+    """The first NVIDIA GPU plane's compute capability ("7.0"), from its plane stats
+    (`compute_cap_major`/`_minor`); "" where there is none. AMD planes carry ROCm's own
+    major.minor (gfx942 as 9.4), which is not CUDA's and is left out."""
+    for p in paths:
+        with XSpaceFile(p) as space:
+            for plane in space.planes:
+                if not (plane.device and plane.device[0] == "GPU"):
+                    continue
+                stats = space.metadata(plane).stats
+                if str(stats.get("device_vendor") or "Nvidia").lower() != "nvidia":
+                    return ""
+                major, minor = stats.get("compute_cap_major"), stats.get("compute_cap_minor")
+                if isinstance(major, int) and isinstance(minor, int):
+                    return f"{major}.{minor}"
+    return ""
 
 
 # tsl's derived lines ("Steps", "TensorFlow Ops", ...) use thread ids from 0xdeadbeef (as int32) up.

@@ -39,6 +39,29 @@ FOLLOW_GROUP = "follow"
 FOLLOW_AFTER_S = 0.3
 
 
+def shipped_samples() -> Path | None:
+    """sample_traces/ beside the package in a source checkout; a wheel ships none."""
+    samples = Path(__file__).resolve().parents[3] / "sample_traces"
+    return samples if samples.is_dir() else None
+
+
+def empty_message(root: Path, samples: Path | None) -> str:
+    """What counts as a profile, and where to find one."""
+    lines = [
+        f"No profiles under {root}.",
+        "tuiprof reads TensorFlow and JAX profiles (*.xplane.pb; older TensorBoard tool files "
+        "such as *.overview_page.pb) and PyTorch profiler traces (*.pt.trace.json[.gz]).",
+        "Open a logdir: tuiprof LOGDIR",
+    ]
+    if samples is not None:
+        try:
+            shown = samples.relative_to(Path.cwd())
+        except ValueError:
+            shown = samples
+        lines[-1] += f" — or try the examples that come with tuiprof: tuiprof {shown}"
+    return "\n".join(lines)
+
+
 class BrowseScreen(TuiprofScreen):
     BINDINGS = [
         Binding(
@@ -49,7 +72,9 @@ class BrowseScreen(TuiprofScreen):
             show=False,  # the tree follows the logdir by itself; the key stays for network mounts
             tooltip="List the logdir again",
         ),
-        Binding("tab", "focus_next", "Next pane", show=False, tooltip="Tree, tabs, tables in turn"),
+        Binding(
+            "tab", "app.focus_next", "Next pane", show=False, tooltip="Tree, tabs, tables in turn"
+        ),
         Binding(
             "1",
             "tab('tab-overview')",
@@ -76,6 +101,14 @@ class BrowseScreen(TuiprofScreen):
             id="tab_kernels",
             show=False,
             tooltip="GPU kernels, Tensor Core / Matrix Core use, launch shape",
+        ),
+        Binding(
+            "5",
+            "tab('tab-timeline')",
+            "Timeline tab",
+            id="tab_timeline",
+            show=False,
+            tooltip="One step's host threads and device streams; the slowest first",
         ),
         Binding(
             "w",
@@ -186,7 +219,8 @@ class BrowseScreen(TuiprofScreen):
             self.scan()
         current = self._current
         if current is not None and any(
-            e.kind == PROFILE and e.path.parent == current.path for e in message.events
+            e.kind == PROFILE and current.path in (e.path, e.path.parent)  # a trace: its file
+            for e in message.events
         ):
             self._current = None
             self.load(current)
@@ -239,18 +273,13 @@ class BrowseScreen(TuiprofScreen):
                 markup=False,
             )
         if not message.discovery.sessions:
-            view.show_message(
-                f"No profiles (*.xplane.pb) under {self.root}.\n"
-                "Open a TensorBoard logdir: tuiprof LOGDIR — or try the shipped examples: "
-                "tuiprof sample_traces/",
-                error=True,
-            )
+            view.show_message(empty_message(self.root, shipped_samples()), error=True)
             return
         if self._current is None:  # first scan, or the first sessions of a followed logdir
             node = tree.first_session_node()
             if node is not None:
                 # The tree lays out its lines on the next refresh; move the cursor after it.
-                self.call_after_refresh(tree.move_cursor, node)
+                tree.move_to_session(node)
                 tree.focus()
                 if isinstance(node.data, Session):
                     self.load(node.data)
@@ -306,9 +335,14 @@ class BrowseScreen(TuiprofScreen):
         pre = self.prefetch
         if pre is not None and not pre.used and pre.listed.is_set() and pre.session == session:
             pre.used = True  # started before Textual loaded: wait for it rather than redo it
+            shown = None
             while not pre.analysed.wait(0.01):  # the first numbers wait on this
                 if cancel.is_set():
+                    pre.stop()  # the session was left: its analysis stops with it
                     return
+                if pre.progress is not None and pre.progress != shown:
+                    shown = pre.progress
+                    self.post_message(LoadProgressed(session, *shown))
             plain = not fallback and not full and not program
             if pre.summary is not None and plain:
                 self.post_message(ProfileLoaded(session, pre.summary, time.perf_counter() - start))

@@ -14,7 +14,7 @@ from textual.binding import Binding
 from textual.widgets import DataTable, Header, ProgressBar, Static, TabbedContent, TabPane
 from textual.worker import get_current_worker
 
-from tui_prof.comparison.profile_diff import TargetRef
+from tui_prof.experiments.diff_targets import TargetRef
 from tui_prof.profiles.diff import DiffRow, ProfileDiff
 from tui_prof.render.diff import (
     diff_header,
@@ -28,8 +28,7 @@ from tui_prof.render.summary import fmt_ms
 from tui_prof.tui.messages import DiffProgressed, DiffReady
 from tui_prof.tui.screens.base import KeysFooter, TuiprofScreen
 
-# What the number columns, padding and scrollbar take beside the name.
-NUMBERS_WIDTH = 42
+SCROLLBAR = 2
 EMPTY = "No diff yet. In Browse, press m on a session to mark it as A, then d on another (B)."
 
 
@@ -44,17 +43,26 @@ class DiffRowsTable(DataTable[object]):
     def show(self, diff: ProfileDiff, width: int) -> None:
         rows = list(diff.kernels if self.kernels else diff.ops)
         spread = has_spread(diff)
-        name_width = max(16, width - NUMBERS_WIDTH - (8 if spread else 0))
+        heads = ("A", "B", "Δ", "± SE", "Δ %") if spread else ("A", "B", "Δ", "Δ %")
+        cells_of: list[list[str | Text]] = []
+        for row in rows:
+            cells: list[str | Text] = list(row_cells(row))
+            if spread:
+                cells.insert(3, fmt_ms(diff.delta_se(row)))
+            cells_of.append(cells)
+        # The numbers take what they need (never cut); the name what is left. A DataTable pads
+        # each cell by 1 on both sides; the scrollbar takes 2.
+        needs = [
+            max([len(h), *(len(str(c[i])) for c in cells_of)]) for i, h in enumerate((*heads, ""))
+        ]
+        name_width = max(16, width - sum(needs) - 2 * (len(needs) + 1) - SCROLLBAR)
         self.clear(columns=True)
         self.add_column("Kernel" if self.kernels else "Op", width=name_width, key="name")
-        for label in ("A", "B", "Δ", "± SE", "Δ %") if spread else ("A", "B", "Δ", "Δ %"):
+        for label in heads:
             self.add_column(label, key=label)
         self.add_column("", key="status")
         names = short_names([r.name for r in rows], name_width, kernels=self.kernels)
-        for i, (name, row) in enumerate(zip(names, rows, strict=True)):
-            cells = list(row_cells(row))
-            if spread:
-                cells.insert(3, fmt_ms(diff.delta_se(row)))
+        for i, (name, cells) in enumerate(zip(names, cells_of, strict=True)):
             self.add_row(Text(name), *cells, key=str(i))
         self.rows_shown = rows
 
@@ -121,7 +129,7 @@ class DiffScreen(TuiprofScreen):
     )
     def _compute(self, a: TargetRef, b: TargetRef) -> None:
         """Stops on its worker's cancellation: a newer comparison (exclusive), or the app closing."""
-        from tui_prof.comparison.profile_diff import diff_targets, resolve
+        from tui_prof.experiments.diff_targets import diff_targets, resolve
         from tui_prof.model import Cancelled, ProfileError
 
         cancel = get_current_worker().cancelled_event

@@ -47,6 +47,7 @@ LOG_TAIL_LINES = 400
 # bursts nothing wakes the screen (benchmarks/observer_cpu.py), but for the elapsed times once a second.
 LIVE_FLUSH_S = 0.1
 LIVE_LINES_PER_FLUSH = 50
+COMPARISON_EVERY_S = 10.0  # while runs run, the comparison is recomputed at most this often
 
 
 class ExperimentsScreen(TuiprofScreen):
@@ -85,6 +86,7 @@ class ExperimentsScreen(TuiprofScreen):
         self._pending: list[str] = []  # the selected run's lines not drawn yet
         self._pending_skipped = 0
         self._flush_due = False  # a flush timer is set for the pending lines
+        self._comparison_due = False  # a comparison refresh is set for when the timer fires
 
     def compose(self) -> ComposeResult:
         yield Header(show_clock=False)
@@ -204,12 +206,13 @@ class ExperimentsScreen(TuiprofScreen):
     )
     def refresh_comparison(self) -> None:
         from tui_prof.comparison.report import build_report
+        from tui_prof.experiments.reading import read_experiment
 
         directory = self.current
         if directory is None:
             return
         try:
-            report = build_report(directory)
+            report = build_report(read_experiment(directory))
         except ValueError as exc:
             self.post_message(ComparisonReady(directory, None, str(exc)))
             return
@@ -250,7 +253,7 @@ class ExperimentsScreen(TuiprofScreen):
             if isinstance(event, ev.RunFailed) and event.run.error:
                 self._append(event.run_id, [f"[tuiprof] {event.run.status}: {event.run.error}"])
             if isinstance(event, ev.RunFinished | ev.RunFailed):
-                self.refresh_comparison()
+                self._comparison_soon()
             self.refresh_bindings()
         elif isinstance(event, ev.RunProgress):
             run = table.runs.get(event.run_id)
@@ -263,11 +266,30 @@ class ExperimentsScreen(TuiprofScreen):
         elif isinstance(event, ev.RunOutput):
             self._append(event.run_id, list(event.lines))
         elif isinstance(event, ev.ExperimentFinished):
+            self._comparison_due = False  # the refresh below covers it
             counts = ", ".join(f"{n} {s}" for s, n in sorted(event.counts.items()))
             self.notify(f"Experiment finished: {counts}", title="tuiprof", markup=False)
+            if event.problem:  # a full disk or a store that did not answer: it stopped itself
+                self.notify(event.problem, severity="error", timeout=30, markup=False)
             self.refresh_comparison()
             self.refresh_bindings()
             self.app.post_message(ProfilesChanged())  # its runs' profiles belong in the tree
+
+    def _comparison_soon(self) -> None:
+        """A run ended: compare again, but at most every COMPARISON_EVERY_S while this session's
+        runs run (reading the store and computing the report after each short run took CPU
+        from the next run, which it measures); at once when the experiment ends."""
+        runner = self.app.runners.get(self.current or "")
+        if runner is None or runner.done:
+            self.refresh_comparison()
+        elif not self._comparison_due:
+            self._comparison_due = True
+            self.set_timer(COMPARISON_EVERY_S, self._comparison_timer)
+
+    def _comparison_timer(self) -> None:
+        if self._comparison_due:
+            self._comparison_due = False
+            self.refresh_comparison()
 
     def _append(self, run_id: str, lines: list[str]) -> None:
         buf = self._log_lines.setdefault(run_id, [])
@@ -386,7 +408,7 @@ class ExperimentsScreen(TuiprofScreen):
 
     def action_diff_variants(self) -> None:
         """Baseline (A) against the selected run's variant (B), each over its finished runs."""
-        from tui_prof.comparison.profile_diff import VariantRef
+        from tui_prof.experiments.diff_targets import VariantRef
         from tui_prof.tui.messages import DiffRequested
 
         record = self._record

@@ -132,6 +132,7 @@ def key_sections() -> list[tuple[str, list[tuple[str, str]]]]:
     from tui_prof.tui.screens.diff import DiffScreen
     from tui_prof.tui.screens.experiments import ExperimentsScreen
     from tui_prof.tui.widgets.profile_tree import ProfileTree
+    from tui_prof.tui.widgets.timeline_view import TimelineView
 
     tree = [b for cls in reversed(ProfileTree.__mro__) for b in getattr(cls, "BINDINGS", [])]
     return [
@@ -141,6 +142,7 @@ def key_sections() -> list[tuple[str, list[tuple[str, str]]]]:
         ("Experiments", key_rows(ExperimentsScreen.BINDINGS)),
         ("Captures", key_rows(CapturesScreen.BINDINGS)),
         ("Diff", key_rows(DiffScreen.BINDINGS)),
+        ("Timeline tab", key_rows(TimelineView.BINDINGS)),
     ]
 
 

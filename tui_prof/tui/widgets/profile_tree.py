@@ -48,6 +48,9 @@ class ProfileTree(Tree[NodeData]):
         self._session_nodes: dict[str, TreeNode[NodeData]] = {}
         self._problems: dict[str, str] = {}
         self._marked: str | None = None  # the session marked as A for a diff
+        # The session the cursor is to land on once the tree has laid out its lines; kept
+        # across a rebuild, so a rescan that comes before the move does not lose it.
+        self._cursor_to: str | None = None
 
     def populate(self, discovery: Discovery) -> None:
         """Rebuild from a discovery, keeping the cursor on the same session where possible.
@@ -55,14 +58,34 @@ class ProfileTree(Tree[NodeData]):
         Runs that share a head are nested under it (`experiment/runs/` › `float32-r0`, `mixed-r0`),
         so each line shows what tells its run apart, not a head cut off at the tree's edge."""
         current = self.cursor_node.data if self.cursor_node else None
+        if self._cursor_to is None and isinstance(current, Session):
+            self._cursor_to = str(current.path)
         self.clear()
         self._session_nodes.clear()
         self._problems.clear()  # a new listing: sessions are judged again when selected
         runs = discovery.runs
         for branch in nest([r.name for r in runs]):
             self._add_branch(self.root, branch, runs)
-        if isinstance(current, Session) and str(current.path) in self._session_nodes:
-            self.move_cursor(self._session_nodes[str(current.path)])
+        if self._cursor_to is not None:
+            self.call_after_refresh(self._land_cursor)
+
+    def move_to_session(self, node: TreeNode[NodeData]) -> None:
+        """Put the cursor on a session's line once the tree has laid it out (on the next refresh:
+        moved before it, the cursor stays where it was)."""
+        if isinstance(node.data, Session):
+            self._cursor_to = str(node.data.path)
+            self.call_after_refresh(self._land_cursor)
+
+    def _land_cursor(self, tries: int = 5) -> None:
+        node = self._session_nodes.get(self._cursor_to or "")
+        if node is None:
+            self._cursor_to = None
+            return
+        self.move_cursor(node)
+        if self.cursor_node is node or tries == 0:
+            self._cursor_to = None
+        else:  # its line is not laid out yet
+            self.call_after_refresh(self._land_cursor, tries - 1)
 
     def _add_branch(
         self, parent: TreeNode[NodeData], branch: Branch, runs: tuple[Run, ...]

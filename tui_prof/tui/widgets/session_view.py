@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable
 
+from rich.cells import cell_len
 from rich.console import RenderableType
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
 from textual.widget import Widget
-from textual.widgets import DataTable, ProgressBar, Static, TabbedContent, TabPane
+from textual.widgets import DataTable, Input, ProgressBar, Static, TabbedContent, TabPane
 
 from tui_prof.model import CATEGORY_LABELS, ProfileSummary
 from tui_prof.profiles.assemble import matrix_units
@@ -24,6 +26,7 @@ from tui_prof.render.summary import (
     overview_sections,
     ranks_table,
     recommendations_text,
+    step_gpu_utilization,
     step_source_text,
     used_categories,
 )
@@ -72,6 +75,16 @@ class FittedTable(DataTable[object]):
         raise NotImplementedError
 
     def add_fitted(self, columns: list[Column], rows: list[dict[str, object]], width: int) -> None:
+        # A column is as wide as its widest value, not the width its numbers usually take: a
+        # step of 17,708,812 ms in an 8-cell column read "17,708,8" (the DataTable crops).
+        columns = [
+            c
+            if c.flexible
+            else dataclasses.replace(
+                c, width=max([c.width, *(cell_len(str(r.get(c.key, ""))) for r in rows)])
+            )
+            for c in columns
+        ]
         shown = fit_columns(columns, width)
         for col, w in shown:
             self.add_column(col.label, key=col.key, width=w)
@@ -88,11 +101,15 @@ class StepBreakdownTable(FittedTable):
         rank = {c: i for i, c in enumerate(sorted(cats, key=lambda c: -total[c]))}
         columns = [Column("step", "Step", 5, 0), Column("step_time", "Step time ms", 8, 0)]
         columns += [Column(c, CATEGORY_LABELS[c], 8, 1 + rank[c]) for c in cats]
+        util = step_gpu_utilization(summary.gpu_metrics)  # PyTorch: the plugin's figure
+        if util:  # shown after the categories; kept before all but the largest one
+            columns.append(Column("gpu_util", "GPU util %", 10, 2))
         rows: list[dict[str, object]] = [
             {
                 "step": str(s.step),
                 "step_time": fmt_ms(s.step_time_ms),
                 **{c: fmt_ms(s.breakdown_ms.get(c, 0.0)) for c in cats},
+                "gpu_util": f"{util[s.step]:.1f}" if s.step in util else "–",
             }
             for s in summary.steps
         ]
@@ -164,6 +181,10 @@ class KernelTable(FittedTable):
         kernels = summary.kernels
         shorts = kernel_names([k.name for k in kernels])
         repeated = len(set(shorts)) < len(shorts)  # one kernel in several launch shapes
+        # One kernel launched by several ops (TensorFlow's replicas, say): the op is what tells
+        # those rows apart, so it stays right after the numbers.
+        by_op = len({(s, k.op_name) for s, k in zip(shorts, kernels, strict=True)})
+        op_tells = by_op > len(set(shorts))
         columns = [
             Column("name", "Kernel", 16, 0, flexible=True, want=_wish(width, shorts)),
             Column("total", "Total ms", 8, 0),
@@ -171,7 +192,7 @@ class KernelTable(FittedTable):
             Column("grid", "Grid", 7, 2 if repeated else 6),
             Column("tc", matrix_units(summary.environment) or "Matrix units", 12, 3),
             Column("occupancy", "Occ. %", 6, 4),
-            Column("op", "Op", 14, 5),
+            Column("op", "Op", 30 if op_tells else 14, 1 if op_tells else 5),
         ]
         rates = kernel_op_rates(summary)
         if rates:  # the launching op's FLOP/s: gives way first on narrow screens
@@ -314,7 +335,7 @@ class SessionView(Vertical):
         self.set_timer(TABS_AT_LATEST_S, self.mount_tabs)
 
     def mount_tabs(self) -> None:
-        """The four tabs; each part and table draws the shown summary as it mounts."""
+        """The five tabs; each part and table draws the shown summary as it mounts."""
         if self.query("#tabs"):
             return
         tabs = TabbedContent(id="tabs")
@@ -355,10 +376,44 @@ class SessionView(Vertical):
                 needs="kernels",
                 id="tab-kernels",
             ),
+            # Its view (and numpy with it) is mounted when the tab is first shown: start-up stays lean.
+            TabPane("Timeline", id="tab-timeline"),
         ]
         for pane in panes:
             tabs.compose_add_child(pane)
         self.mount(tabs)
+
+    @on(TabbedContent.TabActivated, "#tabs")
+    def _tab_activated(self) -> None:
+        self.sync_timeline()
+
+    def sync_timeline(self) -> None:
+        """Read the shown session's events for the Timeline tab, when that tab is the active one
+        (a session's events are read only when someone looks at them)."""
+        tabs = next(iter(self.query("#tabs").results(TabbedContent)), None)
+        if tabs is None or tabs.active != "tab-timeline" or self.summary is None:
+            return
+        session = getattr(self.screen, "current_session", None)
+        target = session if session is not None else self.summary.path
+        from tui_prof.tui.widgets.timeline_view import TimelineView
+
+        view = next(iter(self.query("#timeline").results(TimelineView)), None)
+        if view is None:
+            self.query_one("#tab-timeline", TabPane).mount(TimelineView(id="timeline"))
+            self.call_after_refresh(self.sync_timeline)
+            return
+        steps = [(s.step, s.step_time_ms) for s in self.summary.steps]
+        view.show_session(str(self.summary.path), target, steps)
+        view.focus()
+
+    @on(Input.Submitted, "#timeline-find")
+    def _find_submitted(self, event: Input.Submitted) -> None:
+        from tui_prof.tui.widgets.timeline_view import TimelineView
+
+        view = self.query_one(TimelineView)
+        event.input.remove()
+        view.focus()
+        view.find(event.value)
 
     @on(DataTable.RowHighlighted, "#ops")
     def _op_highlighted(self) -> None:
@@ -414,6 +469,7 @@ class SessionView(Vertical):
             for line in self.query(DetailLine).results(DetailLine):
                 line.show_empty(summary)
         self.call_after_refresh(self.mount_tabs)  # once these numbers are on screen
+        self.sync_timeline()
 
     def clear_summary(self) -> None:
         self.summary = None
