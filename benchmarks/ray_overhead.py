@@ -96,7 +96,10 @@ def p90(xs: list[float]) -> float | None:
     return sorted(xs)[int(0.9 * (len(xs) - 1))] if xs else None
 
 
-def write_spec(work: Path, name: str, repeats: int, ray: str | None, variants: int = 1) -> Path:
+def write_spec(
+    work: Path, name: str, repeats: int, ray: str | None, variants: int = 1, gcs: str | None = None
+) -> Path:
+    """A spec of the tiny job; `ray`: on that cluster, `gcs`: in the actor mode there."""
     path = work / f"{name}.toml"
     text = f'name = "{name}"\ncommand = {json.dumps(JOB)}\nrepeats = {repeats}\n'
     text += 'metrics = ["value"]\n'
@@ -104,6 +107,8 @@ def write_spec(work: Path, name: str, repeats: int, ray: str | None, variants: i
         text += f'[variants.{v}]\nenv = {{ VARIANT = "{v}" }}\n'
     if ray:
         text += f'[backend]\nkind = "ray"\naddress = "{ray}"\n'
+        if gcs:
+            text += f'mode = "actors"\ngcs_address = "{gcs}"\n'
     path.write_text(text)
     return path
 
@@ -137,10 +142,10 @@ def ray_jobs(address: str, prefix: str) -> dict[str, Any]:
 
 
 def via_runner(
-    work: Path, name: str, runs: int, address: str | None, parallel: int
+    work: Path, name: str, runs: int, address: str | None, parallel: int, gcs: str | None = None
 ) -> dict[str, Any]:
     """Run a spec through tuiprof's Runner: completion gaps, per-run phases (medians)."""
-    spec = load_spec(write_spec(work, name, runs, address))
+    spec = load_spec(write_spec(work, name, runs, address, gcs=gcs))
     t0 = time.perf_counter()
     backend = TimedBackend(get_backend(spec.backend))  # connects, sends tuiprof's py_modules
     ends: list[float] = []
@@ -166,7 +171,7 @@ def via_runner(
     if bad:
         raise RuntimeError(f"{name}: runs did not finish: {bad[:3]}")
     walls = {r.run_id: r.wall_time_s or 0.0 for r in exp.runs}
-    jobs = ray_jobs(address, f"tuiprof-{experiment_id}-") if address else {}
+    jobs = ray_jobs(address, f"tuiprof-{experiment_id}-") if address and not gcs else {}
     phases: dict[str, list[float]] = {"submit": [], "job": [], "in_ray": [], "to_recorded": []}
     for rid, (a, b) in backend.launches.items():
         phases["submit"].append(b - a)
@@ -472,7 +477,12 @@ def inside(args: argparse.Namespace, work: Path) -> dict[str, Any]:
             ray = via_runner(work, "ray", n, ADDRESS, 1)
             log(f"{n} runs one at a time through a warm actor on a worker node ...")
             actor = warm_actor(f"127.0.0.1:{GCS_PORT}", n)
+            log(f"{n} runs one at a time, tuiprof on Ray in the actor mode (warm agents) ...")
+            gcs = f"127.0.0.1:{GCS_PORT}"
+            via_runner(work, "actors-warmup", capacity, ADDRESS, capacity, gcs=gcs)
+            actors = via_runner(work, "actors", n, ADDRESS, 1, gcs=gcs)
             m_local, m_ray = statistics.median(local["gaps"]), statistics.median(ray["gaps"])
+            m_act = statistics.median(actors["gaps"])
             out["per_run"] = {
                 "runs": n,
                 "job_alone_s": statistics.median(job),
@@ -488,6 +498,12 @@ def inside(args: argparse.Namespace, work: Path) -> dict[str, Any]:
                 "within_aim": m_ray - m_local < 1.0,
                 "bare_ray_s": bare,
                 "warm_actor_s": actor,
+                "actors_s": m_act,
+                "actors_p90_s": p90(actors["gaps"]),
+                "actors_overhead_s": m_act - m_local,
+                "actors_ratio": m_act / m_local,
+                "actors_within_aim": m_act - m_local < 1.0,
+                "actors_runner_create_s": actors["create_s"],
                 "tuiprof_beyond_bare_ray_s": m_ray - bare["output_here"],
                 "ray_phases_s": ray["phases"],
                 "ray_between_runs_s": ray["between_runs"],
@@ -537,6 +553,7 @@ def report(res: dict[str, Any]) -> None:
                 f"p90 {r['warm_actor_s']['p90']:.2f}; its start once "
                 f"{r['warm_actor_s']['actor_start']:.2f}",
             ),
+            ("tuiprof, Ray backend, mode = actors", r["actors_s"], f"p90 {r['actors_p90_s']:.2f}"),
         ]
         for label, value, note in rows:
             print(f"   {label:<42} {value:6.2f}  {note}")
@@ -544,6 +561,11 @@ def report(res: dict[str, Any]) -> None:
             f"   overhead Ray - local: {r['overhead_s']:.2f} s/run, ratio {r['ratio']:.0f}x: "
             f"{'ok' if r['within_aim'] else 'MISSED'} (aim < 1 s); tuiprof beyond a bare Ray job "
             f"(until its output is here): {r['tuiprof_beyond_bare_ray_s']:+.2f} s"
+        )
+        print(
+            f"   overhead actors - local: {r['actors_overhead_s']:.2f} s/run, ratio "
+            f"{r['actors_ratio']:.1f}x: {'ok' if r['actors_within_aim'] else 'MISSED'} (aim < 1 s); "
+            f"once per experiment: joining the cluster {r['actors_runner_create_s']:.2f} s"
         )
         print(
             f"   a tuiprof Ray run: submit_job {ph['submit']:.2f}, submitted -> ended by Ray's "

@@ -29,6 +29,7 @@ import logging
 import secrets
 import threading
 import time
+import urllib.parse
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +39,7 @@ import tui_prof
 from tui_prof.experiments.backend_spec import BackendSpec
 from tui_prof.experiments.backends import BackendError, LaunchRequest
 from tui_prof.experiments.backends.ray import placement as pl
-from tui_prof.experiments.backends.ray.handle import RayRunHandle, one_line
+from tui_prof.experiments.backends.ray.handle import RayRunHandle, one_line, run_payload
 from tui_prof.experiments.backends.ray.node import PAYLOAD_VAR
 from tui_prof.experiments.backends.ray.stream import Demux
 
@@ -49,16 +50,11 @@ for _name in ("ray", "ray.dashboard.modules.dashboard_sdk", "ray.dashboard.modul
 ENTRY_MODULE = "tui_prof.experiments.backends.ray.node"
 NODES_EVERY_S = 2.0  # how stale the node list may be
 WATCH_EVERY_S = 0.1
+STREAM_EVERY_S = 0.2  # how often a node's agent looks for new lines of a run's log
 # Each run's status is asked for every POLL_S, slower with many runs in flight, so that the
 # dashboard sees at most about 1 / POLL_PER_RUN_S requests a second however many there are.
 POLL_S = 0.2
 POLL_PER_RUN_S = 0.05
-LOCAL_ONLY = (
-    "TUIPROF_RUN_DIR",
-    "TUIPROF_METRICS_FILE",
-    "TUIPROF_EXPERIMENT_DIR",
-    "TUIPROF_PROFILER_PORT",
-)
 
 
 def list_nodes(address: str) -> list[pl.Node]:
@@ -92,6 +88,7 @@ class RayBackend:
         self._nodes: list[pl.Node] = []
         self._nodes_at = 0.0
         self._handles: dict[str, RayRunHandle] = {}
+        self._streams: dict[str, Any] = {}  # run id -> the future of its log stream
         self._closed = threading.Event()
         self._loop = asyncio.new_event_loop()
         threading.Thread(
@@ -185,18 +182,7 @@ class RayBackend:
         with self._lock:
             node = self.placement.choose(request.block, nodes)
             self.placement.submitted(node.node_id if node else None)
-        payload = {
-            "token": token,
-            "argv": list(request.argv),
-            "cwd": None if self.spec.upload_workdir else str(request.cwd),
-            "env": {k: v for k, v in request.env.items() if k not in LOCAL_ONLY},
-            "timeout_s": request.timeout_s,
-            "kill_grace_s": request.kill_grace_s,
-            "profiler_port": request.profiler_port,
-            "storage": f"{self.spec.storage}/{request.experiment_id}/{sid}.tar.gz"
-            if self.spec.storage
-            else None,
-        }
+        payload = run_payload(self.spec, request, sid, token)
         kwargs: dict[str, Any] = {"entrypoint_num_cpus": self.spec.cpus_per_run}
         if self.spec.gpus_per_run:
             kwargs["entrypoint_num_gpus"] = self.spec.gpus_per_run
@@ -268,7 +254,50 @@ class RayBackend:
         self.tail(handle)
 
     def tail(self, handle: RayRunHandle) -> None:
-        asyncio.run_coroutine_threadsafe(self._tail(handle, handle.demux), self._loop)
+        """Follow the run's log: from its node's own file where the node is known, else through
+        the Jobs API (whose copy may be another node's: see logs.py)."""
+        handle.streamed_from = handle.node_id
+        if handle.node_id:
+            coro = self._tail_node(handle, handle.demux, handle.node_id)
+        else:
+            coro = self._tail(handle, handle.demux)
+        future = asyncio.run_coroutine_threadsafe(coro, self._loop)
+        with self._lock:
+            self._streams[handle.sid] = future
+
+    async def _tail_node(self, handle: RayRunHandle, demux: Demux, node_id: str) -> None:
+        """The job's log as its node writes it, through the state API's log stream (the node's
+        agent reads its own file every STREAM_EVERY_S), until the run ends."""
+        import codecs
+
+        import aiohttp
+
+        query = urllib.parse.urlencode(
+            {
+                "node_id": node_id,
+                "filename": f"job-driver-{handle.sid}.log",
+                "lines": -1,
+                "interval": STREAM_EVERY_S,
+            }
+        )
+        url = f"{self.address.rstrip('/')}/api/v0/logs/stream?{query}"
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        try:
+            async with aiohttp.ClientSession() as session, session.get(url) as resp:
+                if resp.status != 200:
+                    raise OSError(f"HTTP {resp.status}: {one_line(await resp.text())}")
+                async for data in resp.content.iter_any():
+                    text = decoder.decode(data)
+                    if text:
+                        handle.feed(text, demux)
+                    if handle.ended or demux is not handle.demux:
+                        return
+        except asyncio.CancelledError:
+            return
+        except Exception as exc:  # the watcher decides what a broken stream means
+            handle.stream_closed(demux, one_line(exc))
+            return
+        handle.stream_closed(demux, None)
 
     async def _tail(self, handle: RayRunHandle, demux: Demux) -> None:
         try:
@@ -305,6 +334,9 @@ class RayBackend:
         with self._lock:
             self._handles.pop(handle.sid, None)
             self.placement.ended(handle.placed_on)
+            stream = self._streams.pop(handle.sid, None)
+        if stream is not None:
+            stream.cancel()  # a node's log stream follows the file forever
 
     def close(self) -> None:
         """Let go of the cluster; its jobs go on (reattach with `tuiprof run --resume`)."""

@@ -1,7 +1,8 @@
 """One run submitted as a Ray job: its state, its end, and its results collected once.
 
-Contract: the backend's log stream (`tail_job_logs`) feeds `feed` as the job prints, so output
-and metrics appear live; the backend's watcher calls `check` every WATCH_EVERY_S, and each check
+Contract: the backend's log stream (the node's own log file through the state API once the node
+is known, else the Jobs API's `tail_job_logs`) feeds `feed` as the job prints, so output and
+metrics appear live; the backend's watcher calls `check` every WATCH_EVERY_S, and each check
 asks Ray for the job's status at most every `poll_every` seconds. A run is RUNNING once its
 log's start record or Ray's RUNNING status says so, and ends, whichever comes first, when the
 stream delivers the wrapper's `end` record or when Ray reports the job terminal:
@@ -28,7 +29,14 @@ from tui_prof.experiments.backends.ray.stream import Demux
 if TYPE_CHECKING:
     from tui_prof.experiments.backends.ray.client import RayBackend
 
-RETAILS = 3  # a broken log stream is picked up again this often
+LOCAL_ONLY = (
+    "TUIPROF_RUN_DIR",
+    "TUIPROF_METRICS_FILE",
+    "TUIPROF_EXPERIMENT_DIR",
+    "TUIPROF_PROFILER_PORT",
+)
+RETAILS = 5  # a broken log stream is picked up again this often, once Ray says the job runs,
+RETAIL_EVERY_S = 1.0  # at most this often (its node's file may not be there yet)
 NODE_DEATH_WAIT_S = 10.0  # for Ray to call a node dead after a job's supervisor died on it
 
 
@@ -40,6 +48,34 @@ def one_line(exc: BaseException | str, limit: int = 300) -> str:
         lines[-1] if len(lines) > 1 and "Traceback" in text else (lines[0] if lines else repr(exc))
     )
     return line[:limit]
+
+
+def run_payload(spec: Any, request: LaunchRequest, sid: str, token: str) -> dict[str, Any]:
+    """What the run wrapper (node.py) is told about one run, whichever way it is started."""
+    return {
+        "token": token,
+        "argv": list(request.argv),
+        "cwd": None if spec.upload_workdir else str(request.cwd),
+        "env": {k: v for k, v in request.env.items() if k not in LOCAL_ONLY},
+        "timeout_s": request.timeout_s,
+        "kill_grace_s": request.kill_grace_s,
+        "profiler_port": request.profiler_port,
+        "storage": f"{spec.storage}/{request.experiment_id}/{sid}.tar.gz" if spec.storage else None,
+    }
+
+
+def environment_there(start: dict[str, Any] | None, node: pl.Node | None) -> dict[str, Any] | None:
+    """The fingerprint the wrapper took on its node, with what Ray knows of that node."""
+    if start is None:
+        return None
+    env = dict(start.get("environment") or {})
+    if node is not None:
+        env["node"] = node.name
+        env["ray_node_id"] = node.node_id
+        env["ray_accelerator_type"] = node.accelerator
+        if not env.get("gpu_model") and node.accelerator:
+            env["gpu_model"] = node.accelerator  # no nvidia-smi there: the model Ray knows it by
+    return env
 
 
 class RayRunHandle:
@@ -71,6 +107,8 @@ class RayRunHandle:
         self._stream_done = False
         self._ray_running = False  # Ray says its entrypoint runs (the log may not say so yet)
         self._retails = 0
+        self._next_tail = 0.0
+        self.streamed_from: str | None = None  # the node whose own log file the stream follows
         self._stopping = False
 
     @property
@@ -109,18 +147,7 @@ class RayRunHandle:
         return n.name if n is not None else (f"node/{self.node_id[:6]}" if self.node_id else None)
 
     def environment(self) -> dict[str, Any] | None:
-        start = self.start_record
-        if start is None:
-            return None
-        env = dict(start.get("environment") or {})
-        n = self.backend.node(self.node_id)
-        if n is not None:
-            env["node"] = n.name
-            env["ray_node_id"] = n.node_id
-            env["ray_accelerator_type"] = n.accelerator
-            if not env.get("gpu_model") and n.accelerator:
-                env["gpu_model"] = n.accelerator  # no nvidia-smi there: the model Ray knows it by
-        return env
+        return environment_there(self.start_record, self.backend.node(self.node_id))
 
     # -- the stream's side ---------------------------------------------------------------
     def feed(self, text: str, demux: Demux) -> None:
@@ -187,8 +214,16 @@ class RayRunHandle:
             return
         if terminal:
             self._collect(info)
-        elif self._stream_done and self._retails < RETAILS:
-            self._retails += 1  # the stream broke while it runs: pick it up again
+        elif self.node_id and self.streamed_from is None and self._ray_running:
+            self._restart(None)  # now its node is known: follow that node's own file
+        elif (
+            self._stream_done
+            and self._retails < RETAILS
+            and now >= self._next_tail
+            and (self._ray_running or self.start_record is not None)
+        ):
+            self._retails += 1  # the stream broke (or began too early) while it runs: again
+            self._next_tail = now + RETAIL_EVERY_S
             self._restart(None)
 
     def _collect(self, info: Any) -> None:
