@@ -449,7 +449,7 @@ def inside(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         os.environ["PYTHONPATH"] = os.pathsep.join(
             [str(shim), *filter(None, [os.environ.get("PYTHONPATH")])]
         )  # the nodes, their workers and jobs, and the CLI inherit it
-    cluster = Cluster()
+    cluster = Cluster(hide_slow_imports=False)  # as installed here (--hide-module hides)
     try:
         t0 = time.perf_counter()
         cluster.start_head()

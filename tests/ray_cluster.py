@@ -62,8 +62,18 @@ def _ray() -> str:
     return exe
 
 
-def _node_env() -> dict[str, str]:
+# An optional import that costs each Ray process about a second of CPU (jsonschema's format
+# checker builds a grammar on import; Ray's runtime-env schema check pulls it in): on a loaded
+# 2-core machine, a node's dozen processes then take minutes to start. The nodes' processes find
+# a module of that name that raises ImportError, as where it is not installed (jsonschema skips
+# the format then; benchmarks/README.md section 7 measured it).
+SLOW_OPTIONAL_IMPORTS = ("rfc3987_syntax",)
+
+
+def _node_env(shim: Path | None = None) -> dict[str, str]:
     env = dict(os.environ)
+    if shim is not None:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(shim), env.get("PYTHONPATH")]))
     env["RAY_USAGE_STATS_ENABLED"] = "0"
     # Jobs' `python3` is this interpreter (its site-packages has Ray and tuiprof's dependencies).
     env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
@@ -78,11 +88,19 @@ class Cluster:
     """A head plus workers, each like a machine of its own; see the module docstring."""
 
     def __init__(
-        self, gcs_port: int = GCS_PORT, dashboard_port: int = DASHBOARD_PORT, port_base: int = 52400
+        self,
+        gcs_port: int = GCS_PORT,
+        dashboard_port: int = DASHBOARD_PORT,
+        port_base: int = 52400,
+        hide_slow_imports: bool = True,
     ) -> None:
         if [name for _, name in socket.if_nameindex()] != ["lo"]:
             raise RuntimeError("refusing to start Ray outside a private network namespace")
         self.temp = Path(tempfile.mkdtemp(prefix="trc", dir="/tmp"))  # short: unix socket paths
+        self.shim = self.temp / "shim"
+        self.shim.mkdir()
+        for name in SLOW_OPTIONAL_IMPORTS if hide_slow_imports else ():
+            (self.shim / f"{name}.py").write_text(f"raise ImportError('{name}: not here')\n")
         self.nodes: dict[str, subprocess.Popen[bytes]] = {}
         self.ips: dict[str, str] = {}
         self.agent_ports: dict[str, int] = {}  # node -> its dashboard agent's HTTP port
@@ -130,7 +148,7 @@ class Cluster:
                 *ports,
                 *args,
             ],
-            env={**_node_env(), **(extra_env or {})},
+            env={**_node_env(self.shim), **(extra_env or {})},
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
@@ -182,7 +200,7 @@ class Cluster:
             agent_port=agent_port,
         )
 
-    def wait_for(self, names: Sequence[str], timeout_s: float = 360.0) -> dict[str, str]:
+    def wait_for(self, names: Sequence[str], timeout_s: float = 600.0) -> dict[str, str]:
         """Until these nodes are alive: name -> Ray node id."""
         from ray.util.state import list_nodes
 

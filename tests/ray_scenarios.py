@@ -140,7 +140,9 @@ def _jobs(prefix: str) -> list[tuple[str, str]]:
 
     jobs = JobSubmissionClient(f"http://{ADDRESS}").list_jobs()
     return sorted(
-        (j.submission_id, str(j.status)) for j in jobs if (j.submission_id or "").startswith(prefix)
+        (j.submission_id, str(j.status))
+        for j in jobs
+        if j.submission_id is not None and j.submission_id.startswith(prefix)
     )
 
 

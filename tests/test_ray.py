@@ -206,12 +206,14 @@ def test_results_arrive_from_every_node_and_unreadable_ones_are_retried_not_fail
     assert first == {"head", "wok"}  # the head runs jobs too; a worker's results arrive
     lost = {a["run_id"] for a in m["attempts"]}
     assert lost and all(rec[run_id]["attempt"] == 2 for run_id in lost)
-    for a in m["attempts"]:  # one block went to wclash: both its runs, then never again
+    # One block went to wclash, then never again: both its runs, or only the first where its loss
+    # was known before the second was placed (the block then moves, as any new block would).
+    for a in m["attempts"]:
         assert a["status"] == "failed" and a["node"].startswith("wclash/"), a
         assert a["error"].startswith("results lost on wclash/"), a["error"]
         assert "the Ray job succeeded" in a["error"] and "state API" in a["error"], a["error"]
         assert a["error"].endswith("; retrying on another node"), a["error"]
-    assert len(lost) == 2 and len({r[-1] for r in lost}) == 1
+    assert 1 <= len(lost) <= 2 and len({r[-1] for r in lost}) == 1
 
 
 def test_the_actor_mode_records_what_a_local_run_records_from_every_node(

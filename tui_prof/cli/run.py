@@ -94,7 +94,8 @@ def register(subparsers: Any) -> None:
     ray = p.add_argument_group(
         "cluster",
         "Run on a Ray cluster instead of this machine (pip install 'tuiprof[ray]'): each run is "
-        "a Ray job that goes on if tuiprof exits; --resume reattaches. Also [backend] in a spec.",
+        "a Ray job (or, with --ray-mode actors, a process a warm agent per node starts) that goes "
+        "on if tuiprof exits; --resume reattaches. Also [backend] in a spec.",
     )
     ray.add_argument(
         "--backend",

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 import ray
+from ray.job_submission import JobSubmissionClient
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 import tui_prof
@@ -219,7 +220,7 @@ class RayActorBackend:
         self._followers: dict[str, threading.Event] = {}
         self._closed = threading.Event()
         self._joined = False  # this backend called ray.init (and so leaves with ray.shutdown)
-        self._env = {
+        self._env: dict[str, Any] = {
             "py_modules": [str(Path(tui_prof.__file__).parent)],
             "excludes": ["__pycache__", "*.pyc"],
         }
@@ -261,7 +262,11 @@ class RayActorBackend:
                     logging_level=logging.WARNING,
                 )
                 backend._joined = True
+            # tuiprof itself goes to the cluster once, as a package the agents' runtime_env names
+            # (Ray takes local directories only in ray.init's; the Jobs client uploads them).
+            JobSubmissionClient(address)._upload_py_modules_if_needed(backend._env)
         except Exception as exc:
+            backend.close()
             raise BackendError(
                 f"could not join the Ray cluster at {gcs}: {one_line(exc)}"
             ) from None
