@@ -50,6 +50,7 @@ NOT_QUICK = frozenset(
         "test_compare_cli",
         "test_experiments_live_log",
         "test_fallback_steps",
+        "test_hlo_cost",
         "test_follow",
         "test_instrument",
         "test_jax",

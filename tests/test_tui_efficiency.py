@@ -67,3 +67,12 @@ async def test_a_peak_given_on_the_command_line() -> None:
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
         assert "of 2.5 TFLOP/s (--peak-tflops)" in static_text(app, "#precision")
+
+
+def test_the_tuis_command_line_takes_a_peak() -> None:
+    from tui_prof.cli.main import build_tui_parser
+
+    assert build_tui_parser().parse_args(["logs", "--peak-tflops", "2.5"]).peak_tflops == 2.5
+    assert build_tui_parser().parse_args(["logs"]).peak_tflops is None
+    with pytest.raises(SystemExit):
+        build_tui_parser().parse_args(["logs", "--peak-tflops", "0"])

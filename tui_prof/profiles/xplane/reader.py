@@ -329,7 +329,10 @@ def _hlo_flops(paths: Sequence[Path], gpu: bool) -> HloFlops | None:
         return None
     from tui_prof.profiles.xplane.hlo_cost import has_hlo, hlo_flops
 
-    return hlo_flops(paths) if has_hlo(paths) else None
+    try:
+        return hlo_flops(paths) if has_hlo(paths) else None
+    except ProfileError:  # a damaged device line: the rest of the summary stands without it
+        return None
 
 
 def _compute_capability(paths: Sequence[Path]) -> str:
