@@ -4,6 +4,7 @@
     python examples/make_sample_traces.py --check    # also print what TensorBoard's converter finds
     python examples/make_sample_traces.py --only torch_float32 torch_autocast   # PyTorch only
     python examples/make_sample_traces.py --gpu --only torch_cuda_float32 torch_cuda_autocast
+    python examples/make_sample_traces.py --gpu --only torch_cuda_wide_float32 torch_cuda_wide_autocast
     python examples/make_sample_traces.py --only jax_step_markers jax_program_runs     # JAX only
     python examples/make_sample_traces.py --only jax_cuda_float32 jax_cuda_bf16 jax_cuda_step_markers --gpu
     python examples/make_sample_traces.py --experiment  # only experiment_mixed_precision (`tuiprof
@@ -53,9 +54,15 @@ TORCH_PROFILES: dict[str, list[str]] = {
     "torch_float32": ["--precision", "float32", "--device", "cpu"],
     "torch_autocast": ["--precision", "autocast", "--device", "cpu"],
 }
+# GPU-sized (32x32 images, 4x wider convs, batch 128, as examples/torch_autocast_gpu.toml), with
+# torch's FLOP estimates and allocations recorded: MFU and memory from a real trace.
+GPU_WIDE = ["--device", "cuda", "--width", "4", "--image-size", "32", "--batch-size", "128"]
+GPU_WIDE += ["--profile-memory", "--with-flops"]
 TORCH_GPU_PROFILES: dict[str, list[str]] = {
     "torch_cuda_float32": ["--precision", "float32", "--device", "cuda"],
     "torch_cuda_autocast": ["--precision", "autocast", "--device", "cuda"],
+    "torch_cuda_wide_float32": ["--precision", "float32", *GPU_WIDE],
+    "torch_cuda_wide_autocast": ["--precision", "autocast", *GPU_WIDE],
 }
 # name -> train_jax.py arguments: a jitted train step traced for global steps 5..14, with JAX's
 # step markers and without (then tuiprof's steps are the runs of the jitted step). Small
@@ -85,7 +92,7 @@ def generate(name: str, args: list[str], script: Path = TRAIN, gpu: bool = False
     for var in ("TUIPROF_METRICS_FILE", "TUIPROF_RUN_DIR"):
         env.pop(var, None)
     common = JAX_COMMON if script == TRAIN_JAX else COMMON
-    cmd = [sys.executable, str(script), *args, *common, "--logdir", str(logdir)]
+    cmd = [sys.executable, str(script), *common, *args, "--logdir", str(logdir)]  # args win
     print(f"== {name}: {' '.join(cmd[1:])}", flush=True)
     subprocess.run(cmd, check=True, env=env)
 

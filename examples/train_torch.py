@@ -90,6 +90,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=os.environ.get("TUIPROF_RUN_DIR") or "logs/torch",
         help="where the trace goes (default: $TUIPROF_RUN_DIR, else ./logs/torch)",
     )
+    p.add_argument(
+        "--profile-memory",
+        action="store_true",
+        help="record allocations too (torch.profiler's profile_memory: [memory] events)",
+    )
+    p.add_argument(
+        "--with-flops",
+        action="store_true",
+        help="torch.profiler's with_flops=True (it records shapes; torch 2.x keeps its own FLOP "
+        "counts in memory, not in the trace file, so tuiprof counts from the shapes)",
+    )
     p.add_argument("--seed", type=int, default=0)
     return p.parse_args(argv)
 
@@ -207,6 +218,8 @@ def main(argv: list[str] | None = None) -> int:
         active=last - first + 1,
         logdir=args.logdir,
         profile=args.profile_steps is not None,
+        profile_memory=args.profile_memory,
+        with_flops=args.with_flops,
         epochs=args.epochs,
         batch_size=args.batch_size,
         width=args.width,

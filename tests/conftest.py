@@ -10,15 +10,35 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+if TYPE_CHECKING:
+    from textual.app import App
+    from textual.pilot import Pilot
+
+TESTS = Path(__file__).resolve().parent
+REPO = TESTS.parent
 SAMPLES = REPO / "sample_traces"
 SHARED = REPO.parent / "shared"
 SHARED_TRACES = SHARED / "traces"
 GPU_LOGDIR = SHARED_TRACES / "tf_gpu_multi_worker"
+# PyTorch (Kineto) traces the reference tests read: the PyTorch plugin's own sample, today's
+# traces, an AMD one (../shared), and the committed H100 samples.
+PLUGIN_SAMPLE = SHARED_TRACES / "kineto_tb_plugin" / "worker0.1623143089861.pt.trace.json.gz"
+TODAY = [
+    SHARED_TRACES / "kineto" / f
+    for f in (
+        "a100_rank0.json.gz",
+        "sampled_rank-0.json.gz",
+        "benchmark_result_2869224_1695835535_trace.json.gz",
+        "benchmark_result_924719_1679055439_trace.json.gz",
+    )
+]
+MI250 = SHARED_TRACES / "kineto" / "mi250_minitoy_train.json.gz"
+# Committed samples (examples/train_torch.py on an H100, PyTorch 2.11): no ../shared needed.
+H100_SAMPLES = sorted(SAMPLES.glob("torch_cuda_*/*.pt.trace.json.gz"))
 
 # Modules that run real jobs, servers, frameworks or whole TUI sessions: everything else is the
 # `quick` inner loop (`pytest -m quick`, under two minutes on 2 cores). A new module is quick
@@ -30,6 +50,7 @@ NOT_QUICK = frozenset(
         "test_compare_cli",
         "test_experiments_live_log",
         "test_fallback_steps",
+        "test_hlo_cost",
         "test_follow",
         "test_instrument",
         "test_jax",
@@ -47,6 +68,7 @@ NOT_QUICK = frozenset(
         "test_torch_job",
         "test_tui",
         "test_tui_diff",
+        "test_tui_efficiency",
         "test_tui_workers",
         "test_tui_xla",
     }
@@ -89,7 +111,7 @@ def sample_session(name: str) -> Path:
     return found[0]
 
 
-def official_overview(paths: list[Path]) -> list[dict]:
+def official_overview(paths: list[Path]) -> list[dict[str, Any]]:
     """TensorBoard's converter called directly (not through tuiprof), for tests to compare against."""
     import json
     import tempfile
@@ -104,10 +126,11 @@ def official_overview(paths: list[Path]) -> list[dict]:
             "overview_page",
             {"use_saved_result": False},
         )
-    return json.loads(data)
+    rows: list[dict[str, Any]] = json.loads(data)
+    return rows
 
 
-async def until(pilot: Any, predicate: Callable[[], bool], timeout: float = 30) -> None:
+async def until(pilot: Pilot[Any], predicate: Callable[[], object], timeout: float = 30) -> None:
     """Let the app run until `predicate()` holds (a condition, not a sleep); fail after `timeout` s."""
     deadline = time.monotonic() + timeout
     while not predicate():
@@ -123,7 +146,18 @@ def needs_module(module: str, extra: str) -> pytest.MarkDecorator:
     )
 
 
-async def settle(pilot) -> None:
+def static_text(app: App[Any], selector: str) -> str:
+    """What a Static shows, as plain text (Rich renderables rendered as a terminal would)."""
+    from rich.console import Console
+    from textual.widgets import Static
+
+    w = app.screen.query_one(selector, Static)
+    console = Console(width=200, color_system=None, record=True, file=open(os.devnull, "w"))  # noqa: SIM115
+    console.print(w.content)
+    return console.export_text()
+
+
+async def settle(pilot: Pilot[Any]) -> None:
     """Wait until no worker has run for two rounds (workers here start workers: scan → compare),
     instead of sleeping. The logdir follower runs as long as its screen, so it is not waited for."""
     from tui_prof.tui.screens.browse import FOLLOW_GROUP
@@ -138,6 +172,15 @@ async def settle(pilot) -> None:
         quiet = 0 if busy else quiet + 1
         if quiet >= 2:
             return
+
+
+def script_env(**extra: str) -> dict[str, str]:
+    """The environment of a child process running this checkout's code; a test module re-run as a
+    script there (in a network namespace, say) finds conftest and the helper modules beside it as
+    pytest's own import does, wherever under tests/ it lives."""
+    old = os.environ.get("PYTHONPATH")
+    path = os.pathsep.join([str(REPO), str(TESTS), *([old] if old else [])])
+    return {**os.environ, "PYTHONPATH": path, **extra}
 
 
 def run_cli(

@@ -20,9 +20,11 @@ import jax.numpy as jnp
 @jax.jit
 def step(w: jax.Array, x: jax.Array) -> jax.Array:
     def loss(w: jax.Array) -> jax.Array:
-        return jnp.mean((jnp.tanh(x @ w) - 1.0) ** 2)
+        mse: jax.Array = jnp.mean((jnp.tanh(x @ w) - 1.0) ** 2)
+        return mse
 
-    return w - 0.1 * jax.grad(loss)(w)
+    updated: jax.Array = w - 0.1 * jax.grad(loss)(w)
+    return updated
 
 
 def trace(logdir: str, markers: bool) -> None:

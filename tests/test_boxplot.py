@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+from typing import Literal
 
 import pytest
 from rich.console import Console
@@ -31,7 +32,11 @@ mixed ├──[█│█]──┤                                             
 """
 
 
-def render(renderable: object, width: int = 80, color: str | None = None) -> str:
+def render(
+    renderable: object,
+    width: int = 80,
+    color: Literal["standard", "256", "truecolor"] | None = None,
+) -> str:
     console = Console(width=width, color_system=color, record=True, file=io.StringIO())
     console.print(renderable)
     return console.export_text(styles=color is not None)

@@ -13,52 +13,20 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
-from conftest import REPO
+from capture_helpers import SilentListener, free_port, timed_cli
+from conftest import REPO, script_env
 from netns import unshare_prefix
 
 JOB = REPO / "examples" / "profiler_server_job.py"
-
-
-def _env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(REPO) + (
-        os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else ""
-    )
-    return env
-
-
-def _cli(args: list[str], timeout: float = 120.0) -> dict[str, object]:
-    """Run `tuiprof ARGS` as a user would; its outcome with wall-clock start and end."""
-    start = time.time()
-    proc = subprocess.run(
-        [sys.executable, "-m", "tui_prof.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=_env(),
-        cwd=REPO,
-    )
-    return {
-        "rc": proc.returncode,
-        "stdout": proc.stdout,
-        "stderr": proc.stderr,
-        "start": start,
-        "end": time.time(),
-    }
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 # ---------------------------------------------------------------- the namespace scenario
@@ -84,7 +52,7 @@ def _start_job(port: int, *extra: str, hide: Path | None = None) -> subprocess.P
         stderr=subprocess.DEVNULL,
         text=True,
         start_new_session=True,
-        env=_env(),
+        env=script_env(),
     )
 
 
@@ -116,7 +84,7 @@ def scenario(workdir: Path) -> dict[str, object]:
     try:
         _wait_ready(busy)
         _wait_ready(idle)
-        out["single"] = _cli(
+        out["single"] = timed_cli(
             [
                 "capture",
                 "localhost:6009",
@@ -126,7 +94,7 @@ def scenario(workdir: Path) -> dict[str, object]:
                 str(workdir / "single"),
             ]
         )
-        out["series"] = _cli(
+        out["series"] = timed_cli(
             [
                 "capture",
                 "127.0.0.1:6009",
@@ -140,7 +108,7 @@ def scenario(workdir: Path) -> dict[str, object]:
                 str(workdir / "series"),
             ]
         )
-        out["multi"] = _cli(
+        out["multi"] = timed_cli(
             [
                 "capture",
                 "localhost:6009,localhost:6010",
@@ -152,7 +120,7 @@ def scenario(workdir: Path) -> dict[str, object]:
                 str(workdir / "multi"),
             ]
         )
-        out["empty"] = _cli(
+        out["empty"] = timed_cli(
             [
                 "capture",
                 "localhost:6010",
@@ -164,7 +132,7 @@ def scenario(workdir: Path) -> dict[str, object]:
                 str(workdir / "empty"),
             ]
         )
-        out["not_local"] = _cli(
+        out["not_local"] = timed_cli(
             [
                 "capture",
                 "localhost:6009",
@@ -176,7 +144,7 @@ def scenario(workdir: Path) -> dict[str, object]:
         )
         killer = threading.Timer(2.0, _stop, args=(idle,))
         killer.start()
-        out["died"] = _cli(
+        out["died"] = timed_cli(
             [
                 "capture",
                 "localhost:6010",
@@ -216,14 +184,14 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
         capture_output=True,
         text=True,
         timeout=540,
-        env=_env(),
+        env=script_env(),
         cwd=REPO,
     )
     time.sleep(2.0)
     follower.stop()
     why = [ln for ln in proc.stderr.splitlines() if ln[:1] not in "IW" or "Error" in ln]
     assert proc.returncode == 0, "\n".join(why[-40:])
-    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
     result["workdir"] = workdir
     result["follow"] = seen
     return result
@@ -246,7 +214,7 @@ def _official_events(xplane: Path) -> dict[str, int]:
 
 
 @pytest.mark.slow
-def test_capture_writes_a_session_the_official_converter_reads(live: dict) -> None:
+def test_capture_writes_a_session_the_official_converter_reads(live: dict[str, Any]) -> None:
     r = live["single"]
     assert r["rc"] == 0, r["stderr"]
     session = Path(r["stdout"].strip().splitlines()[-1])
@@ -266,7 +234,7 @@ def test_capture_writes_a_session_the_official_converter_reads(live: dict) -> No
 
 
 @pytest.mark.slow
-def test_series_prints_one_line_per_capture_with_its_step_time(live: dict) -> None:
+def test_series_prints_one_line_per_capture_with_its_step_time(live: dict[str, Any]) -> None:
     r = live["series"]
     assert r["rc"] == 0, r["stderr"]
     lines = r["stdout"].strip().splitlines()
@@ -278,7 +246,7 @@ def test_series_prints_one_line_per_capture_with_its_step_time(live: dict) -> No
 
 
 @pytest.mark.slow
-def test_multi_host_capture_writes_one_file_per_answering_host(live: dict) -> None:
+def test_multi_host_capture_writes_one_file_per_answering_host(live: dict[str, Any]) -> None:
     r = live["multi"]
     assert r["rc"] == 0, r["stderr"]
     session = Path(r["stdout"].strip().splitlines()[-1])
@@ -290,7 +258,7 @@ def test_multi_host_capture_writes_one_file_per_answering_host(live: dict) -> No
 
 
 @pytest.mark.slow
-def test_idle_job_gives_an_empty_capture_explained(live: dict) -> None:
+def test_idle_job_gives_an_empty_capture_explained(live: dict[str, Any]) -> None:
     r = live["empty"]
     assert r["rc"] == 1
     lines = r["stderr"].strip().splitlines()
@@ -300,7 +268,7 @@ def test_idle_job_gives_an_empty_capture_explained(live: dict) -> None:
 
 
 @pytest.mark.slow
-def test_logdir_the_job_cannot_share_is_explained(live: dict) -> None:
+def test_logdir_the_job_cannot_share_is_explained(live: dict[str, Any]) -> None:
     r = live["not_local"]
     assert r["rc"] == 1
     lines = r["stderr"].strip().splitlines()
@@ -309,7 +277,7 @@ def test_logdir_the_job_cannot_share_is_explained(live: dict) -> None:
 
 
 @pytest.mark.slow
-def test_server_dying_mid_capture_is_reported_promptly(live: dict) -> None:
+def test_server_dying_mid_capture_is_reported_promptly(live: dict[str, Any]) -> None:
     r = live["died"]
     assert r["rc"] == 1
     lines = r["stderr"].strip().splitlines()
@@ -319,7 +287,7 @@ def test_server_dying_mid_capture_is_reported_promptly(live: dict) -> None:
 
 
 @pytest.mark.slow
-def test_follower_reports_the_captured_session_within_a_second_or_two(live: dict) -> None:
+def test_follower_reports_the_captured_session_within_a_second_or_two(live: dict[str, Any]) -> None:
     from tui_prof.live.follow import PROFILE, SESSION
 
     single = Path(live["single"]["stdout"].strip().splitlines()[-1])
@@ -342,38 +310,14 @@ def test_parse_addresses_accepts_lists_prefixes_and_ipv6() -> None:
     assert parse_addresses(["a:1", "a:1,c:4"]) == ("a:1", "c:4")
 
 
-class _SilentListener:
-    """Accepts TCP connections on 127.0.0.1 and never answers: a hung or non-gRPC server."""
-
-    def __init__(self) -> None:
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(8)
-        self.port = self.sock.getsockname()[1]
-        self.conns: list[socket.socket] = []
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                self.conns.append(self.sock.accept()[0])
-            except OSError:
-                return
-
-    def close(self) -> None:
-        self.sock.close()
-        for c in self.conns:
-            c.close()
-
-
 @pytest.fixture
-def silent() -> _SilentListener:
-    listener = _SilentListener()
+def silent() -> Iterator[SilentListener]:
+    listener = SilentListener()
     yield listener
     listener.close()
 
 
-def test_timeout_bounds_a_hung_server(silent: _SilentListener, tmp_path: Path) -> None:
+def test_timeout_bounds_a_hung_server(silent: SilentListener, tmp_path: Path) -> None:
     from tui_prof.live.capture import CaptureError, capture
 
     t0 = time.monotonic()
@@ -385,7 +329,7 @@ def test_timeout_bounds_a_hung_server(silent: _SilentListener, tmp_path: Path) -
     assert "\n" not in str(info.value)
 
 
-def test_cancel_stops_a_capture_at_once(silent: _SilentListener, tmp_path: Path) -> None:
+def test_cancel_stops_a_capture_at_once(silent: SilentListener, tmp_path: Path) -> None:
     from tui_prof.live.capture import CaptureError, capture
 
     cancel = threading.Event()
@@ -410,7 +354,7 @@ def test_capture_series_stops_on_a_fatal_error(tmp_path: Path) -> None:
 
     items = list(
         capture_series(
-            f"127.0.0.1:{_free_port()}", logdir=tmp_path, every_s=0.1, count=5, duration_ms=200
+            f"127.0.0.1:{free_port()}", logdir=tmp_path, every_s=0.1, count=5, duration_ms=200
         )
     )
     assert len(items) == 1 and isinstance(items[0], CaptureError)

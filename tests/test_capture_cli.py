@@ -10,18 +10,18 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from test_capture import _cli, _free_port, _SilentListener
+from capture_helpers import CliRun, SilentListener, free_port, timed_cli
 
 
 @pytest.fixture
-def silent() -> Iterator[_SilentListener]:
-    listener = _SilentListener()
+def silent() -> Iterator[SilentListener]:
+    listener = SilentListener()
     yield listener
     listener.close()
 
 
 def test_capture_is_a_registered_subcommand() -> None:
-    r = _cli(["capture", "--help"])
+    r = timed_cli(["capture", "--help"])
     assert r["rc"] == 0
     for flag in (
         "--duration-ms",
@@ -46,7 +46,7 @@ def test_capture_is_a_registered_subcommand() -> None:
     ],
 )
 def test_bad_address_is_refused_before_trying(address: str, says: str, tmp_path: Path) -> None:
-    r = _cli(["capture", address, "--logdir", str(tmp_path)])
+    r = timed_cli(["capture", address, "--logdir", str(tmp_path)])
     assert r["rc"] == 2
     assert r["stdout"] == ""
     lines = r["stderr"].strip().splitlines()
@@ -65,15 +65,17 @@ def test_bad_address_is_refused_before_trying(address: str, says: str, tmp_path:
     ],
 )
 def test_bad_options_are_refused_before_trying(args: list[str], says: str, tmp_path: Path) -> None:
-    r = _cli(["capture", "localhost:6009", "--logdir", str(tmp_path), *args])
+    r = timed_cli(["capture", "localhost:6009", "--logdir", str(tmp_path), *args])
     assert r["rc"] == 2
     lines = r["stderr"].strip().splitlines()
     assert len(lines) == 1 and says in lines[0], r["stderr"]
 
 
 def test_no_server_fails_fast_with_one_clear_line(tmp_path: Path) -> None:
-    port = _free_port()
-    r = _cli(["capture", f"127.0.0.1:{port}", "--duration-ms", "1000", "--logdir", str(tmp_path)])
+    port = free_port()
+    r = timed_cli(
+        ["capture", f"127.0.0.1:{port}", "--duration-ms", "1000", "--logdir", str(tmp_path)]
+    )
     assert r["rc"] == 1
     lines = r["stderr"].strip().splitlines()
     assert len(lines) == 1, r["stderr"]
@@ -83,8 +85,8 @@ def test_no_server_fails_fast_with_one_clear_line(tmp_path: Path) -> None:
 
 
 def test_no_server_in_a_series_ends_it_with_one_line(tmp_path: Path) -> None:
-    port = _free_port()
-    r = _cli(
+    port = free_port()
+    r = timed_cli(
         [
             "capture",
             f"127.0.0.1:{port}",
@@ -104,8 +106,8 @@ def test_no_server_in_a_series_ends_it_with_one_line(tmp_path: Path) -> None:
     assert r["stdout"] == ""
 
 
-def test_timeout_option_bounds_a_hung_server(silent: _SilentListener, tmp_path: Path) -> None:
-    r = _cli(
+def test_timeout_option_bounds_a_hung_server(silent: SilentListener, tmp_path: Path) -> None:
+    r = timed_cli(
         [
             "capture",
             f"127.0.0.1:{silent.port}",
@@ -125,9 +127,9 @@ def test_timeout_option_bounds_a_hung_server(silent: _SilentListener, tmp_path: 
 
 @pytest.mark.slow
 def test_silent_server_is_no_server_after_the_connect_timeout(
-    silent: _SilentListener, tmp_path: Path
+    silent: SilentListener, tmp_path: Path
 ) -> None:
-    r = _cli(
+    r = timed_cli(
         ["capture", f"127.0.0.1:{silent.port}", "--duration-ms", "500", "--logdir", str(tmp_path)]
     )
     assert r["rc"] == 1
@@ -165,26 +167,13 @@ class _RudeListener:
         self.sock.close()
 
 
-def _cli_in(tmpdir: Path, args: list[str]) -> dict[str, object]:
+def _cli_in(tmpdir: Path, args: list[str]) -> CliRun:
     """`tuiprof ARGS` with its temporary files in tmpdir, to see what it leaves behind."""
     import os
-    import subprocess
-    import sys
-    import time
 
-    from test_capture import REPO, _env
-
-    start = time.time()
-    proc = subprocess.run(
-        [sys.executable, "-m", "tui_prof.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**_env(), "TMPDIR": str(tmpdir)},
-        cwd=REPO,
-    )
+    r = timed_cli(args, TMPDIR=str(tmpdir))
     os.sync()
-    return {"rc": proc.returncode, "stderr": proc.stderr, "s": time.time() - start}
+    return r
 
 
 @pytest.mark.parametrize(
@@ -209,11 +198,11 @@ def test_a_port_that_is_not_a_profiler_server_is_said_so(
     finally:
         listener.close()
     assert r["rc"] == 1
-    lines = str(r["stderr"]).strip().splitlines()
+    lines = r["stderr"].strip().splitlines()
     assert len(lines) == 1 and says in lines[0], r["stderr"]
     assert "went away during the capture" not in lines[0]  # no capture had begun
     assert "within 20 s" not in lines[0]  # it took well under a second
-    assert float(r["s"]) < 10
+    assert r["end"] - r["start"] < 10
     assert "client log" not in lines[0] and not list(tmpdir.glob("tuiprof-capture-*")), list(
         tmpdir.iterdir()
     )  # the line says it all: no log file left behind
@@ -222,7 +211,7 @@ def test_a_port_that_is_not_a_profiler_server_is_said_so(
 def test_failed_captures_leave_no_logs_behind(tmp_path: Path) -> None:
     tmpdir = tmp_path / "tmp"
     tmpdir.mkdir()
-    r = _cli_in(tmpdir, ["capture", f"127.0.0.1:{_free_port()}", "--logdir", str(tmp_path)])
+    r = _cli_in(tmpdir, ["capture", f"127.0.0.1:{free_port()}", "--logdir", str(tmp_path)])
     assert r["rc"] == 1 and "no profiler server at" in str(r["stderr"])
     assert "client log" not in str(r["stderr"])
     assert not list(tmpdir.glob("tuiprof-capture-*")), list(tmpdir.iterdir())

@@ -119,7 +119,10 @@ def test_metrics_supply_epochs_and_batch_size_when_the_environment_lacks_them() 
 
 
 def test_intentional_differences_are_reported_but_do_not_fail_the_check() -> None:
-    variants = {"bs64": (["--batch-size", "64"], {}), "bs128": (["--batch-size", "128"], {})}
+    variants: dict[str, tuple[list[str], dict[str, str]]] = {
+        "bs64": (["--batch-size", "64"], {}),
+        "bs128": (["--batch-size", "128"], {}),
+    }
     intended = intentional_fields(variants)
     assert intended == {"batch_size"}
     runs = [run("bs64", i, batch_size=64) for i in range(2)] + [

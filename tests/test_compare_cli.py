@@ -21,7 +21,7 @@ from conftest import REPO
 from tui_prof.cli.main import main
 from tui_prof.comparison.report import compare_experiment
 from tui_prof.experiments.spec import ExperimentSpec, VariantSpec
-from tui_prof.experiments.store import ExperimentStore, PlannedRun
+from tui_prof.experiments.writer import ExperimentStore, PlannedRun
 from tui_prof.model import (
     RUN_FAILED,
     RUN_FINISHED,
@@ -30,6 +30,7 @@ from tui_prof.model import (
     RUN_TIMEOUT,
     ExperimentRecord,
     RunRecord,
+    RunStatus,
 )
 
 ENV = {**os.environ, "PYTHONPATH": str(REPO)}
@@ -195,7 +196,7 @@ def test_errors_are_one_line_on_stderr_with_exit_2(
     assert err.count("\n") == 1 and err.startswith("tuiprof compare: ") and message in err
 
 
-def _rec(run_id: str, variant: str, status: str, wall: float | None, **kw: Any) -> RunRecord:
+def _rec(run_id: str, variant: str, status: RunStatus, wall: float | None, **kw: Any) -> RunRecord:
     repeat = int(run_id[-1])
     metrics = {"wall_time_s": wall} if wall is not None else {}
     return RunRecord(run_id, variant, repeat, status, wall_time_s=wall, metrics=metrics, **kw)

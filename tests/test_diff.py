@@ -24,10 +24,11 @@ from tui_prof.render.diff import diff_renderable, short_names, strip_signature
 
 ENV = {**os.environ, "PYTHONPATH": str(REPO)}
 EXPERIMENT = SAMPLES / "experiment_mixed_precision"
+Pair = tuple[ProfileSummary, ProfileSummary]
 
 
 @pytest.fixture(scope="module")
-def tf_pair() -> tuple[ProfileSummary, ProfileSummary]:
+def tf_pair() -> Pair:
     """Keras fit float32 and mixed_bfloat16: the same model, with and without casts."""
     return (
         summarize_session(SAMPLES / "keras_fit_float32"),
@@ -43,7 +44,7 @@ def _per_step(s: ProfileSummary) -> dict[tuple[str, str], float]:
     return out
 
 
-def test_every_op_of_both_sides_is_in_the_diff_with_its_time_per_step(tf_pair) -> None:
+def test_every_op_of_both_sides_is_in_the_diff_with_its_time_per_step(tf_pair: Pair) -> None:
     a, b = tf_pair
     d = diff_summaries(a, b)
     ta, tb = _per_step(a), _per_step(b)
@@ -57,7 +58,7 @@ def test_every_op_of_both_sides_is_in_the_diff_with_its_time_per_step(tf_pair) -
     assert len(a.top_ops) > 50 and len(d.ops) >= len(a.top_ops)
 
 
-def test_mixed_precision_adds_casts_and_rows_are_sorted_by_effect(tf_pair) -> None:
+def test_mixed_precision_adds_casts_and_rows_are_sorted_by_effect(tf_pair: Pair) -> None:
     a, b = tf_pair
     d = diff_summaries(a, b)
     names_a = {o.name for o in a.top_ops}
@@ -79,7 +80,7 @@ def test_mixed_precision_adds_casts_and_rows_are_sorted_by_effect(tf_pair) -> No
     assert any(r.delta_ms > 0 for r in d.ops) and any(r.delta_ms < 0 for r in d.ops)
 
 
-def test_deltas_add_up_to_the_change_in_op_time_per_step(tf_pair) -> None:
+def test_deltas_add_up_to_the_change_in_op_time_per_step(tf_pair: Pair) -> None:
     """Host op self times sum to the host's op time per step; their deltas to its change."""
     a, b = tf_pair
     d = diff_summaries(a, b)
@@ -89,7 +90,7 @@ def test_deltas_add_up_to_the_change_in_op_time_per_step(tf_pair) -> None:
     assert math.isclose(total.a_ms, host_a) and math.isclose(total.b_ms, host_b)
     assert math.isclose(sum(r.delta_ms for r in d.ops), host_b - host_a, abs_tol=1e-9)
     step = d.step_time
-    assert step is not None
+    assert step is not None and a.average is not None and b.average is not None
     assert step.a_ms == a.average.step_time_ms and step.b_ms == b.average.step_time_ms
     # Ops run on several threads, so their sum is not the step time: the diff says which it is.
     doc = d.to_dict()
@@ -97,7 +98,7 @@ def test_deltas_add_up_to_the_change_in_op_time_per_step(tf_pair) -> None:
     assert doc["step_time"]["delta_ms"] == pytest.approx(step.b_ms - step.a_ms)
 
 
-def test_swapping_sides_negates_every_delta(tf_pair) -> None:
+def test_swapping_sides_negates_every_delta(tf_pair: Pair) -> None:
     a, b = tf_pair
     ab, ba = diff_summaries(a, b), diff_summaries(b, a)
     back = {(r.where, r.name): r.delta_ms for r in ba.ops}
@@ -105,7 +106,7 @@ def test_swapping_sides_negates_every_delta(tf_pair) -> None:
     assert set(ab.only_in_a) == set(ba.only_in_b) and set(ab.only_in_b) == set(ba.only_in_a)
 
 
-def test_a_profile_against_itself_changes_nothing(tf_pair) -> None:
+def test_a_profile_against_itself_changes_nothing(tf_pair: Pair) -> None:
     a, _ = tf_pair
     d = diff_summaries(a, a)
     assert d.ops and all(r.delta_ms == 0 and r.status == IN_BOTH for r in d.ops)
@@ -149,11 +150,13 @@ def test_a_variant_is_the_mean_over_its_runs_with_a_spread() -> None:
     assert math.isclose(top.a_sd_ms, sd)
     se = d.delta_se(top)
     assert se is not None and se > 0
-    assert math.isclose(d.a.step_time_ms or 0, sum(s.average.step_time_ms for s in runs) / 5)
+    steps = [s.average.step_time_ms for s in runs if s.average is not None]
+    assert len(steps) == 5
+    assert math.isclose(d.a.step_time_ms or 0, sum(steps) / 5)
     assert not any("One profile per side" in n for n in d.notes)
 
 
-def test_names_from_traces_are_text_not_markup(tf_pair) -> None:
+def test_names_from_traces_are_text_not_markup(tf_pair: Pair) -> None:
     a, b = tf_pair
     evil = "[bold red]x|y[/] `op`"
     ops = (dataclasses.replace(b.top_ops[0], name=evil), *b.top_ops[1:])

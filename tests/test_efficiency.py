@@ -10,6 +10,7 @@ from __future__ import annotations
 import gzip
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import REPO, SAMPLES, SHARED_TRACES, needs_shared
@@ -18,6 +19,7 @@ from tui_prof.model import Environment
 from tui_prof.profiles.cache import decode, encode
 from tui_prof.profiles.discover import discover
 from tui_prof.profiles.efficiency import efficiency, with_peak
+from tui_prof.profiles.hardware import SPECS
 from tui_prof.profiles.kineto.flop_models import flops, is_math_op, number_format
 from tui_prof.profiles.load import load_summary
 
@@ -122,7 +124,7 @@ def test_mfu_against_a_given_peak() -> None:
 # -- real traces ---------------------------------------------------------------------------------
 
 
-def _events(path: Path) -> list[dict[str, object]]:
+def _events(path: Path) -> list[dict[str, Any]]:
     with gzip.open(path) as f:
         doc = json.load(f)
     return list(doc["traceEvents"])
@@ -131,9 +133,9 @@ def _events(path: Path) -> list[dict[str, object]]:
 @needs_shared
 def test_gemm_flops_equal_2mnk_from_the_recorded_shapes() -> None:
     expected = 0
-    for e in _events(A100):
-        if e.get("name") == "aten::mm" and e.get("cat") == "cpu_op":
-            (m, k), (_k, n) = e["args"]["Input Dims"][:2]  # type: ignore[index]
+    for ev in _events(A100):
+        if ev.get("name") == "aten::mm" and ev.get("cat") == "cpu_op":
+            (m, k), (_k, n) = ev["args"]["Input Dims"][:2]
             expected += 2 * m * k * n
     s = load_summary(discover(A100).sessions[0], use_cache=False)
     mm = [o for o in s.top_ops if o.name == "aten::mm"]
@@ -141,11 +143,13 @@ def test_gemm_flops_equal_2mnk_from_the_recorded_shapes() -> None:
     e = s.efficiency
     assert e is not None and e.flops_source == "shapes" and e.formats == {"fp32": 100.0}
     assert e.flops_per_step == pytest.approx(sum(e.step_flops) / len(s.steps))
+    assert e.flops_per_step is not None and s.average is not None
     assert e.achieved_tflops == pytest.approx(
-        e.flops_per_step / (s.average.step_time_ms / 1e3) / 1e12  # type: ignore[union-attr]
+        e.flops_per_step / (s.average.step_time_ms / 1e3) / 1e12
     )
     # the hardware table's A100 80GB SXM: fp32 on CUDA cores, 19.5 TFLOP/s (NVIDIA's datasheet)
     assert e.peak_tflops == 19.5 and e.peak_format == "fp32" and "A100" in e.peak_source
+    assert e.achieved_tflops is not None
     assert e.mfu_percent == pytest.approx(100 * e.achieved_tflops / 19.5)
 
 
@@ -166,8 +170,8 @@ def test_2021_trace_names_what_has_no_model_and_sums_its_memory_events() -> None
         (x for x in _events(path) if x.get("name") == "[memory]"), key=lambda x: x["ts"]
     ):
         args = ev["args"]
-        if args.get("Device Type") == 1:  # type: ignore[union-attr]
-            level += args["Bytes"]  # type: ignore[index]
+        if args.get("Device Type") == 1:
+            level += args["Bytes"]
             peak = max(peak, level)
     m = s.memory
     assert m is not None and m.relative and m.source == "kineto_memory_events"
@@ -178,23 +182,58 @@ def test_2021_trace_names_what_has_no_model_and_sums_its_memory_events() -> None
     assert decode(encode(s)).memory == s.memory
 
 
+def _gemm_flops_from_the_converters_text(hlo: list[dict[str, object]]) -> float:
+    """2·M·N·K × runs of each cuBLAS GEMM call, from the shapes the converter's own HLO
+    expressions print (`custom-call(bf16[M,K]{..} %a, bf16[K,N]{..} %b)`), and the converter's
+    count of the Triton GEMM fusion (the one it counts)."""
+    import re
+
+    total = 0.0
+    for r in hlo:
+        expr = str(r.get("hlo_op_expression") or "")
+        if "__cublas$gemm" in expr:
+            args = expr.split("custom-call(", 1)[1]
+            (m, k), (_, n) = [tuple(map(int, d)) for d in re.findall(r"\[(\d+),(\d+)\]", args)[:2]]
+            total += 2.0 * m * n * k * float(r["occurrences"])  # type: ignore[arg-type]
+        elif r.get("model_flop_rate"):
+            total += float(r["model_flop_rate"]) * float(r["total_self_time"]) * 1e3  # type: ignore[arg-type]
+    return total
+
+
 @needs_shared
-def test_xla_cost_equals_the_converters() -> None:
-    """JAX GEMM on MI300X: a 256³ bf16 dot run 3 times, XLA's cost as the converter states it."""
+def test_xla_cost_and_the_hlos_gemms(monkeypatch: pytest.MonkeyPatch) -> None:
+    """JAX GEMMs on MI300X: a 256³ bf16 dot (a Triton fusion, which the converter counts: 3 ×
+    2·256³) and five larger ones as hipBLASLt calls, 3 runs each, which it counts as 0 FLOPs.
+    tuiprof counts those from the profile's own HLO: 2·M·N·K as the converter prints the shapes."""
     from tui_prof.profiles.xplane.converter import convert
     from tui_prof.profiles.xplane.tb_tables import rows
 
-    s = load_summary(discover(GEMM_XSPACE).sessions[0], use_cache=False)
-    dot = next(o for o in s.top_ops if o.flops)
-    assert dot.flops == pytest.approx(3 * 2 * 256**3)
     paths = [h.path for h in discover(GEMM_XSPACE).sessions[0].hosts]
     hlo = rows(convert(paths, ("hlo_stats",))["hlo_stats"])
-    ref = next(r for r in hlo if r.get("model_flop_rate"))
-    assert dot.flops == pytest.approx(ref["model_flop_rate"] * ref["total_self_time"] * 1e3)
+    fusion = next(r for r in hlo if r.get("model_flop_rate"))
+    assert fusion["model_flop_rate"] * fusion["total_self_time"] * 1e3 == pytest.approx(
+        3 * 2 * 256**3
+    )
+    assert all(
+        not r.get("model_flop_rate") for r in hlo if "__cublas$gemm" in r["hlo_op_expression"]
+    )
+    expected = _gemm_flops_from_the_converters_text(hlo)
+    assert expected == pytest.approx(2_686_602_706_944)
+    s = load_summary(discover(GEMM_XSPACE).sessions[0], use_cache=False)
+    dot = next(o for o in s.top_ops if o.flops)
+    assert dot.name == "jit(dot)/dot_general" and dot.flops == pytest.approx(expected)
     e = s.efficiency
-    assert e is not None and e.flops_source == "xla_cost" and e.peak_format == "bf16"
+    assert e is not None and e.flops_source == "xla_hlo" and e.peak_format == "bf16"
+    assert e.flops_total == pytest.approx(expected)
     assert e.devices == 1  # one of the eight GPUs did the work
     assert s.memory is not None and s.memory.source == "xla_memory_profile"
+    # read without the converter (as profiles of 200 MB or more are): the same count and peak
+    monkeypatch.setenv("TUIPROF_LARGE_MB", "0")
+    raw = load_summary(discover(GEMM_XSPACE).sessions[0], use_cache=False).efficiency
+    assert raw is not None and raw.flops_source == "xla_hlo"
+    assert raw.flops_total == pytest.approx(expected) and raw.devices == 1
+    assert raw.peak_tflops == e.peak_tflops and raw.peak_source == e.peak_source
+    assert raw.mfu_percent == pytest.approx(e.mfu_percent)
 
 
 # -- a trace torch records here (CPU) ----------------------------------------------------------
@@ -209,7 +248,7 @@ def test_torch_trace_flops_equal_torchs_flop_counter(tmp_path: Path) -> None:
     conv = torch.nn.Conv2d(3, 8, 3, stride=2, padding=1)
     lin, proj = torch.nn.Linear(8 * 8 * 8, 64), torch.nn.Linear(16, 16)
 
-    def step(x: object, a: object) -> None:
+    def step(x: Any, a: Any) -> None:  # torch tensors (torch has no type information here)
         h = lin(conv(x).relu().flatten(1))
         q = proj(a)
         att = torch.nn.functional.scaled_dot_product_attention(q, q, q)
@@ -246,11 +285,11 @@ def test_diff_compares_mfu_and_memory() -> None:
     b = load_summary(discover(SAMPLES / "torch_cuda_autocast").sessions[0], use_cache=False)
     assert a.efficiency is not None and b.efficiency is not None
     changes = diff_summaries([a], [b]).to_dict()["efficiency"]
-    mfu = changes["mfu_percent"]  # type: ignore[index]
+    mfu = changes["mfu_percent"]
     assert mfu["a"] == a.efficiency.mfu_percent and mfu["b"] == b.efficiency.mfu_percent
     assert mfu["delta"] == pytest.approx(mfu["b"] - mfu["a"])
     # the same model both times: the same FLOPs per step, fp32 against fp16 peaks
-    assert changes["flops_per_step"]["delta"] == 0  # type: ignore[index]
+    assert changes["flops_per_step"]["delta"] == 0
     assert a.efficiency.peak_format == "fp32" and b.efficiency.peak_format == "fp16"
     assert "peak_allocated_mb" not in changes  # neither recorded memory
 
@@ -314,3 +353,77 @@ def test_an_older_sessions_saved_memory_profile(tmp_path: Path) -> None:
     s = load_summary(found.sessions[0], use_cache=False)
     assert s.memory is not None and s.memory == memory_use(doc)
     assert s.memory.peak_allocated_mb is not None and s.memory.source == "xla_memory_profile"
+
+
+# -- a real H100 trace: float32 convolutions ran as TF32 --------------------------------------
+
+WIDE = SAMPLES / "torch_cuda_wide_float32"
+
+
+def _h100_trace() -> tuple[Path, list[dict[str, object]]]:
+    (path,) = WIDE.glob("*.pt.trace.json.gz")
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        return path, json.load(f)["traceEvents"]
+
+
+def test_float32_that_ran_as_tf32_counts_against_the_tf32_peak() -> None:
+    """cuDNN runs float32 convolutions as TF32 (kernel names `…_tf32f32_…`), cuBLAS ran this
+    model's float32 matmuls on the CUDA cores (`…_ffma_…`): MFU against the fp32 peak (67
+    TFLOP/s) read 61% here; the convolutions' share of the FLOPs ran against 494.5."""
+    path, events = _h100_trace()
+    kernels = {str(e["name"]) for e in events if e.get("cat") == "kernel"}
+    assert any("tf32" in k for k in kernels) and any("_ffma_" in k for k in kernels)
+    s = load_summary(path, use_cache=False)
+    e = s.efficiency
+    assert e is not None and e.mfu_percent is not None
+    conv = sum(f for name, f in _per_op(s).items() if "conv" in name)
+    assert conv / e.flops_total > 0.9  # the convolutions carry the math
+    assert e.formats["tf32"] > 85.0 and e.formats.get("fp32", 0.0) > 0.0  # the mm/addmm
+    assert e.peak_format == "tf32" and e.peak_tflops == 494.5
+    assert e.mfu_percent < 15.0  # 8.2%: the achieved rate is the same, the peak is right
+    fp16 = load_summary(next((SAMPLES / "torch_cuda_wide_autocast").glob("*.gz")), use_cache=False)
+    assert fp16.efficiency is not None and fp16.efficiency.peak_format == "fp16"
+
+
+def _per_op(s: object) -> dict[str, float]:
+    ops = getattr(s, "top_ops", ())
+    return {o.name: o.flops for o in ops if o.flops}
+
+
+def test_h100_memory_equals_the_memory_events_own_maximum() -> None:
+    path, events = _h100_trace()
+    allocated = [
+        float(a["Total Allocated"]) / 2**20  # MiB, as PyTorch's memory tools count
+        for e in events
+        if e.get("name") == "[memory]"
+        and isinstance(a := e.get("args"), dict)
+        and a.get("Device Type") == 1  # CUDA
+    ]
+    m = load_summary(path, use_cache=False).memory
+    assert m is not None and m.peak_allocated_mb is not None
+    assert m.peak_allocated_mb == pytest.approx(max(allocated), rel=1e-9)
+
+
+@needs_shared
+def test_an_mi250_gcd_from_rocm_device_properties() -> None:
+    """HTA's MI250 trace names its devices "AMD Radeon Graphics" with ROCm's 9.0 and 104 compute
+    units: gfx90a (an MI210, or one GCD of an MI250), so the peak is one GCD's, not the card's."""
+    s = load_summary(SHARED_TRACES / "kineto" / "mi250_minitoy_train.json.gz", use_cache=False)
+    assert s.environment.device_type == "AMD GPU - gfx90a"
+    e = s.efficiency
+    assert e is not None and e.peak_tflops is not None and e.mfu_percent is not None
+    assert "one GCD of 2" in e.peak_source and "(by architecture)" in e.peak_source
+    assert e.peak_tflops == pytest.approx(SPECS["mi250x"].matrix_tflops["fp32"] / 2)
+
+
+def test_tiny_mfu_reads_as_a_percentage() -> None:
+    from tui_prof.render.efficiency import percent
+
+    assert [percent(v) for v in (38.2, 3.84, 0.042, 0.0013, 7.4e-05, 0.0)] == [
+        "38%",
+        "3.8%",
+        "0.042%",
+        "0.0013%",
+        "<0.001%",
+        "0%",
+    ]

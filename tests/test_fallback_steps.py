@@ -15,6 +15,7 @@ import importlib.util
 import shutil
 import threading
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -40,14 +41,14 @@ COLUMNS = {
 DERIVED_LINES = range(-559038737, -559038737 + 64)
 
 
-def _official(paths: list[Path]) -> list[dict]:
+def _official(paths: list[Path]) -> list[dict[str, Any]]:
     overview = official_overview(paths)
     table = next(t for t in overview if any(c["id"] == "stepTimeMs" for c in t["cols"]))
     ids = [c["id"] for c in table["cols"]]
     return [{ids[i]: c.get("v") for i, c in enumerate(r["c"])} for r in table["rows"]]
 
 
-def _assert_matches_converter(found: FoundSteps, rows: list[dict]) -> None:
+def _assert_matches_converter(found: FoundSteps, rows: list[dict[str, Any]]) -> None:
     assert len(found.steps) == len(rows) > 0
     ours = {c: np.mean([s.breakdown_ms[c] for s in found.steps]) for c in CATEGORIES}
     theirs = {c: np.mean([r[col] for r in rows]) for col, c in COLUMNS.items()}
@@ -74,6 +75,7 @@ def test_fallback_equals_converter_on_gpu_profile() -> None:
     found = find_steps([GPU_FILE])
     assert found.source == "xprof_groups"
     _assert_matches_converter(found, _official([GPU_FILE]))
+    assert found.device_compute_16bit_percent is not None
     assert round(found.device_compute_16bit_percent, 1) == 30.5  # the README's 30.5% 16-bit
 
 
@@ -83,9 +85,11 @@ def _replicated(src: Path, out: Path, copies: int) -> Path:
     spec = importlib.util.spec_from_file_location(
         "make_large_profile", REPO / "benchmarks" / "make_large_profile.py"
     )
+    assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.replicate(src, out, copies, 0.0)["path"]
+    path: Path = module.replicate(src, out, copies, 0.0)["path"]
+    return path
 
 
 @needs_shared

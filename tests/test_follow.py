@@ -16,10 +16,16 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
-from conftest import REPO
+from conftest import REPO, script_env
+
+if TYPE_CHECKING:
+    from tui_prof.live.follow import FollowEvent
 
 
 def _sample_xplane() -> Path:
@@ -52,8 +58,8 @@ def writer(root: Path, sample: Path, log_path: Path) -> None:
 
     time.sleep(1.0)
     metrics = root / "run1" / "metrics.jsonl"
-    with open(metrics, "a") as fh:
-        fh.write(json.dumps({"step": 1, "loss": 0.5}) + "\n")
+    with open(metrics, "a") as text:
+        text.write(json.dumps({"step": 1, "loss": 0.5}) + "\n")
     done("metrics", metrics)
 
     time.sleep(1.0)
@@ -87,14 +93,25 @@ def writer(root: Path, sample: Path, log_path: Path) -> None:
 # ---------------------------------------------------------------- tests
 
 
+@dataclass(frozen=True)
+class Followed:
+    """What each side recorded: the follower's events (when seen) and the writer's log."""
+
+    root: Path
+    seen: list[tuple[float, FollowEvent]]
+    writes: list[dict[str, Any]]
+    stopped_in: float
+    alive: bool
+
+
 @pytest.fixture(scope="module")
-def followed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
+def followed(tmp_path_factory: pytest.TempPathFactory) -> Followed:
     """Follow an empty logdir while the writer process fills it; what each side recorded."""
     from tui_prof.live.follow import LogdirFollower
 
     root = tmp_path_factory.mktemp("logdir")
     log_path = root.parent / f"{root.name}-writer.jsonl"
-    seen: list[tuple[float, object]] = []
+    seen: list[tuple[float, FollowEvent]] = []
     stop = threading.Event()
     follower = LogdirFollower(root, lambda evs: seen.extend((time.time(), e) for e in evs))
     worker = threading.Thread(target=follower.run, args=(stop,))  # as a Textual thread worker
@@ -105,6 +122,7 @@ def followed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
         timeout=120,
         capture_output=True,
         text=True,
+        env=script_env(),
     )
     time.sleep(2.0)
     t0 = time.monotonic()
@@ -113,22 +131,16 @@ def followed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     stopped_in = time.monotonic() - t0
     assert proc.returncode == 0, proc.stderr
     writes = [json.loads(line) for line in log_path.read_text().splitlines()]
-    return {
-        "root": root,
-        "seen": seen,
-        "writes": writes,
-        "stopped_in": stopped_in,
-        "alive": worker.is_alive(),
-    }
+    return Followed(root, seen, writes, stopped_in, worker.is_alive())
 
 
-def _first(seen: list, kind: str, path: Path) -> float | None:
+def _first(seen: list[tuple[float, FollowEvent]], kind: str, path: Path) -> float | None:
     return next((t for t, e in seen if e.kind == kind and e.path == path), None)
 
 
-def test_each_complete_file_is_reported_within_two_seconds(followed: dict) -> None:
-    seen = followed["seen"]
-    for w in followed["writes"]:
+def test_each_complete_file_is_reported_within_two_seconds(followed: Followed) -> None:
+    seen = followed.seen
+    for w in followed.writes:
         if w["what"] == "half":
             continue
         t = _first(seen, w["what"], Path(w["path"]))
@@ -136,23 +148,21 @@ def test_each_complete_file_is_reported_within_two_seconds(followed: dict) -> No
         assert w["t"] - 0.05 <= t <= w["t"] + 2.0, (w, t - w["t"])
 
 
-def test_half_written_profile_is_not_reported_until_complete(followed: dict) -> None:
+def test_half_written_profile_is_not_reported_until_complete(followed: Followed) -> None:
     from tui_prof.live.follow import PROFILE
 
-    half = next(w for w in followed["writes"] if w["what"] == "half")
-    done = next(
-        w for w in followed["writes"] if w["what"] == "profile" and w["path"] == half["path"]
-    )
-    times = [t for t, e in followed["seen"] if e.kind == PROFILE and str(e.path) == half["path"]]
+    half = next(w for w in followed.writes if w["what"] == "half")
+    done = next(w for w in followed.writes if w["what"] == "profile" and w["path"] == half["path"])
+    times = [t for t, e in followed.seen if e.kind == PROFILE and str(e.path) == half["path"]]
     assert times and min(times) >= done["t"] - 0.05, (times, done["t"])
     assert len(times) == 1, "reported twice"
 
 
-def test_runs_and_sessions_are_announced_once_before_their_profiles(followed: dict) -> None:
+def test_runs_and_sessions_are_announced_once_before_their_profiles(followed: Followed) -> None:
     from tui_prof.live.follow import PROFILE, RUN, SESSION
 
-    root: Path = followed["root"]
-    events = [e for _, e in followed["seen"]]
+    root = followed.root
+    events = [e for _, e in followed.seen]
     runs = [e.path for e in events if e.kind == RUN]
     assert sorted(runs) == [root / "run1", root / "run2", root / "run3"]
     sessions = [e.path for e in events if e.kind == SESSION]
@@ -165,9 +175,9 @@ def test_runs_and_sessions_are_announced_once_before_their_profiles(followed: di
     assert not [e for e in events if e.path.name.endswith(".op_stats_v2.pb")]
 
 
-def test_follower_stops_promptly(followed: dict) -> None:
-    assert not followed["alive"]
-    assert followed["stopped_in"] < 2.0
+def test_follower_stops_promptly(followed: Followed) -> None:
+    assert not followed.alive
+    assert followed.stopped_in < 2.0
 
 
 def test_framing_check_spots_every_truncation(tmp_path: Path) -> None:
@@ -185,19 +195,21 @@ def test_framing_check_spots_every_truncation(tmp_path: Path) -> None:
     assert not xplane_framing_complete(tmp_path / "missing.xplane.pb")
 
 
-def _collect(root: Path, **kw: object) -> tuple[list, list[str], threading.Event, threading.Thread]:
+def _collect(
+    root: Path, since: float | None = None
+) -> tuple[list[FollowEvent], list[str], threading.Event, threading.Thread]:
     from tui_prof.live.follow import LogdirFollower
 
-    seen: list = []
+    seen: list[FollowEvent] = []
     errors: list[str] = []
     stop = threading.Event()
-    f = LogdirFollower(root, lambda evs: seen.extend(evs), on_error=errors.append, **kw)
+    f = LogdirFollower(root, lambda evs: seen.extend(evs), on_error=errors.append, since=since)
     t = threading.Thread(target=f.run, args=(stop,), daemon=True)
     t.start()
     return seen, errors, stop, t
 
 
-def _wait_for(pred, timeout: float = 5.0) -> bool:
+def _wait_for(pred: Callable[[], bool], timeout: float = 5.0) -> bool:
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         if pred():

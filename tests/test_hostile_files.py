@@ -8,7 +8,9 @@ import json
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import REPO, run_cli, sample_session
@@ -28,7 +30,7 @@ def _one_line(r: subprocess.CompletedProcess[str], name: str, why: str) -> None:
     assert name in r.stderr and why in r.stderr, r.stderr
 
 
-def _xspace(tmp: Path, damage) -> Path:
+def _xspace(tmp: Path, damage: Callable[[Any], None]) -> Path:  # an XLine (built at run time)
     src = next(sample_session("keras_fit_float32").glob("vm.xplane.pb"))
     space = XSpace()
     space.ParseFromString(src.read_bytes())
@@ -41,7 +43,7 @@ def _xspace(tmp: Path, damage) -> Path:
     return d
 
 
-def _negate(line) -> None:
+def _negate(line: Any) -> None:
     for e in line.events:
         e.offset_ps = -e.offset_ps
 
@@ -224,9 +226,10 @@ def test_a_category_longer_than_its_step_draws_a_bar_of_the_width() -> None:
     from tui_prof.model import StepBreakdown
     from tui_prof.render.summary import BreakdownBars
 
-    console = Console(file=io.StringIO(), width=80)
+    out = io.StringIO()
+    console = Console(file=out, width=80)
     console.print(BreakdownBars([StepBreakdown(1, 0.001, {"input": 17_708_812.0})]))
-    assert max(len(line) for line in console.file.getvalue().splitlines()) <= 80
+    assert max(len(line) for line in out.getvalue().splitlines()) <= 80
 
 
 def test_a_symlink_loop_is_one_line(tmp_path: Path) -> None:

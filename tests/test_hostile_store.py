@@ -10,6 +10,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from conftest import REPO, run_cli
@@ -18,6 +19,9 @@ from tui_prof.experiments.commands import save_spec, spec_from_commands
 from tui_prof.experiments.spec import SpecError, load_spec
 from tui_prof.experiments.store import load_experiment
 from tui_prof.model import RUN_FINISHED
+
+if TYPE_CHECKING:
+    from tui_prof.experiments.runner import Runner
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
@@ -46,7 +50,7 @@ def test_save_spec_never_replaces_unasked(tmp_path: Path) -> None:
 
 
 async def test_save_spec_as_asks_in_the_tui(tmp_path: Path) -> None:
-    from textual.widgets import Input, Static
+    from textual.widgets import Input, Static, TextArea
 
     from tui_prof.tui.app import TuiprofApp
     from tui_prof.tui.screens.start_dialog import StartDialog
@@ -58,7 +62,7 @@ async def test_save_spec_as_asks_in_the_tui(tmp_path: Path) -> None:
         dialog = StartDialog("")
         await app.push_screen(dialog)
         await pilot.pause()
-        dialog.query_one("#variants").text = "a=true"
+        dialog.query_one("#variants", TextArea).text = "a=true"
         dialog.query_one("#save", Input).value = str(target)
         dialog._submit()
         await pilot.pause()
@@ -105,7 +109,7 @@ JOB = (
 )
 
 
-def _runner(tmp_path: Path, env: str = "", repeats: int = 1):
+def _runner(tmp_path: Path, env: str = "", repeats: int = 1) -> Runner:
     from tui_prof.experiments.runner import Runner
 
     (tmp_path / "job.py").write_text(JOB)

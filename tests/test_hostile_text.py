@@ -8,11 +8,13 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 from conftest import REPO, run_cli, settle
 from kineto_factory import two_steps
-from xla_profiles import Space
+from textual.app import App
+from xla_profiles import Event, Space
 
 from tui_prof.printable import printable, strict_json
 from tui_prof.profiles.load import summarize_session
@@ -50,7 +52,10 @@ def _program(logdir: Path) -> Path:
     """A JAX-like job whose one jitted program (the steps) carries the name."""
     space = Space()
     space.task_environment(0, 1000)
-    host, python, launches, gpu = space.plane(0, "/host:CPU"), [], [], []
+    host = space.plane(0, "/host:CPU")
+    python: list[Event] = []
+    launches: list[Event] = []
+    gpu: list[Event] = []
     for k in range(5):
         t = 100.0 * k
         python += [(f"jit_{H}:XLA GPU module", t + 5, 10, {})]
@@ -85,6 +90,35 @@ def test_the_sanitizer() -> None:
         strict_json({"x": float("nan"), "n": H})
         == '{\n  "x": null,\n  "n": ' + json.dumps(H) + "\n}"
     )
+
+
+def test_the_whole_summary_check_finds_every_character_it_must_replace() -> None:
+    """printable_fields looks at msgspec's JSON of the whole first: every C0 character, DEL and
+    C1 must send it to the walk, and names that only look escaped must not change."""
+    from dataclasses import dataclass, field
+
+    from tui_prof.printable import printable_fields
+
+    @dataclass(frozen=True)
+    class Row:
+        name: str
+        tags: tuple[str, ...] = ()
+        by: dict[str, str] = field(default_factory=dict)
+
+    for c in [*map(chr, range(0x20)), "\x7f", *map(chr, range(0x80, 0xA0))]:
+        for row in (Row("a\\" + c), Row("x", ("ok", '"' + c)), Row("x", by={c: "v"})):
+            out = printable_fields(row)
+            assert out is not row and not _obeyable(repr((out.name, out.tags, out.by))), repr(c)
+    for name in ("back\\nslash", '"quoted"', "\\u001b as text", "ünïcode µs\u00a0", "a/b"):
+        row = Row(name, (name,), {name: name})
+        assert printable_fields(row) is row
+
+
+def test_indented_json_is_jsons_own_text() -> None:
+    doc = {"a": [], "b": {}, "c": [1, 2.5, None, True, "é\u2028" + H], "d": {"e": [[], [{}]]}}
+    assert strict_json(doc) == json.dumps(doc, indent=2, ensure_ascii=True)
+    assert strict_json(doc, indent=None) == json.dumps(doc, ensure_ascii=True)
+    assert strict_json(doc, indent=0) == json.dumps(doc, indent=0, ensure_ascii=True)
 
 
 def test_every_reader_makes_names_printable(logdir: Path) -> None:
@@ -154,10 +188,14 @@ def test_a_jobs_output_progress_and_metric_names(tmp_path: Path) -> None:
         assert not _obeyable(c.stdout + c.stderr) and ("loss" + SHOWN in c.stdout or fmt)
 
 
-def _terminal_bytes(app) -> str:
+def _terminal_bytes(app: App[Any]) -> str:
     """What the app would write to the terminal for the whole screen now."""
-    update = app.screen._compositor.render_update(full=True)
-    return update.render_segments(app.console)
+    from textual._compositor import CompositorUpdate  # the one a full update is
+
+    # typed as a renderable; a full update is a CompositorUpdate (its segments are what is written)
+    update = cast(CompositorUpdate, app.screen._compositor.render_update(full=True))
+    raw: str = update.render_segments(app.console)
+    return raw
 
 
 def _no_sequence_but_textuals(raw: str) -> bool:
@@ -167,6 +205,7 @@ def _no_sequence_but_textuals(raw: str) -> bool:
 
 async def test_tui_tabs_tree_and_log(logdir: Path) -> None:
     from tui_prof.tui.app import TuiprofApp
+    from tui_prof.tui.screens.experiments import ExperimentsScreen
 
     app = TuiprofApp(logdir)
     async with app.run_test(size=(160, 50)) as pilot:
@@ -182,6 +221,7 @@ async def test_tui_tabs_tree_and_log(logdir: Path) -> None:
         await pilot.press("e")
         await pilot.pause()
         screen = app.get_screen("experiments")
+        assert isinstance(screen, ExperimentsScreen)
         screen._write_log(["job says " + H, "and\rthen"])  # the face every log line goes through
         await pilot.pause(0.3)
         raw = _terminal_bytes(app)

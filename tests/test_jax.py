@@ -15,9 +15,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+from capture_helpers import free_port
+from conftest import REPO, script_env
 from netns import unshare_prefix
-from test_capture import _free_port
 
 from tui_prof.model import STEP_SOURCE_OFFICIAL, STEP_SOURCE_PROGRAM_RUNS
 from tui_prof.profiles.discover import discover
@@ -30,8 +30,8 @@ EXAMPLE = REPO / "examples" / "train_jax.py"
 
 
 def _env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TUIPROF_")}
-    env.update(JAX_PLATFORMS="cpu", PYTHONPATH=str(REPO), **extra)
+    env = {k: v for k, v in script_env().items() if not k.startswith("TUIPROF_")}
+    env.update(JAX_PLATFORMS="cpu", **extra)
     if "TUIPROF_CACHE_DIR" in os.environ:  # the test's private cache (conftest)
         env["TUIPROF_CACHE_DIR"] = os.environ["TUIPROF_CACHE_DIR"]
     return env
@@ -139,7 +139,7 @@ def test_example_with_and_without_markers(tmp_path: Path) -> None:
 
 def _scenario(workdir: Path) -> dict[str, object]:
     """Inside the namespace: the helper's job serves captures on its port; capture one."""
-    port = _free_port()
+    port = free_port()
     env = _env(
         TUIPROF_METRICS_FILE=str(workdir / "metrics.jsonl"),
         TUIPROF_RUN_DIR=str(workdir / "run"),

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from tui_prof.profiles.kernel_names import is_16bit_kernel, uses_matrix_units
+from tui_prof.profiles.kernel_names import is_16bit_kernel, is_tf32_kernel, uses_matrix_units
 
 MATRIX_UNIT_KERNELS = [
     # Volta/Turing/Ampere: cuBLAS and CUTLASS 2 (torch-tb-profiler's list and beyond)
@@ -42,6 +42,37 @@ MATRIX_UNIT_KERNELS = [
     "Cijk_Alik_Bljk_HHS_BH_MT128x128x32_MI32x32x8x1_SN",
     # AMD Composable Kernel GEMMs (MI355X traces in SemiAnalysisAI/InferenceX#1004)
     "gemm_xdl_preshuffle",
+    # float32 convolutions as TF32 on an H100 (cuDNN's default; sample_traces/torch_cuda_wide_float32)
+    "sm90_xmma_fprop_implicit_gemm_f32f32_tf32f32_f32_nhwckrsc_nhwc_tilesize128x128x32_"
+    "warpgroupsize1x1x1_g1_execute_segment_k_off_kernel__5x_cudnn",
+]
+
+TF32_KERNELS = [
+    "sm90_xmma_fprop_implicit_gemm_f32f32_tf32f32_f32_nhwckrsc_nhwc_tilesize128x128x32_"
+    "warpgroupsize1x1x1_g1_execute_segment_k_off_kernel__5x_cudnn",
+    "sm90_xmma_wgrad_indexed_implicit_gemm_f32f32_tf32f32_f32_nhwckrsc_nhwc_tilesize128x128x32_"
+    "warpgroupsize1x1x1_g1_execute_segment_k_on_kernel__5x_cudnn",
+    "cutlass_tensorop_s1688tf32gemm_256x128_16x3_nn_align4",
+]
+
+
+@pytest.mark.parametrize("name", TF32_KERNELS)
+def test_tf32_kernels(name: str) -> None:
+    assert is_tf32_kernel(name) and uses_matrix_units(name) and not is_16bit_kernel(name)
+
+
+CUDA_CORE_KERNELS = [
+    # float32 on an H100's CUDA cores: cuBLAS/cuDNN xmma kernels that say `ffma`
+    # (sample_traces/torch_cuda_wide_float32), and cuDNN's workspace set-up
+    "sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize32x32x8_stage3_warpsize1x2x1_ffma_aligna4_"
+    "alignc4_execute_kernel__5x_cublas",
+    "sm80_xmma_fprop_implicit_gemm_f32f32_f32f32_f32_nchwkcrs_nchw_tilesize256x64x8_stage3_"
+    "warpsize2x2x1_g1_ffma_aligna4_alignc4_execute_kernel__5x_cudnn",
+    "void cask_plugin__5x_cudnn::xmma__5x_cudnn::init_device_workspace_kernel<xmma__5x_cudnn::"
+    "implicit_gemm::wgrad_indexed::Warp_specialized_params<xmma__5x_cudnn::Grid_constant_params> >"
+    "(xmma__5x_cudnn::implicit_gemm::wgrad_indexed::Warp_specialized_params<xmma__5x_cudnn::"
+    "Grid_constant_params>, bool)",
+    "cutlass_80_simt_sgemm_128x128_8x5_nn_align1",
 ]
 
 OTHER_KERNELS = [
@@ -52,6 +83,7 @@ OTHER_KERNELS = [
     "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, "
     "at::detail::Array<char*, 1> >(int, at::native::FillFunctor<float>, at::detail::Array<char*, 1>)",
     "wrapped_broadcast.kd",
+    *CUDA_CORE_KERNELS,
     "__amd_rocclr_copyBuffer.kd",
     "triton_poi_fused_arange_ge_index_put_lift_fresh_0",
     "FusedAddRMSNormKernel",
@@ -117,3 +149,8 @@ def test_which_names_say_their_type(name: str, says: bool) -> None:
     from tui_prof.profiles.kernel_names import says_its_type
 
     assert says_its_type(name) is says
+
+
+@pytest.mark.parametrize("name", CUDA_CORE_KERNELS)
+def test_float32_on_cuda_cores_is_not_tf32(name: str) -> None:
+    assert not is_tf32_kernel(name)

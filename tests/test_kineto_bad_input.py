@@ -9,6 +9,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 from kineto_factory import SGEMM, two_steps
@@ -75,7 +76,7 @@ def test_a_trace_of_one_enormous_line(tmp_path: Path, monkeypatch: pytest.Monkey
 
 def test_events_with_missing_or_malformed_fields(tmp_path: Path) -> None:
     t = two_steps()
-    t.events += [
+    junk: list[Any] = [  # not only bad events: things that are not events at all
         {"ph": "X", "cat": "kernel", "name": SGEMM, "pid": 0, "tid": 7},  # no ts, no dur
         {"ph": "X", "cat": "cpu_op", "ts": 100},  # no name, no dur
         {"ph": "X", "cat": "cpu_op", "name": "aten::bad", "ts": "later", "dur": 5},  # wrong type
@@ -85,6 +86,7 @@ def test_events_with_missing_or_malformed_fields(tmp_path: Path) -> None:
         "not an event",
         42,
     ]
+    t.events += junk
     s = summarize_session(t.write(tmp_path / "messy.json"))
     assert [st.step for st in s.steps] == [1, 2]
     assert s.steps[0].step_time_ms == pytest.approx(10.0)

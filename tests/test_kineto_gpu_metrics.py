@@ -12,15 +12,22 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SHARED_TRACES
-from test_kineto_references import H100_SAMPLES, MI250, PLUGIN_SAMPLE, TODAY, ours
+from conftest import H100_SAMPLES, MI250, PLUGIN_SAMPLE, SHARED_TRACES, TODAY
 
-from tui_prof.model import GpuMetric
+from tui_prof.device_use import GpuMetric
+from tui_prof.model import ProfileSummary
+from tui_prof.profiles.load import summarize_session
 
 # Traces whose steps the plugin finds as tuiprof does. On MI250 and the committed H100 samples it
 # counts the GPU-side copies of ProfilerStep#N as more steps, so its window ends later; the
 # per-step comparison (its rule over each of tuiprof's steps) covers those traces.
 SAME_STEPS = [PLUGIN_SAMPLE, *TODAY]
+
+
+@cache
+def ours(path: Path) -> ProfileSummary:
+    """tuiprof's summary, once per trace (several tests read the same one)."""
+    return summarize_session(path)
 
 
 @cache
@@ -131,6 +138,7 @@ async def test_the_steps_tab_shows_each_steps_gpu_utilization(tmp_path: Path) ->
     """As a person reads it: the plugin's sample opened in the TUI, the Steps tab at 80×24."""
     _exists(PLUGIN_SAMPLE)
     from conftest import settle
+    from textual.widgets.data_table import ColumnKey
 
     from tui_prof.tui.app import TuiprofApp
     from tui_prof.tui.widgets.session_view import StepBreakdownTable
@@ -143,7 +151,7 @@ async def test_the_steps_tab_shows_each_steps_gpu_utilization(tmp_path: Path) ->
         await pilot.press("2")
         await pilot.pause()
         table = app.screen.query_one(StepBreakdownTable)
-        col = list(table.columns).index("gpu_util")
+        col = list(table.columns).index(ColumnKey("gpu_util"))
         shown = [table.get_row_at(i)[col] for i in range(table.row_count)]
         assert shown == [f"{s.utilization_percent:.1f}" for s in expected]
         assert shown[0] == "52.5"

@@ -1,5 +1,6 @@
-"""Large PyTorch traces: streamed in small parts equals read whole, the realistic generator's
-copies are steps of their own, and leaving a session stops a large read at once."""
+"""Large PyTorch traces: streamed in small parts equals read whole, decoded in worker processes
+equals decoded here, the realistic generator's copies are steps of their own, and leaving a
+session stops a large read at once."""
 
 from __future__ import annotations
 
@@ -9,20 +10,24 @@ import gzip
 import io
 import itertools
 import json
+import os
 import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import REPO, SAMPLES, SHARED_TRACES, settle
-from kineto_factory import SGEMM, two_steps
+from kineto_factory import SGEMM, Trace, two_steps
 from rich.console import Console
 from textual.widgets import Static
 
 from tui_prof.profiles.discover import Session
+from tui_prof.profiles.kineto import workers
 from tui_prof.profiles.kineto.rank import RankResult, analyse_file
+from tui_prof.profiles.kineto.stream import TraceStream
 from tui_prof.profiles.load import summarize_session
 from tui_prof.tui.app import TuiprofApp
 from tui_prof.tui.widgets.profile_tree import ProfileTree
@@ -45,6 +50,51 @@ def test_a_trace_streamed_in_small_parts_equals_it_read_whole(path: Path) -> Non
     whole = analyse_file(path, "r", chunk_bytes=2**31)
     parts = analyse_file(path, "r", chunk_bytes=64 * 1024)
     assert whole.breakdowns and _facts(parts) == _facts(whole)
+
+
+@pytest.mark.parametrize("path", TRACES, ids=[p.parent.name + "/" + p.name[:24] for p in TRACES])
+def test_a_trace_decoded_in_worker_processes_equals_it_decoded_here(path: Path) -> None:
+    """Every number, to the bit: 256 kB parts decoded by two worker processes (every part but
+    the first and last) vs all of them in this process."""
+    here = analyse_file(path, "r", workers=0)
+    spawned: list[int] = []
+    real = workers._Pool.__init__
+
+    def pool(self: workers._Pool, *a: object) -> None:
+        real(self, *a)  # type: ignore[arg-type]
+        spawned.extend(p.pid for p in self.procs)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(workers._Pool, "__init__", pool)
+        there = analyse_file(path, "r", workers=2, parallel_from=0, chunk_bytes=256 * 1024)
+    assert len(spawned) == 2 and here.breakdowns and _facts(there) == _facts(here)
+    for pid in spawned:  # killed and reaped when the read ended
+        assert not Path(f"/proc/{pid}").exists()
+
+
+def test_a_cut_inside_a_name_sends_the_read_back_to_this_process(tmp_path: Path) -> None:
+    """Op names with `}, {` in them: the last such pair in a part is often not between two
+    events; the worker that gets it fails to decode it, and the read starts over here, with
+    the same result as a read that never used workers."""
+    t = Trace()
+    for n in range(120):  # 0.4 MB: past the 256 kB read before the first part
+        t.step(n, n * 1000.0, 900.0)
+        for i in range(15):
+            t.op("aten::f({x}, {y})", n * 1000.0 + i * 50, 40.0)
+    path = t.write(tmp_path / "w.1.pt.trace.json")
+    streams: list[object] = []
+
+    class Counted(TraceStream):  # the class workers.py starts, counted
+        def __init__(self, *a: Any, **k: Any) -> None:
+            super().__init__(*a, **k)
+            streams.append(self)
+
+    here = analyse_file(path, "r", workers=0, chunk_bytes=4096)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(workers, "TraceStream", Counted)
+        there = analyse_file(path, "r", workers=2, parallel_from=0, chunk_bytes=4096)
+    assert len(streams) == 1, "no part was cut inside a name: the test tests nothing"
+    assert len(there.breakdowns) == 120 and _facts(there) == _facts(here)
 
 
 def test_the_sample_and_shared_traces_are_all_here() -> None:
@@ -80,6 +130,7 @@ def test_realistic_generator_repeats_a_real_trace_as_steps_of_their_own(tmp_path
     for k, s in enumerate(three.steps):  # each copy's steps: the source's, to rounding
         src = one.steps[k % len(one.steps)]
         assert s.step_time_ms == pytest.approx(src.step_time_ms, abs=1e-6)
+    assert three.average is not None and one.average is not None
     assert three.average.breakdown_ms == pytest.approx(one.average.breakdown_ms, rel=1e-3)
     top1, top3 = one.top_ops[0], three.top_ops[0]
     assert (top3.name, top3.occurrences) == (top1.name, 3 * top1.occurrences)
@@ -106,9 +157,23 @@ def _inflating() -> list[threading.Thread]:
     return [t for t in threading.enumerate() if t.name.startswith("inflate ")]
 
 
+def _workers() -> list[int]:
+    """This process's reading processes (workers.py) still alive (not yet reaped)."""
+    out = []
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            text = status.read_text()
+            cmd = (status.parent / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if f"PPid:\t{os.getpid()}\n" in text and b"kineto.workers" in cmd:
+            out.append(int(status.parent.name))
+    return out
+
+
 async def test_leaving_a_large_session_stops_its_read_at_once(tmp_path: Path) -> None:
     """The read of a 1 GB trace (many seconds) stops within a moment of selecting another
-    session: its thread is gone and the other session's numbers show."""
+    session: its thread and its worker processes are gone and the other session's numbers show."""
     big = tmp_path / "a_big" / "w.1700000000000.pt.trace.json.gz"
     big.parent.mkdir()
     _write_big_gzip(big, 2**30)
@@ -119,8 +184,10 @@ async def test_leaving_a_large_session_stops_its_read_at_once(tmp_path: Path) ->
         while not _inflating():  # the big session opens first and starts reading
             assert time.monotonic() < deadline, "the large read never started"
             await asyncio.sleep(0.05)
-        await asyncio.sleep(0.5)
-        assert _inflating(), "1 GB was read in half a second: the file is too small to test"
+        while not _workers():  # past its first 64 MB: worker processes decode the rest
+            assert time.monotonic() < deadline, "no worker process started"
+            await asyncio.sleep(0.05)
+        assert _inflating(), "1 GB was read at once: the file is too small to test"
         tree = app.screen.query_one(ProfileTree)
         left = time.monotonic()
         for _ in range(10):  # j until the small session is selected
@@ -132,7 +199,7 @@ async def test_leaving_a_large_session_stops_its_read_at_once(tmp_path: Path) ->
                 and "b_small" in str(node.data.path)
             ):
                 break
-        while _inflating():
+        while _inflating() or _workers():
             assert time.monotonic() - left < 5, "the large read went on after leaving it"
             await asyncio.sleep(0.02)
         stopped = time.monotonic() - left

@@ -119,14 +119,14 @@ def _write_legacy(session_dir: Path, host: str, xplanes: list[Path]) -> dict[str
     kernels = tb_tables.kernels(tables[converter.KERNEL_STATS])
     if kernels:
         kdb = kernel_stats_pb2.KernelStatsDb()
-        for k in kernels:
+        for kernel in kernels:
             kdb.reports.add(
-                name=k.name,
-                op_name=k.op_name,
-                occurrences=k.occurrences,
-                total_duration_ns=round(k.total_duration_us * 1000),
-                is_kernel_using_tensor_core=k.uses_tensor_core,
-                is_op_tensor_core_eligible=k.tensor_core_eligible,
+                name=kernel.name,
+                op_name=kernel.op_name,
+                occurrences=kernel.occurrences,
+                total_duration_ns=round(kernel.total_duration_us * 1000),
+                is_kernel_using_tensor_core=kernel.uses_tensor_core,
+                is_op_tensor_core_eligible=kernel.tensor_core_eligible,
             )
         (session_dir / f"{host}.kernel_stats.pb").write_bytes(kdb.SerializeToString())
     steps = tb_tables.overview_steps(overview)  # the converter's steps as tuiprof reads them

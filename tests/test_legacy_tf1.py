@@ -167,6 +167,7 @@ def test_tf1_overview_gives_steps_input_share_and_device(tmp_path: Path, era: st
     s = load_summary(session, use_cache=False)
     assert [st.step for st in s.steps] == [3121, 3122, 3123]
     assert [round(st.step_time_ms, 3) for st in s.steps] == _tooltip_times(doc[1])
+    assert s.average is not None
     assert s.average.step_time_ms == pytest.approx(313.8, abs=0.005)
     share = 100 * s.average.breakdown_ms["input"] / s.average.step_time_ms
     assert f"{share:.1f}" == doc[1]["p"]["infeed_percent_average"]

@@ -19,8 +19,9 @@ from tui_prof.comparison.paired import (
 )
 from tui_prof.comparison.report import compare_experiment
 from tui_prof.experiments.spec import ExperimentSpec, VariantSpec
-from tui_prof.experiments.store import ExperimentStore, PlannedRun, load_experiment
-from tui_prof.model import RUN_FAILED, RUN_FINISHED, RunRecord
+from tui_prof.experiments.store import load_experiment
+from tui_prof.experiments.writer import ExperimentStore, PlannedRun
+from tui_prof.model import RUN_FAILED, RUN_FINISHED, RunRecord, RunStatus
 
 BASE = [10.0, 12.5, 9.1, 14.0, 11.2]  # repeats differ a lot (drift, seeds) ...
 FAST = [9.4, 11.9, 8.5, 13.1, 10.6]  # ... the variant is ~5% faster in every one
@@ -81,7 +82,7 @@ def test_a_constant_ratio_is_exact() -> None:
 
 
 def _experiment(
-    tmp_path: Path, runs: list[tuple[str, int, float, str]], nodes: bool = False
+    tmp_path: Path, runs: list[tuple[str, int, float, RunStatus]], nodes: bool = False
 ) -> Path:
     spec = ExperimentSpec(
         name="p",

@@ -232,9 +232,9 @@ def test_two_resumes_started_together_run_each_missing_run_once(tmp_path: Path) 
     exactly one runs the missing runs, the other names who holds the experiment and exits 2."""
     import socket
 
-    from tui_prof.experiments.runner import plan_runs
+    from tui_prof.experiments.plan import plan_runs
     from tui_prof.experiments.spec import load_spec
-    from tui_prof.experiments.store import ExperimentStore
+    from tui_prof.experiments.writer import ExperimentStore
 
     (tmp_path / "job.py").write_text(LOCK_JOB)
     for attempt in range(5):

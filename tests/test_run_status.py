@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rich.console import Console
+from rich.text import Text
 
 from tui_prof.model import RunRecord, RunStatus
 from tui_prof.render.status import RUN_STATUS_LOOK, status_text
@@ -20,7 +21,8 @@ def test_every_status_has_a_look_and_keeps_its_stored_string() -> None:
         "stopped",
         "queued",
     ]
-    assert RunStatus("running") is RunStatus.RUNNING and RunStatus.RUNNING == "running"
+    stored: str = RunStatus.RUNNING  # what SQLite and the JSON hold: the plain string
+    assert RunStatus("running") is RunStatus.RUNNING and stored == "running"
 
 
 def test_status_reads_without_colour() -> None:
@@ -41,6 +43,7 @@ def test_cli_and_tui_draw_running_the_same() -> None:
     table = board.table("x", (), 10)
     cli_cell = next(iter(table.columns[1].cells))
     tui_cell = RunTable()._cells(run, 0.0)[2]
+    assert isinstance(cli_cell, Text) and isinstance(tui_cell, Text)
     assert cli_cell.style == tui_cell.style == "bold cyan"
     assert cli_cell.plain == tui_cell.plain == "▶ running"
 

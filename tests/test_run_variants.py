@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import tomllib
 from dataclasses import replace
 from pathlib import Path
 
@@ -20,7 +21,7 @@ from tui_prof.experiments.commands import (
     spec_from_commands,
     spec_to_toml,
 )
-from tui_prof.experiments.spec import ExperimentSpec, SpecError, VariantSpec, load_spec, tomllib
+from tui_prof.experiments.spec import ExperimentSpec, SpecError, VariantSpec, load_spec
 from tui_prof.experiments.store import load_experiment, load_spec_from
 from tui_prof.model import RUN_FINISHED
 

@@ -9,6 +9,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any, TypeVar
 
 import pytest
 
@@ -59,6 +60,9 @@ def make_spec(tmp_path: Path, variants: str, repeats: int = 2, extra: str = "") 
     return spec
 
 
+E = TypeVar("E")
+
+
 class Recorder:
     """Collects events with the thread they arrived on."""
 
@@ -72,12 +76,12 @@ class Recorder:
             self.events.append(e)
             self.threads.add(threading.get_ident())
 
-    def of(self, kind: type) -> list:
+    def of(self, kind: type[E]) -> list[E]:
         with self.lock:
             return [e for e in self.events if isinstance(e, kind)]
 
 
-def run_to_end(spec_path: Path, **kw) -> tuple[Runner, Recorder]:
+def run_to_end(spec_path: Path, **kw: Any) -> tuple[Runner, Recorder]:
     rec = Recorder()
     runner = Runner.create(load_spec(spec_path), spec_path.parent / "exp", on_event=rec, **kw)
     runner.start()
@@ -108,6 +112,7 @@ def test_interleaved_runs_report_metrics_env_and_wall_time(tmp_path: Path) -> No
     a, b = runs["a-r1"], runs["b-r1"]
     assert a.metrics["acc"] == 0.9 and b.metrics["acc"] == 0.8  # the last value wins over 0.5
     assert a.metrics["loss"] == 1.0
+    assert a.wall_time_s is not None and b.wall_time_s is not None
     assert 0.3 <= a.wall_time_s < 10.0 and b.wall_time_s > 0  # a sleeps 0.3 s; tuiprof timed it
     assert a.metrics["wall_time_s"] == a.wall_time_s
     assert a.progress == "epoch 2/2"
@@ -155,7 +160,7 @@ def test_failures_are_recorded_with_log_tail_and_the_rest_continue(tmp_path: Pat
         "bad-r1": RUN_FAILED,
     }
     bad = next(r for r in exp.runs if r.run_id == "bad-r1")
-    assert bad.exit_code == 3 and bad.error.startswith("exited with code 3")
+    assert bad.exit_code == 3 and (bad.error or "").startswith("exited with code 3")
     assert "hello from bad-r1" in bad.log_tail and "to stderr" in bad.log_tail
     assert [e.run_id for e in rec.of(ev.RunFailed)] == ["bad-r0", "bad-r1"]
 
@@ -183,7 +188,7 @@ def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
     runner, _ = run_to_end(spec)
     assert time.monotonic() - t0 < 10
     run = load_experiment(runner.experiment_dir).runs[0]
-    assert run.status == RUN_TIMEOUT and "timed out after 0.5 s" in run.error
+    assert run.status == RUN_TIMEOUT and "timed out after 0.5 s" in (run.error or "")
     assert run.exit_code == -signal.SIGTERM
     grandchild = int((Path(run.run_dir) / "grandchild.pid").read_text())
     deadline = time.monotonic() + 5
@@ -232,10 +237,13 @@ def test_stop_all_leaves_later_runs_pending(tmp_path: Path) -> None:
     assert runner.wait(15)
     statuses = [r.status for r in load_experiment(runner.experiment_dir).runs]
     assert statuses == [RUN_STOPPED, "pending", "pending"]
-    assert rec.events[-1].cancelled
+    last = rec.events[-1]
+    assert isinstance(last, ev.ExperimentFinished) and last.cancelled
 
 
-def test_a_broken_event_handler_does_not_stop_the_experiment(tmp_path: Path, capsys) -> None:
+def test_a_broken_event_handler_does_not_stop_the_experiment(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     spec = make_spec(tmp_path, "[variants.a]\n", repeats=2)
 
     def boom(e: object) -> None:
@@ -258,7 +266,7 @@ def test_parallel_runs_overlap(tmp_path: Path) -> None:
     elapsed = time.monotonic() - t0
     runs = load_experiment(runner.experiment_dir).runs
     assert all(r.status == RUN_FINISHED for r in runs)
-    assert elapsed < sum(r.wall_time_s for r in runs)  # they ran at the same time
+    assert elapsed < sum(r.wall_time_s or 0.0 for r in runs)  # they ran at the same time
 
 
 def test_runner_core_imports_neither_textual_nor_tensorflow() -> None:
@@ -344,7 +352,7 @@ def test_a_run_that_cannot_start_is_failed_without_a_start_event(tmp_path: Path)
     runner = Runner.create(spec, tmp_path / "exp", on_event=rec).start()
     assert runner.wait(10)
     run = load_experiment(runner.experiment_dir).runs[0]
-    assert run.status == RUN_FAILED and run.error.startswith("could not start")
+    assert run.status == RUN_FAILED and (run.error or "").startswith("could not start")
     assert not rec.of(ev.RunStarted) and [e.run_id for e in rec.of(ev.RunFailed)] == ["default-r0"]
 
 

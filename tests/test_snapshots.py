@@ -21,6 +21,8 @@ from tui_prof.tui.app import TuiprofApp
 
 SIZES = [pytest.param((80, 24), id="80x24"), pytest.param((120, 40), id="120x40")]
 Before = Callable[[Pilot[int]], Awaitable[None]]
+# pytest-textual-snapshot's fixture: (app, press=, terminal_size=, run_before=) -> it matched.
+SnapCompare = Callable[..., bool]
 
 
 @pytest.fixture(autouse=True)
@@ -60,7 +62,9 @@ def _keys(*keys: str) -> Before:
 @pytest.mark.parametrize(
     ("tab", "key"), [("overview", "1"), ("steps", "2"), ("top_ops", "3"), ("kernels", "4")]
 )
-def test_browse_sample(snap_compare, size: tuple[int, int], tab: str, key: str) -> None:
+def test_browse_sample(
+    snap_compare: SnapCompare, size: tuple[int, int], tab: str, key: str
+) -> None:
     """A CPU session of the samples: the tree, the headline, each tab (Kernels says why empty)."""
     app = TuiprofApp(_rel(SAMPLES))
     assert snap_compare(app, terminal_size=size, run_before=_keys(key))
@@ -69,38 +73,40 @@ def test_browse_sample(snap_compare, size: tuple[int, int], tab: str, key: str) 
 @needs_shared
 @pytest.mark.parametrize("size", SIZES)
 @pytest.mark.parametrize(("tab", "key"), [("top_ops", "3"), ("kernels", "4")])
-def test_browse_gpu_profile(snap_compare, size: tuple[int, int], tab: str, key: str) -> None:
+def test_browse_gpu_profile(
+    snap_compare: SnapCompare, size: tuple[int, int], tab: str, key: str
+) -> None:
     """The 8-GPU profile: op scopes keep their tails, Eigen kernels read apart, the detail line."""
     app = TuiprofApp(_rel(GPU_LOGDIR))
     assert snap_compare(app, terminal_size=size, run_before=_keys(key))
 
 
 @pytest.mark.parametrize("size", SIZES)
-def test_browse_input_bound(snap_compare, size: tuple[int, int]) -> None:
+def test_browse_input_bound(snap_compare: SnapCompare, size: tuple[int, int]) -> None:
     app = TuiprofApp(_rel(sample_session("input_bound")))
     assert snap_compare(app, terminal_size=size, run_before=_keys())
 
 
 @pytest.mark.parametrize("size", SIZES)
-def test_experiments(snap_compare, size: tuple[int, int]) -> None:
+def test_experiments(snap_compare: SnapCompare, size: tuple[int, int]) -> None:
     """The sample experiment: runs, the selected run's log, the comparison (columns that fit)."""
     assert snap_compare(TuiprofApp(_rel(SAMPLES)), terminal_size=size, run_before=_keys("e"))
 
 
 @pytest.mark.parametrize("size", SIZES)
-def test_captures_empty(snap_compare, size: tuple[int, int]) -> None:
+def test_captures_empty(snap_compare: SnapCompare, size: tuple[int, int]) -> None:
     assert snap_compare(TuiprofApp(_rel(SAMPLES)), terminal_size=size, run_before=_keys("c"))
 
 
 @pytest.mark.parametrize("size", SIZES)
-def test_help(snap_compare, size: tuple[int, int]) -> None:
+def test_help(snap_compare: SnapCompare, size: tuple[int, int]) -> None:
     assert snap_compare(
         TuiprofApp(_rel(SAMPLES)), terminal_size=size, run_before=_keys("question_mark")
     )
 
 
 @pytest.mark.parametrize("size", SIZES)
-def test_start_experiment_dialog(snap_compare, size: tuple[int, int]) -> None:
+def test_start_experiment_dialog(snap_compare: SnapCompare, size: tuple[int, int]) -> None:
     async def run(pilot: Pilot[int]) -> None:
         await _keys("r")(pilot)
         # "Run in" shows the absolute working directory, which differs from clone to clone.
@@ -115,12 +121,12 @@ def test_start_experiment_dialog(snap_compare, size: tuple[int, int]) -> None:
 
 
 @pytest.mark.parametrize("size", SIZES)
-def test_capture_dialog(snap_compare, size: tuple[int, int]) -> None:
+def test_capture_dialog(snap_compare: SnapCompare, size: tuple[int, int]) -> None:
     assert snap_compare(TuiprofApp(_rel(SAMPLES)), terminal_size=size, run_before=_keys("a"))
 
 
 @pytest.mark.parametrize("size", SIZES)
-def test_quit_dialog(snap_compare, size: tuple[int, int]) -> None:
+def test_quit_dialog(snap_compare: SnapCompare, size: tuple[int, int]) -> None:
     """What quitting asks while runs are active (pushed as the app does: 1 running, 5 waiting)."""
     from tui_prof.tui.screens.quit_dialog import QuitDialog
 
@@ -133,7 +139,7 @@ def test_quit_dialog(snap_compare, size: tuple[int, int]) -> None:
 
 
 @pytest.mark.parametrize("size", SIZES)
-def test_command_palette(snap_compare, size: tuple[int, int]) -> None:
+def test_command_palette(snap_compare: SnapCompare, size: tuple[int, int]) -> None:
     """The palette offers the browse view's actions (typed filter: deterministic order)."""
 
     async def palette(pilot: Pilot[int]) -> None:
@@ -147,14 +153,21 @@ def test_command_palette(snap_compare, size: tuple[int, int]) -> None:
 
 
 @pytest.mark.parametrize("size", SIZES)
-def test_program_dialog(snap_compare, size: tuple[int, int]) -> None:
+def test_program_dialog(snap_compare: SnapCompare, size: tuple[int, int]) -> None:
     """`P` on a JAX session whose steps are an XLA program's runs: which program."""
     app = TuiprofApp(_rel(SAMPLES / "jax_program_runs"))
     assert snap_compare(app, terminal_size=size, run_before=_keys("P"))
 
 
 @pytest.mark.parametrize("size", SIZES)
-def test_diff_view(snap_compare, size: tuple[int, int]) -> None:
+def test_peak_dialog(snap_compare: SnapCompare, size: tuple[int, int]) -> None:
+    """`T` on a CPU PyTorch trace: the table has no peak for it, the dialog says so."""
+    app = TuiprofApp(_rel(SAMPLES / "torch_float32"))
+    assert snap_compare(app, terminal_size=size, run_before=_keys("T"))
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_diff_view(snap_compare: SnapCompare, size: tuple[int, int]) -> None:
     """Keras float32 marked as A (`m`), mixed precision diffed against it (`d`)."""
     from tui_prof.tui.widgets.profile_tree import ProfileTree
 
@@ -183,25 +196,30 @@ def test_diff_view(snap_compare, size: tuple[int, int]) -> None:
 
 
 @pytest.mark.parametrize("size", SIZES)
-def test_session_without_steps(snap_compare, size: tuple[int, int], tmp_path, monkeypatch) -> None:
+def test_session_without_steps(
+    snap_compare: SnapCompare,
+    size: tuple[int, int],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """A TPU profile without step markers: what the devices did, the programs, no empty table."""
-    from test_xla_programs import _tpu_job
+    from xla_profiles import tpu_job
 
     job = tmp_path / "tpu_job"
-    _tpu_job(job)
+    tpu_job(job)
     monkeypatch.chdir(job)  # the title and paths read "." in every run
     assert snap_compare(TuiprofApp(Path(".")), terminal_size=size, run_before=_keys())
 
 
 @pytest.mark.parametrize("size", SIZES)
-def test_legacy_tool_files(snap_compare, size: tuple[int, int]) -> None:
+def test_legacy_tool_files(snap_compare: SnapCompare, size: tuple[int, int]) -> None:
     """An older TensorBoard session (tool files, no xplane): the steps it saved then."""
     app = TuiprofApp(_rel(REPO / "tests" / "data" / "legacy_tf22"))
     assert snap_compare(app, terminal_size=size, run_before=_keys())
 
 
 @pytest.mark.parametrize("size", SIZES)
-def test_timeline_tab(snap_compare, size: tuple[int, int]) -> None:
+def test_timeline_tab(snap_compare: SnapCompare, size: tuple[int, int]) -> None:
     """The slowest step of a GPU trace, the cursor moved two events and zoomed in once."""
     app = TuiprofApp(_rel(SAMPLES / "torch_cuda_autocast"))
     assert snap_compare(app, terminal_size=size, run_before=_keys("5", "right", "right", "plus"))

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from tui_prof.experiments.runner import plan_runs
+from tui_prof.experiments.plan import plan_runs
 from tui_prof.experiments.spec import ExperimentSpec, SpecError, load_spec, select
 
 PY = sys.executable
@@ -192,7 +193,9 @@ def test_counts_are_bounded_in_total_and_through_overrides(tmp_path: Path) -> No
     ],
     ids=["dev-zero", "directory", "fifo", "big"],
 )
-def test_spec_files_are_read_with_a_size_bound(tmp_path: Path, make, says: str) -> None:
+def test_spec_files_are_read_with_a_size_bound(
+    tmp_path: Path, make: Callable[[Path], Path], says: str
+) -> None:
     path = make(tmp_path)
     with pytest.raises(SpecError) as info:
         load_spec(path)  # /dev/zero used to end in a MemoryError; a FIFO would block

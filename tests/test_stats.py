@@ -76,6 +76,7 @@ def test_describe_matches_scipy_and_numpy_linear_quantiles(values: list[float]) 
     assert (d.min, d.max) == (ref.minmax[0], ref.minmax[1])
     q = np.quantile(values, [0.25, 0.5, 0.75, 0.9], method="linear")
     assert [d.q1, d.median, d.q3, d.p90] == pytest.approx(list(q), rel=1e-12)
+    assert d.q3 is not None and d.q1 is not None
     assert d.q3 - d.q1 == pytest.approx(sps.iqr(values), abs=1e-12)
     assert d.median == pytest.approx(float(np.median(values)))
 
@@ -91,7 +92,7 @@ def test_box_stats_tukey_whiskers_and_outliers() -> None:
     assert b is not None
     # q1=2, q3=4, IQR=2: fences at -1 and 7, so 10 is an outlier and the whisker stops at 4.
     assert (b.q1, b.median, b.q3, b.whisker_low, b.whisker_high) == (2, 3, 4, 1, 4)
-    assert b.outliers == (10,)
+    assert b.outliers == (10.0,)
     assert box_stats([]) is None
 
 

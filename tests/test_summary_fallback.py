@@ -31,6 +31,7 @@ def test_forced_fallback_agrees_with_the_converter(name: str) -> None:
     assert official.step_source == STEP_SOURCE_OFFICIAL and own.step_source != STEP_SOURCE_OFFICIAL
     assert own.step_source_detail.startswith("forced")
     assert len(own.steps) == len(official.steps)
+    assert own.average is not None and official.average is not None
     for c in CATEGORIES:
         a, b = own.average.breakdown_ms[c], official.average.breakdown_ms[c]
         assert a == pytest.approx(b, rel=0.05, abs=0.01), c
@@ -42,6 +43,7 @@ def test_forced_fallback_on_the_8_gpu_profile() -> None:
     official = summarize_session(GPU_LOGDIR)
     own = summarize_session(GPU_LOGDIR, force_fallback=True)
     assert len(own.steps) == len(official.steps) == 1
+    assert own.average is not None and official.average is not None
     for c in CATEGORIES:
         assert own.average.breakdown_ms[c] == pytest.approx(
             official.average.breakdown_ms[c], rel=0.05, abs=0.01
@@ -57,6 +59,7 @@ def test_large_profiles_are_streamed_and_say_what_is_missing(
     full = summarize_session(sample_session("custom_loop"), full=True)
     assert streamed.step_source == "step_markers" and full.step_source == STEP_SOURCE_OFFICIAL
     assert len(streamed.steps) == len(full.steps)
+    assert streamed.average is not None and full.average is not None
     assert streamed.average.step_time_ms == pytest.approx(full.average.step_time_ms, rel=0.05)
     assert not streamed.top_ops and full.top_ops
     assert any("--full" in w for w in streamed.warnings)

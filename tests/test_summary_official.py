@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import pytest
 from conftest import GPU_LOGDIR, needs_shared, official_overview, sample_session
 
@@ -11,7 +14,7 @@ from tui_prof.profiles.load import load_summary, summarize_session
 from tui_prof.profiles.xplane.tb_tables import STEP_COLUMNS
 
 
-def _official_steps(paths):
+def _official_steps(paths: list[Path]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     overview = official_overview(paths)
     table = next(t for t in overview if any(c["id"] == "stepTimeMs" for c in t["cols"]))
     ids = [c["id"] for c in table["cols"]]
@@ -32,6 +35,7 @@ def test_gpu_profile_equals_converter() -> None:
         for col, cat in STEP_COLUMNS.items():
             assert ours.breakdown_ms[cat] == theirs[col], cat
     # The numbers the shared traces' README quotes from TensorBoard: 21.31 ms, 14.88 compute, 30.5% 16-bit.
+    assert s.average is not None
     assert round(s.average.step_time_ms, 2) == 21.31
     assert round(s.average.breakdown_ms["device_compute"], 2) == 14.88
     assert round(s.average.breakdown_ms["other"], 2) == 6.43
@@ -50,6 +54,7 @@ def test_cpu_profiles_with_markers_equal_converter_rounding(name: str) -> None:
     assert s.step_source == STEP_SOURCE_OFFICIAL
     assert len(s.steps) == len(rows) > 1
     avg = s.average
+    assert avg is not None
     assert f"{avg.step_time_ms:.1f}" == props["steptime_ms_average"]
     assert f"{avg.step_time_std_ms:.1f}" == props["steptime_ms_standard_deviation"]
     assert f"{avg.min_step_time_ms:.1f}" == props["steptime_ms_minimum"]
@@ -79,7 +84,9 @@ def test_breakdown_adds_up_to_step_time() -> None:
         )
 
 
-def test_cache_returns_the_same_summary_and_notices_changes(tmp_path, _private_cache) -> None:
+def test_cache_returns_the_same_summary_and_notices_changes(
+    tmp_path: Path, _private_cache: Path
+) -> None:
     import shutil
 
     src = sample_session("custom_loop")
@@ -94,4 +101,5 @@ def test_cache_returns_the_same_summary_and_notices_changes(tmp_path, _private_c
     other = next(sample_session("input_bound").glob("*.xplane.pb"))
     shutil.copyfile(other, host)
     changed = load_summary(dst)
+    assert changed.average is not None and first.average is not None
     assert changed.average.step_time_ms != first.average.step_time_ms

@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 from conftest import GPU_LOGDIR, needs_shared
-from xla_profiles import Space
+from xla_profiles import Event, Space
 
+from tui_prof.model import ProfileSummary
 from tui_prof.profiles.load import summarize_session
 from tui_prof.profiles.xplane.device_ops import parse_op
 
@@ -33,7 +34,7 @@ def tf_gpu_profile(root: Path, stat: str, nested: bool = False) -> Path:
         1, "python", [("train", 100 + 900 * i, 800, {"step_num": i, "_r": 1}) for i in range(3)]
     )
     gpu = sp.plane(10, "/device:GPU:0", {"compute_cap_major": 7, "compute_cap_minor": 5})
-    kernels = []
+    kernels: list[Event] = []
     for i in range(3):
         t = 100 + 900 * i
         for k, (kernel, op, start, dur) in enumerate(
@@ -45,7 +46,11 @@ def tf_gpu_profile(root: Path, stat: str, nested: bool = False) -> Path:
             ]
         ):
             label = f"train_function::{op}#id={k}#" if nested else op
-            stats = {stat: label, "correlation_id": 10 * i + k, "kernel_details": DETAILS}
+            stats: dict[str, int | str] = {
+                stat: label,
+                "correlation_id": 10 * i + k,
+                "kernel_details": DETAILS,
+            }
             kernels.append((kernel, t + start, dur, stats))
     gpu.line(1, "Stream #7(Kernel)", kernels)
     copy = "kind_src:pageable kind_dst:device size:4096 dest:0 async:0"
@@ -60,7 +65,9 @@ def tf_gpu_profile(root: Path, stat: str, nested: bool = False) -> Path:
     return sp.save(root, "s1")
 
 
-def _device(s):  # type: ignore[no-untyped-def]
+def _device(
+    s: ProfileSummary,
+) -> tuple[list[tuple[str, str, int, float]], dict[str, float], list[tuple[str, str, int, float]]]:
     ops = [(o.name, o.op_type, o.occurrences, o.total_self_time_us) for o in s.top_ops]
     pct = {o.name: round(o.self_time_percent, 6) for o in s.top_ops if o.where == "Device"}
     kernels = sorted((k.name, k.op_name, k.occurrences, k.total_duration_us) for k in s.kernels)
@@ -124,3 +131,11 @@ def test_the_8_gpu_profile_lists_device_ops_and_names_every_kernels_op() -> None
     assert all(k.op_name for k in s.kernels)
     device = [o for o in s.top_ops if o.where == "Device"]
     assert len(device) > 1000 and sum(o.total_self_time_us for o in device) >= total
+
+
+def test_the_readers_byte_search_names_the_plane_that_keeps_the_hlo() -> None:
+    """The reader decides from a byte search whether to import the HLO pass (and numpy): its
+    bytes must be the plane name that pass reads."""
+    from tui_prof.profiles.xplane import hlo_cost, reader
+
+    assert hlo_cost.METADATA_PLANE.encode() == reader.METADATA_PLANE_BYTES

@@ -12,10 +12,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import SHARED_TRACES, needs_shared
 
-from tests.conftest import SHARED_TRACES, needs_shared
 from tui_prof.cli.main import main
 from tui_prof.model import CATEGORIES, ProfileError
+from tui_prof.profiles.discover import Session
 from tui_prof.profiles.load import summarize_session
 from tui_prof.profiles.timeline.bins import IDLE, bin_track
 from tui_prof.profiles.timeline.load import load_timeline
@@ -176,7 +177,7 @@ def test_missing_step_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
         load_timeline(SAMPLES / "torch_float32").step(999)
 
 
-def _sessions(path: Path) -> list[object]:
+def _sessions(path: Path) -> list[Session]:
     from tui_prof.profiles.discover import discover
 
     return list(discover(path).sessions)
@@ -203,7 +204,7 @@ def test_device_events_have_their_launch_as_partner(path: Path) -> None:
 
 def test_renumbered_to_the_converters_step_numbers() -> None:
     """custom_loop: TensorBoard's converter numbers its steps 0..4, tuiprof's finder 5..9."""
-    from tests.conftest import sample_session
+    from conftest import sample_session
 
     path = sample_session("custom_loop")
     tl = load_timeline(path)
@@ -220,11 +221,11 @@ def test_renumbered_to_the_converters_step_numbers() -> None:
 def test_multi_rank_session_steps_from_the_slowest_rank_or_the_one_asked(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from tests.test_kineto import _write_rank
+    from kineto_factory import write_rank
 
     run = tmp_path / "run"
-    _write_rank(run / "host_11.1700000000000.pt.trace.json.gz", 0, 1.0)
-    _write_rank(run / "host_12.1700000000013.pt.trace.json.gz", 1, 1.5)
+    write_rank(run / "host_11.1700000000000.pt.trace.json.gz", 0, 1.0)
+    write_rank(run / "host_12.1700000000013.pt.trace.json.gz", 1, 1.5)
     summary = summarize_session(run)
     tl = load_timeline(run)
     assert tl.source_names() == ["host_11", "host_12"]
@@ -236,6 +237,11 @@ def test_multi_rank_session_steps_from_the_slowest_rank_or_the_one_asked(
     assert main(["timeline", str(run), "--rank", "host_11", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["source"] == "host_11"
+    assert main(["timeline", str(run), "--compare-median", "--rank", "host_11", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["source"] == "host_11"
+    want = tl.step_length_us(tl.slowest("host_11"), "host_11")
+    assert doc["slowest"]["step_us"] == pytest.approx(want)
     assert main(["timeline", str(run), "--rank", "nobody"]) == 2
     assert "no rank or host 'nobody'" in capsys.readouterr().err
 
@@ -244,7 +250,7 @@ def test_hostile_names_are_shown_escaped(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A kernel named with an escape sequence (OSC 52 writes the clipboard) reaches no terminal."""
-    from tests.kineto_factory import two_steps
+    from kineto_factory import two_steps
 
     t = two_steps("today")
     for e in t.events:
@@ -258,3 +264,28 @@ def test_hostile_names_are_shown_escaped(
     assert main(["timeline", str(path), "--json"]) == 0
     out = capsys.readouterr().out
     assert "\x1b" not in out and "\x07" not in out
+
+
+def test_multi_host_xspace_one_source_per_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two hosts' files (here one file under two names: both record the hostname `vm`): a
+    source per file, each with its own steps, not both hosts' spans twice."""
+    import shutil
+
+    src = next((SAMPLES / "jax_cuda_float32").rglob("*.xplane.pb"))
+    run = tmp_path / "plugins" / "profile" / "2026_01_01_00_00_00"
+    run.mkdir(parents=True)
+    for host in ("hosta", "hostb"):
+        shutil.copy(src, run / f"{host}.xplane.pb")
+    one = load_timeline(SAMPLES / "jax_cuda_float32")
+    tl = load_timeline(tmp_path)
+    assert tl.source_names() == ["hosta", "hostb"]
+    for s in tl.sources:
+        assert [x.number for x in s.steps] == one.step_numbers()
+    summary = summarize_session(tmp_path, force_fallback=True)
+    for b in summary.steps:
+        assert tl.step(b.step).duration_us / 1000.0 == pytest.approx(b.step_time_ms)
+        assert tl.step(b.step, source="hostb").duration_us / 1000.0 == pytest.approx(b.step_time_ms)
+    assert main(["timeline", str(tmp_path), "--rank", "hostb", "--width", "80"]) == 0
+    assert "hostb" in capsys.readouterr().out.splitlines()[0]

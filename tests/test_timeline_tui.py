@@ -104,11 +104,11 @@ async def test_legacy_session_says_it_has_no_events() -> None:
 
 
 async def test_h_cycles_ranks_of_a_multi_rank_session(tmp_path: Path) -> None:
-    from tests.test_kineto import _write_rank
+    from kineto_factory import write_rank
 
     run = tmp_path / "run"
-    _write_rank(run / "host_11.1700000000000.pt.trace.json.gz", 0, 1.0)
-    _write_rank(run / "host_12.1700000000013.pt.trace.json.gz", 1, 1.5)
+    write_rank(run / "host_11.1700000000000.pt.trace.json.gz", 0, 1.0)
+    write_rank(run / "host_12.1700000000013.pt.trace.json.gz", 1, 1.5)
     app = TuiprofApp(run)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
@@ -122,3 +122,59 @@ async def test_h_cycles_ranks_of_a_multi_rank_session(tmp_path: Path) -> None:
         assert view.step_tl.duration_us * 1.5 == pytest.approx(slow)
         await pilot.press("h", "h")
         assert view.source is None and view.step_tl.source == "host_12"
+
+
+async def test_detail_shows_shapes_and_p_goes_from_op_to_kernel_and_back() -> None:
+    app = TuiprofApp(SAMPLES / "torch_cuda_float32")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("5")
+        await settle(pilot)
+        view = app.screen.query_one(TimelineView)
+        await pilot.press("slash", *"aten::mm", "enter")
+        await settle(pilot)
+        st = view.step_tl
+        assert st is not None and view.event is not None
+        op_track, op = view.track, view.event
+        detail = view._detail(120).plain
+        assert "aten::mm" in detail and "float[" in detail and "launched (p):" in detail
+        kernels = st.launched(op_track, op)
+        assert kernels
+        await pilot.press("p")
+        assert (view.track, view.event) == kernels[0]
+        assert st.tracks[view.track].kind == "device"
+        detail = view._detail(120).plain
+        assert "launched by (p): aten::mm → cu" in detail  # cuLaunchKernel, cudaLaunchKernel
+        await pilot.press("p")  # back to the runtime call inside the op
+        call = st.tracks[view.track]
+        assert view.track == op_track and view.event is not None
+        assert (
+            st.tracks[op_track].start[op] <= call.start[view.event] <= st.tracks[op_track].end[op]
+        )
+
+
+async def test_at_80x24_the_detail_and_tracks_fit_the_tab() -> None:
+    """A long kernel name selected at 80×24: the view's lines fit its height and width, and the
+    partner line (the last) is among them, with at least two track rows above."""
+    app = TuiprofApp(SAMPLES / "torch_cuda_float32")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("5")
+        await settle(pilot)
+        view = app.screen.query_one(TimelineView)
+        st = view.step_tl
+        assert st is not None
+        while st.tracks[view.track].kind != "device":
+            await pilot.press("down")
+        await pilot.press("right")
+        width, height = view.size.width, view.size.height
+        drawn = view.render()
+        lines = [
+            piece
+            for part in getattr(drawn, "renderables", [])
+            for piece in part.wrap(app.console, width)
+        ]
+        assert len(lines) <= height, [x.plain for x in lines]
+        assert all(x.cell_len <= width for x in lines)
+        assert lines[-1].plain.startswith("launched by (p): ")
+        assert sum("│" in x.plain[:30] for x in lines) >= 2

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from conftest import official_overview
-from xla_profiles import Space
+from xla_profiles import Event, Space
 
 from tui_prof.profiles.load import load_summary
 from tui_prof.profiles.xplane.utilization import device_utilization
@@ -31,7 +31,8 @@ CATEGORIES = {
 def _core_details(chip: int, core: int) -> bytes:
     from xprof.protobuf import op_stats_pb2
 
-    return op_stats_pb2.CoreDetails(local_chip_id=chip, core_num=core).SerializeToString()
+    details: bytes = op_stats_pb2.CoreDetails(local_chip_id=chip, core_num=core).SerializeToString()
+    return details
 
 
 def tpu_profile(root: Path) -> Path:
@@ -45,7 +46,8 @@ def tpu_profile(root: Path) -> Path:
         )
         for name, cat in CATEGORIES.items():
             pl.event_stats(name, {"hlo_category": cat})
-        modules, ops = [], []
+        modules: list[Event] = []
+        ops: list[Event] = []
         for i in range(3):
             t0 = 300 + 700 * i + lag
             modules.append(("jit_train_step(17)", t0, 520, {}))

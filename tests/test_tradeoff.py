@@ -17,7 +17,7 @@ from tui_prof.comparison.report import build_report
 from tui_prof.comparison.tradeoff import default_axes
 from tui_prof.experiments.reading import read_experiment
 from tui_prof.experiments.spec import ExperimentSpec, VariantSpec
-from tui_prof.experiments.store import ExperimentStore, PlannedRun
+from tui_prof.experiments.writer import ExperimentStore, PlannedRun
 from tui_prof.model import RUN_FINISHED, RunRecord
 from tui_prof.render.scatter import MIN_WIDTH, TradeoffScatter
 

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 
-from conftest import SAMPLES, sample_session, settle
-from textual.widgets import DataTable, Static
+import pytest
+from conftest import SAMPLES, sample_session, settle, static_text, until
+from textual.widgets import DataTable, Input, TabbedContent
+from textual.widgets.data_table import ColumnKey
 
 from tui_prof.profiles.load import summarize_session
 from tui_prof.render.summary import fmt_ms
 from tui_prof.tui.app import TuiprofApp
+from tui_prof.tui.screens.browse import BrowseScreen
 from tui_prof.tui.screens.help import HelpScreen
 from tui_prof.tui.widgets.profile_tree import ProfileTree
 from tui_prof.tui.widgets.session_view import StepBreakdownTable
@@ -19,24 +21,15 @@ from tui_prof.tui.widgets.session_view import StepBreakdownTable
 _settle = settle
 
 
-def _static_text(app: TuiprofApp, selector: str) -> str:
-    """What a Static shows, as plain text (Rich renderables rendered as a terminal would)."""
-    from rich.console import Console
-
-    w = app.screen.query_one(selector, Static)
-    console = Console(width=200, color_system=None, record=True, file=open(os.devnull, "w"))  # noqa: SIM115
-    console.print(w.content)
-    return console.export_text()
-
-
 async def test_opens_first_session_and_shows_its_numbers() -> None:
     expected = summarize_session(sample_session("custom_loop"))
     app = TuiprofApp(SAMPLES)
     async with app.run_test(size=(120, 40)) as pilot:
         await _settle(pilot)
-        headline = _static_text(app, "#headline")
+        headline = static_text(app, "#headline")
+        assert expected.average is not None
         assert f"{fmt_ms(expected.average.step_time_ms)} ms" in headline
-        assert "official step markers" in _static_text(app, "#source")  # the overview's top
+        assert "official step markers" in static_text(app, "#source")  # the overview's top
         await pilot.press("2")  # a table is drawn when its tab shows it
         await pilot.pause()
         table = app.screen.query_one(StepBreakdownTable)
@@ -59,12 +52,12 @@ async def test_navigating_with_j_and_tabs_loads_another_session() -> None:
                 break
             await pilot.press("j")
         await _settle(pilot)
-        assert "Input-bound" in _static_text(app, "#headline")
+        assert "Input-bound" in static_text(app, "#headline")
         await pilot.press("2")
         await pilot.pause()
-        assert app.screen.query_one("#tabs").active == "tab-steps"
+        assert app.screen.query_one("#tabs", TabbedContent).active == "tab-steps"
         table = app.screen.query_one(StepBreakdownTable)
-        col = list(table.columns).index("input")
+        col = list(table.columns).index(ColumnKey("input"))
         assert table.get_row_at(0)[col] == fmt_ms(expected.steps[0].breakdown_ms["input"])
 
 
@@ -91,12 +84,12 @@ async def test_bad_file_shows_error_and_the_rest_stays_browsable(tmp_path: Path)
     app = TuiprofApp(tmp_path)
     async with app.run_test(size=(100, 30)) as pilot:
         await _settle(pilot)
-        status = _static_text(app, "#status")
+        status = static_text(app, "#status")
         assert "could not read" in status
         assert app.screen.query_one("#status").has_class("error")
         await pilot.press("j", "j")
         await _settle(pilot)
-        assert "official step markers" in _static_text(app, "#source")
+        assert "official step markers" in static_text(app, "#source")
         assert not app.screen.query_one("#status").has_class("error")
 
 
@@ -104,7 +97,7 @@ async def test_empty_directory_names_sample_traces(tmp_path: Path) -> None:
     app = TuiprofApp(tmp_path)
     async with app.run_test(size=(80, 24)) as pilot:
         await _settle(pilot)
-        assert "sample_traces" in _static_text(app, "#status")
+        assert "sample_traces" in static_text(app, "#status")
 
 
 async def test_op_names_with_markup_are_shown_as_text(tmp_path: Path) -> None:
@@ -137,20 +130,11 @@ async def test_op_names_with_markup_are_shown_as_text(tmp_path: Path) -> None:
         assert name in shown and "[red]Fu…[/red]" in shown, shown
 
 
-async def _wait_for(pilot, predicate, timeout: float = 20.0) -> None:
-    import time
-
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out waiting for the screen to change"
-        await pilot.pause(0.2)
-
-
 async def test_followed_logdir_shows_a_new_session_without_restart(tmp_path: Path) -> None:
     app = TuiprofApp(tmp_path)
     async with app.run_test(size=(100, 30)) as pilot:
         await _settle(pilot)
-        assert "No profiles" in _static_text(app, "#status")
+        assert "No profiles" in static_text(app, "#status")
         src = sample_session("custom_loop")
         dst = tmp_path / "job" / "plugins" / "profile" / src.name
         dst.mkdir(parents=True)
@@ -161,7 +145,7 @@ async def test_followed_logdir_shows_a_new_session_without_restart(tmp_path: Pat
             f.flush()
             await pilot.pause(1.0)
             f.write(data[len(data) // 2 :])
-        await _wait_for(pilot, lambda: "official step markers" in _static_text(app, "#source"))
+        await until(pilot, lambda: "official step markers" in static_text(app, "#source"))
 
 
 async def test_r_starts_an_experiment_and_rows_turn_finished(tmp_path: Path) -> None:
@@ -186,20 +170,20 @@ async def test_r_starts_an_experiment_and_rows_turn_finished(tmp_path: Path) -> 
         await _settle(pilot)
         await pilot.press("r")
         await pilot.pause()
-        spec_input = app.screen.query_one("#spec")
+        spec_input = app.screen.query_one("#spec", Input)
         spec_input.value = str(spec)
         await pilot.click("#start")
         await pilot.pause()
         table = app.get_screen("experiments").query_one(RunTable)
-        await _wait_for(pilot, lambda: app.screen is app.get_screen("experiments"))
-        await _wait_for(
+        await until(pilot, lambda: app.screen is app.get_screen("experiments"))
+        await until(
             pilot,
             lambda: (
                 len(table.runs) == 4 and all(r.status == "finished" for r in table.runs.values())
             ),
             timeout=60,
         )
-        await _wait_for(pilot, lambda: "score" in _static_text(app, "#comparison"), timeout=20)
+        await until(pilot, lambda: "score" in static_text(app, "#comparison"), timeout=20)
 
 
 async def test_prefetched_first_session_is_shown_without_a_second_analysis() -> None:
@@ -213,7 +197,8 @@ async def test_prefetched_first_session_is_shown_without_a_second_analysis() -> 
     async with app.run_test(size=(120, 40)) as pilot:
         await _settle(pilot)
         assert pre.used and pre.listing_used
-        assert f"{fmt_ms(pre.summary.average.step_time_ms)} ms" in _static_text(app, "#headline")
+        assert pre.summary.average is not None
+        assert f"{fmt_ms(pre.summary.average.step_time_ms)} ms" in static_text(app, "#headline")
 
 
 async def test_capture_dialog_rejects_a_bad_address_in_one_line_and_stays_open(
@@ -227,11 +212,11 @@ async def test_capture_dialog_rejects_a_bad_address_in_one_line_and_stays_open(
         await pilot.press("a")
         await pilot.pause()
         assert isinstance(app.screen, CaptureDialog)
-        app.screen.query_one("#address").value = "not an address"
+        app.screen.query_one("#address", Input).value = "not an address"
         await pilot.press("enter")
         await pilot.pause()
         assert isinstance(app.screen, CaptureDialog)
-        assert "bad address" in _static_text(app, "#capture-error")
+        assert "bad address" in static_text(app, "#capture-error")
         await pilot.press("escape")
         await pilot.pause()
         assert not isinstance(app.screen, CaptureDialog)
@@ -251,11 +236,11 @@ async def test_capture_with_no_server_says_so(tmp_path: Path) -> None:
         await _settle(pilot)
         await pilot.press("a")
         await pilot.pause()
-        app.screen.query_one("#address").value = f"127.0.0.1:{port}"
+        app.screen.query_one("#address", Input).value = f"127.0.0.1:{port}"
         await pilot.press("enter")
-        await _wait_for(pilot, lambda: isinstance(app.screen, CapturesScreen))
-        await _wait_for(
-            pilot, lambda: "no profiler server" in _static_text(app, "#capture-status"), timeout=40
+        await until(pilot, lambda: isinstance(app.screen, CapturesScreen))
+        await until(
+            pilot, lambda: "no profiler server" in static_text(app, "#capture-status"), timeout=40
         )
 
 
@@ -285,38 +270,40 @@ async def test_an_experiment_writing_outside_the_open_path_joins_the_tree(tmp_pa
         await _settle(pilot)
         await pilot.press("r")
         await pilot.pause()
-        app.screen.query_one("#spec").value = str(spec)
+        app.screen.query_one("#spec", Input).value = str(spec)
         await pilot.click("#start")
         table = app.view("experiments").query_one(RunTable)
-        await _wait_for(
+        await until(
             pilot,
             lambda: table.runs and all(r.status == "finished" for r in table.runs.values()),
             timeout=60,
         )
         browse = app.get_screen("browse")
-        await _wait_for(
+        assert isinstance(browse, BrowseScreen)
+        await until(
             pilot, lambda: browse.discovery is not None and len(browse.discovery.sessions) == 1
         )
+        assert browse.discovery is not None
         assert browse.discovery.runs[0].name.endswith("runs/a-r0")
 
 
 async def test_damaged_line_in_the_streaming_reader_shows_one_line(
-    tmp_path: Path, monkeypatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from test_bad_input import _damaged_line
+    from xla_profiles import damaged_line
 
     monkeypatch.setenv("TUIPROF_LARGE_MB", "0")  # every session through the streaming reader
     src = sample_session("custom_loop")
     bad = tmp_path / "a_bad" / "plugins" / "profile" / "s"
     bad.mkdir(parents=True)
-    (bad / "h.xplane.pb").write_bytes(_damaged_line(next(src.glob("*.xplane.pb")).read_bytes()))
+    (bad / "h.xplane.pb").write_bytes(damaged_line(next(src.glob("*.xplane.pb"))))
     good = tmp_path / "b_good" / "plugins" / "profile"
     good.mkdir(parents=True)
     shutil.copytree(src, good / src.name)
     app = TuiprofApp(tmp_path)
     async with app.run_test(size=(100, 30)) as pilot:
         await _settle(pilot)
-        status = _static_text(app, "#status")
+        status = static_text(app, "#status")
         assert "damaged line" in status and "unexpected error" not in status, status
         tree = app.screen.query_one(ProfileTree)
         target = good / src.name
@@ -326,5 +313,5 @@ async def test_damaged_line_in_the_streaming_reader_shows_one_line(
                 break
             await pilot.press("j")
         await _settle(pilot)
-        await _wait_for(pilot, lambda: "ms" in _static_text(app, "#headline"))
+        await until(pilot, lambda: "ms" in static_text(app, "#headline"))
         assert not app.screen.query_one("#status").has_class("error")

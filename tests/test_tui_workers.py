@@ -11,8 +11,9 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from conftest import REPO, settle, until
-from rich.console import Console, RenderableType
+from rich.console import Console
 from textual.widgets import Static
 
 from tui_prof.tui.app import TuiprofApp
@@ -41,7 +42,7 @@ class LagMeter:
         return max(self.gaps, default=0.0)
 
 
-def _text(renderable: RenderableType) -> str:
+def _text(renderable: object) -> str:
     console = Console(width=160, color_system=None, record=True, file=open(os.devnull, "w"))  # noqa: SIM115
     console.print(renderable)
     return console.export_text()
@@ -68,7 +69,7 @@ def test_every_worker_in_the_tui_leaves_errors_to_the_apps_handler() -> None:
 
 
 async def test_a_worker_that_raises_shows_one_line_and_names_the_log(
-    tmp_path: Path, monkeypatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
 
@@ -148,7 +149,8 @@ async def test_quitting_with_stop_keeps_drawing_while_runs_end(tmp_path: Path) -
 def _big_experiment(root: Path, runs: int) -> Path:
     """A stored experiment of `runs` finished runs (the store written as tuiprof writes it)."""
     from tui_prof.experiments.spec import ExperimentSpec, VariantSpec
-    from tui_prof.experiments.store import DB_NAME, ExperimentStore, PlannedRun
+    from tui_prof.experiments.store import DB_NAME
+    from tui_prof.experiments.writer import ExperimentStore, PlannedRun
 
     d = root / "big"
     spec = ExperimentSpec("big", ("true",), (VariantSpec("a"), VariantSpec("b")), runs // 2, "a")

@@ -67,6 +67,9 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--no-cache", action="store_true", help="recompute instead of reading the summary cache"
     )
+    from tui_prof.cli.summary import add_peak_argument
+
+    add_peak_argument(p)
     p.set_defaults(func=run, format="rich")
 
 
@@ -122,9 +125,10 @@ def run(args: argparse.Namespace) -> int:
                     b,
                     use_cache=not args.no_cache,
                     progress=lambda f, m: status.update(f"{m} ({f:.0%})"),
+                    peak_tflops=args.peak_tflops,
                 )
         else:
-            diff = diff_targets(a, b, use_cache=not args.no_cache)
+            diff = diff_targets(a, b, use_cache=not args.no_cache, peak_tflops=args.peak_tflops)
     except ProfileError as exc:
         return _fail(str(exc))
     limit = args.limit if args.limit > 0 else None
@@ -170,7 +174,7 @@ def _rows(rows: tuple[DiffRow, ...], limit: int | None, title: str) -> list[str]
 
 def to_markdown(diff: ProfileDiff, limit: int | None = DEFAULT_LIMIT) -> str:
     """The diff as GitHub-flavoured Markdown, for pull requests and lab notes."""
-    from tui_prof.render.diff import fmt_delta, unit
+    from tui_prof.render.diff import efficiency_line, fmt_delta, unit
     from tui_prof.render.summary import fmt_ms
 
     lines = ["# Profile diff", ""]
@@ -193,6 +197,9 @@ def to_markdown(diff: ProfileDiff, limit: int | None = DEFAULT_LIMIT) -> str:
         lines.append(
             f"- Kernel time: {fmt_ms(k.a_ms)} → {fmt_ms(k.b_ms)} ms (Δ {fmt_delta(k.delta_ms)})"
         )
+    changes = efficiency_line(diff)
+    if changes is not None:
+        lines.append(f"- Efficiency (A → B): {_cell(changes.plain)}")
     lines.append(f"- Times in {unit(diff)}; Δ = B − A; sorted by |Δ|.")
     lines += [f"- ⚠ {_cell(n)}" for n in diff.notes]
     if diff.ops:

@@ -55,8 +55,10 @@ def build_tui_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("path", nargs="?", default=".", help="what to browse (default: .)")
     from tui_prof import __version__
+    from tui_prof.cli.summary import add_peak_argument
 
     parser.add_argument("--version", action="version", version=f"tuiprof {__version__}")
+    add_peak_argument(parser)  # `T` in the TUI changes it
     return parser
 
 
@@ -83,13 +85,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser = build_parser()
         # One usage block for both ways in: the TUI on PATH, or a headless command. (Set here
         # only: subcommands' usage lines are built from the parent's.)
-        parser.usage = "%(prog)s [-h] [--version] [PATH]\n       %(prog)s COMMAND [-h] ..."
+        parser.usage = (
+            "%(prog)s [-h] [--version] [--peak-tflops TFLOPS] [PATH]\n"
+            "       %(prog)s COMMAND [-h] ..."
+        )
+        from tui_prof.cli.summary import add_peak_argument
+
+        add_peak_argument(parser)  # the TUI's option, listed here (T changes it in the TUI)
         parser.print_help()
         return 0
     args = build_tui_parser().parse_args(args_list)
     from tui_prof.tui.launch import launch
 
-    return launch(args.path)
+    return launch(args.path, args.peak_tflops)
 
 
 if __name__ == "__main__":

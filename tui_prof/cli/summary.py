@@ -8,6 +8,7 @@ Exit codes: 0 all sessions summarised; 1 some sessions, files or directories cou
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from contextlib import nullcontext
 from typing import Any
@@ -75,17 +76,22 @@ def register(sub: Any) -> None:
         help="always run TensorBoard's converter, even on profiles of $TUIPROF_LARGE_MB (200) MB "
         "or more, which are otherwise read by tuiprof's streaming reader (no op/kernel tables)",
     )
-    p.add_argument(
-        "--peak-tflops",
-        metavar="TFLOPS",
-        type=_positive,
-        help="MFU against this dense peak per device (TFLOP/s) instead of the hardware table's "
-        "for the device and the number format the math ran in",
-    )
+    add_peak_argument(p)
     p.set_defaults(func=run, format="rich")
 
 
-def _positive(text: str) -> float:
+def add_peak_argument(p: argparse.ArgumentParser) -> None:
+    """`--peak-tflops`, as summary, diff and the TUI take it."""
+    p.add_argument(
+        "--peak-tflops",
+        metavar="TFLOPS",
+        type=peak_tflops,
+        help="MFU against this dense peak per device (TFLOP/s) instead of the hardware table's "
+        "for the device and the number format the math ran in",
+    )
+
+
+def peak_tflops(text: str) -> float:
     try:
         v = float(text)
     except ValueError:
@@ -145,12 +151,18 @@ def to_markdown(summaries: list[ProfileSummary]) -> str:
         if avg:
             sd = f" ± {avg.step_time_std_ms:.2f}" if avg.step_time_std_ms is not None else ""
             out.append(f"- Step time: {avg.step_time_ms:.2f}{sd} ms")
-        if s.precision:
+        if s.precision and not s.precision.measured:
+            out.append(
+                "- 16-bit share of device compute: unknown (no kernel name, shape or HLO op "
+                "says its number type)"
+            )
+        elif s.precision:
             source = "" if s.precision.source == "steps" else f" (from {s.precision.source})"
             out.append(
                 f"- 16-bit share of device compute: {s.precision.compute_16bit_percent:.1f}%"
                 + source
             )
+        out.extend(_markdown_efficiency(s))
         out.append(f"- Bottleneck: {s.bottleneck}\n")
         if s.programs:
             out.append("| XLA program | Runs | Time ms |\n|---|---:|---:|")
@@ -174,11 +186,62 @@ def to_markdown(summaries: list[ProfileSummary]) -> str:
                 pct = 100 * v / avg.step_time_ms if avg.step_time_ms else 0.0
                 out.append(f"| {CATEGORY_LABELS[c]} | {v:.3f} | {pct:.1f}% |")
             out.append("")
+        out.extend(_markdown_op_rates(s))
         out.extend(_markdown_pytorch(s))
         for r in s.recommendations:
             out.append(f"- {r}")
         out.append("")
     return "\n".join(out)
+
+
+def _markdown_efficiency(s: ProfileSummary) -> list[str]:
+    """The Overview's efficiency and memory lines, as list items (their continuation lines
+    indented under them)."""
+    from tui_prof.render.efficiency import efficiency_text, memory_text
+
+    out: list[str] = []
+    for label, text in (("Efficiency", efficiency_text(s)), ("Memory", memory_text(s))):
+        if text is None:
+            continue
+        first, *rest = text.plain.split("\n")
+        first = first.removeprefix(f"{label}: ")
+        out.append(f"- {label}: {_md_text(first)}")
+        out.extend(f"  - {_md_text(line.strip())}" for line in rest if line.strip())
+    return out
+
+
+_MD_SPECIAL = re.compile(r"[\\`*_\[\]<>|#~]")
+
+
+def _md_text(text: str) -> str:
+    """Plain text with names from a trace in it, safe in a Markdown list item."""
+    return _MD_SPECIAL.sub(r"\\\g<0>", text.replace("\n", " "))
+
+
+def _markdown_op_rates(s: ProfileSummary) -> list[str]:
+    """The ops with a FLOP count: FLOPs, FLOP/s, FLOPs per byte and what bounds them."""
+    from tui_prof.profiles.efficiency import intensity, roofline
+    from tui_prof.render.efficiency import bound_cell, count, op_rate_cell
+
+    counted = [o for o in s.top_ops if o.flops]
+    # a GPU op is counted on its host and its device row: the device row has the FLOP rate
+    ops = ([o for o in counted if o.where == "Device"] or counted)[:10]
+    if not ops:
+        return []
+    out = [
+        "| Op with a FLOP count | Where | Self ms | FLOPs | FLOP/s | FLOP/byte | Bound by |",
+        "|---|---|---:|---:|---:|---:|---|",
+    ]
+    for o in ops:
+        ai = intensity(o)
+        bound = bound_cell(o, s.efficiency) if roofline(o, s.efficiency) else "–"
+        out.append(
+            f"| {_md(o.name)} | {o.where} | {o.total_self_time_us / 1000:.3f} | "
+            f"{count(o.flops or 0.0)} | {op_rate_cell(o)} | "
+            f"{'–' if ai is None else f'{ai:,.3g}'} | {bound} |"
+        )
+    out.append("")
+    return out
 
 
 def _md_pct(v: float | None) -> str:
@@ -219,6 +282,37 @@ def _markdown_pytorch(s: ProfileSummary) -> list[str]:
     return out
 
 
+EFFICIENCY_COLUMNS = ("flops", "achieved_tflops", "mfu_percent", "peak_tflops", "peak_format")
+MEMORY_COLUMNS = ("peak_allocated_mb",)
+
+
+def _csv_efficiency(s: ProfileSummary, i: int, step_ms: float) -> list[object]:
+    """A step's FLOPs, the FLOP rate over its own time and its MFU against the session's peak."""
+    e = s.efficiency
+    if e is None or i >= len(e.step_flops):
+        return [""] * len(EFFICIENCY_COLUMNS)
+    flops = e.step_flops[i]
+    achieved = flops / (step_ms / 1e3) / 1e12 if step_ms > 0 else None
+    mfu = None
+    if achieved is not None and e.peak_tflops:
+        mfu = 100.0 * achieved / (e.peak_tflops * e.devices)
+    return [
+        flops,
+        "" if achieved is None else achieved,
+        "" if mfu is None else mfu,
+        e.peak_tflops or "",
+        e.peak_format or "",
+    ]
+
+
+def _csv_memory(s: ProfileSummary, i: int) -> list[object]:
+    """A step's peak allocated memory, where the profile has one per step."""
+    m = s.memory
+    if m is None or len(m.step_peak_allocated_mb) != len(s.steps):
+        return [""]
+    return [m.step_peak_allocated_mb[i]]
+
+
 def to_csv(summaries: list[ProfileSummary]) -> str:
     import csv  # here, not at the top: only --csv pays for it
     import io
@@ -228,11 +322,15 @@ def to_csv(summaries: list[ProfileSummary]) -> str:
     # PyTorch sessions add the plugin's categories (empty for TensorFlow rows).
     native = any(st.native_breakdown_ms is not None for s in summaries for st in s.steps)
     extra = [f"native_{c}_ms" for c in NATIVE_CATEGORIES] if native else []
+    # Sessions with FLOPs or memory add them per step (empty where a session cannot say).
+    eff = any(s.efficiency is not None for s in summaries)
+    mem = any(s.memory is not None for s in summaries)
+    extra += [*(EFFICIENCY_COLUMNS if eff else ()), *(MEMORY_COLUMNS if mem else ())]
     w.writerow(
         ["session", "step_source", "step", "step_time_ms", *[f"{c}_ms" for c in CATEGORIES], *extra]
     )
     for s in summaries:
-        for st in s.steps:
+        for i, st in enumerate(s.steps):
             w.writerow(
                 [
                     s.path,
@@ -244,6 +342,8 @@ def to_csv(summaries: list[ProfileSummary]) -> str:
                         "" if st.native_breakdown_ms is None else st.native_breakdown_ms.get(c, 0.0)
                         for c in (NATIVE_CATEGORIES if native else ())
                     ],
+                    *(_csv_efficiency(s, i, st.step_time_ms) if eff else ()),
+                    *(_csv_memory(s, i) if mem else ()),
                 ]
             )
     return buf.getvalue()

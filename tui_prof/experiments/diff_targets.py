@@ -19,6 +19,7 @@ from tui_prof.experiments.store import DB_NAME, StoreError, load_experiment
 from tui_prof.model import RUN_FINISHED, Cancelled, ProfileError, ProfileSummary, Progress
 from tui_prof.profiles.diff import ProfileDiff, diff_summaries
 from tui_prof.profiles.discover import Session, discover, display_path
+from tui_prof.profiles.efficiency import with_peak
 from tui_prof.profiles.load import load_summary, session_of
 
 
@@ -108,6 +109,7 @@ def _load(
     done: int,
     total: int,
     use_cache: bool,
+    peak_tflops: float | None,
 ) -> tuple[list[ProfileSummary], list[str]]:
     summaries: list[ProfileSummary] = []
     problems: list[str] = []
@@ -120,9 +122,8 @@ def _load(
             report((n + f) / total, f"{name}: {m}")
 
         try:
-            summaries.append(
-                load_summary(session, use_cache=use_cache, cancel=cancel, progress=sub)
-            )
+            loaded = load_summary(session, use_cache=use_cache, cancel=cancel, progress=sub)
+            summaries.append(with_peak(loaded, peak_tflops))
         except ProfileError as exc:
             if target.single:
                 raise ProfileError(f"{display_path(session.path)}: {exc}") from None
@@ -139,12 +140,14 @@ def diff_targets(
     cancel: threading.Event | None = None,
     progress: Progress | None = None,
     use_cache: bool = True,
+    peak_tflops: float | None = None,
 ) -> ProfileDiff:
-    """Load both sides (through the cache) and compare them."""
+    """Load both sides (through the cache) and compare them; MFU against `peak_tflops` per
+    device where given (`--peak-tflops`)."""
     report: Progress = progress or (lambda _f, _m: None)
     total = len(a.sessions) + len(b.sessions)
-    sa, pa = _load(a, cancel, report, 0, total, use_cache)
-    sb, pb = _load(b, cancel, report, len(a.sessions), total, use_cache)
+    sa, pa = _load(a, cancel, report, 0, total, use_cache, peak_tflops)
+    sb, pb = _load(b, cancel, report, len(a.sessions), total, use_cache, peak_tflops)
     diff = diff_summaries(sa, sb, label_a=a.label, label_b=b.label)
     report(1.0, "done")
     problems = [f"A: {p}" for p in pa] + [f"B: {p}" for p in pb]

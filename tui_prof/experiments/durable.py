@@ -26,7 +26,7 @@ from tui_prof.experiments import samples as samples_mod
 from tui_prof.model import RUN_FINISHED, RunRecord
 
 if TYPE_CHECKING:
-    from tui_prof.experiments.store import ExperimentStore
+    from tui_prof.experiments.writer import ExperimentStore
 
 RESULT_FILE = "result.json"
 RETRY_DELAYS_S = (1.0, 2.0, 4.0, 8.0, 16.0)  # between attempts: with 30 s busy waits, ~3 min

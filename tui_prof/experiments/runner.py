@@ -12,14 +12,12 @@ The backend (the spec's `[backend]`, see backends/) is connected before the expe
 is made, so a cluster that is not there costs one line and nothing else. A cluster's runs outlive
 the runner: `resume` reattaches the ones still in flight (collecting those that ended meanwhile)
 before it starts anything new, and `resume(..., attach_only=True)` only reattaches. A run whose
-node was lost is retried on another node up to `[backend] retries` times; one whose results
-could not be read back (`unread`) at least once.
+node was lost is retried on another node up to `[backend] retries` times (unread ones: once).
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
 import sys
 import threading
 import time
@@ -29,7 +27,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from tui_prof.experiments import durable
+from tui_prof.experiments import durable, launch
 from tui_prof.experiments import events as ev
 from tui_prof.experiments.backends import (
     QUEUED,
@@ -41,8 +39,9 @@ from tui_prof.experiments.backends import (
 )
 from tui_prof.experiments.fingerprint import host_fingerprint, run_fingerprint
 from tui_prof.experiments.noise import MachineProbe
-from tui_prof.experiments.protocol import MAX_NAMES, MetricsReader, tail_text
-from tui_prof.experiments.runio import LineTail, describe_exit, expand_args, free_port
+from tui_prof.experiments.plan import block_of, check_parallel, pick, plan_runs
+from tui_prof.experiments.protocol import MetricsReader, tail_text
+from tui_prof.experiments.runio import LineTail, free_port
 from tui_prof.experiments.samples import seed_for
 from tui_prof.experiments.spec import (
     MAX_PARALLEL,
@@ -52,7 +51,8 @@ from tui_prof.experiments.spec import (
     check_executable,
     default_experiment_dir,
 )
-from tui_prof.experiments.store import ExperimentStore, PlannedRun
+from tui_prof.experiments.store import load_experiment
+from tui_prof.experiments.writer import ExperimentStore
 from tui_prof.model import (
     RUN_FAILED,
     RUN_FINISHED,
@@ -65,41 +65,10 @@ from tui_prof.model import (
 )
 
 EventCallback = Callable[[Any], None]
-MAX_LINES_PER_EVENT = 1000
 # A run's log and metrics files are read every poll_interval_s while it writes, backing off to
 # QUIET_POLL_S while it is quiet: the observer stays out of what it measures.
 QUIET_POLL_S = 0.5
 LOG_TAIL_LINES = 30
-
-
-def plan_runs(spec: ExperimentSpec) -> list[PlannedRun]:
-    """Warm-ups first, then the counted runs, interleaved (A B A B …) or sequential (A A B B …)."""
-    names = [v.name for v in spec.variants]
-    plan = [PlannedRun(v, k, True) for k in range(spec.warmup) for v in names]
-    if spec.order == "sequential":
-        plan += [PlannedRun(v, r) for v in names for r in range(spec.repeats)]
-    else:
-        plan += [PlannedRun(v, r) for r in range(spec.repeats) for v in names]
-    return plan
-
-
-def block_of(run_id: str) -> str:
-    """A run's block: its repeat (`r3`) or warm-up (`w0`), the part of its id after the variant."""
-    return run_id.rsplit("-", 1)[-1]
-
-
-def check_parallel(parallel: int | None) -> int | None:
-    """Runs at once: 1 to MAX_PARALLEL (0 would run nothing; see spec.MAX_PARALLEL for why);
-    None: as many as the backend fits (one at a time on this machine)."""
-    if parallel is None:
-        return None
-    if (
-        isinstance(parallel, bool)
-        or not isinstance(parallel, int)
-        or not 1 <= parallel <= MAX_PARALLEL
-    ):
-        raise ValueError(f"--parallel must be 1 to {MAX_PARALLEL}, got {parallel!r}")
-    return parallel
 
 
 class Runner:
@@ -268,7 +237,7 @@ class Runner:
 
     def result(self) -> ExperimentRecord:
         """The experiment as stored now (also after the end)."""
-        return _load(self.experiment_dir) if self._closed else self.store.record()
+        return load_experiment(self.experiment_dir) if self._closed else self.store.record()
 
     # -- the work ------------------------------------------------------------------------
     def _emit(self, event: Any) -> None:
@@ -290,7 +259,7 @@ class Runner:
             todo = self._todo
             if self.cancel.is_set():  # what a cluster runs already is still followed
                 todo = [r for r in todo if r in self._refs]
-            run_id = self._pick(todo, worker)
+            run_id = pick(todo, self._last_block.get(worker), self._blocks, self._affinity)
             if run_id is None:
                 return None
             self._todo.remove(run_id)
@@ -298,17 +267,6 @@ class Runner:
             if self._affinity:
                 self._blocks[block_of(run_id)] = worker
             return run_id
-
-    def _pick(self, todo: list[str], worker: str) -> str | None:
-        """The next run: in order, or on a cluster this worker's block first and never a block
-        another worker has (None: what is left is theirs)."""
-        if not todo or not self._affinity:
-            return todo[0] if todo else None
-        mine = self._last_block.get(worker)
-        for run_id in todo:
-            if block_of(run_id) == mine:
-                return run_id
-        return next((r for r in todo if block_of(r) not in self._blocks), None)
 
     def _worker(self) -> None:
         worker = threading.current_thread().name
@@ -376,43 +334,10 @@ class Runner:
             )
             self._done.set()
 
-    def _env(self, rec: RunRecord, port: int | None) -> dict[str, str]:
-        """What tuiprof sets for a run (the backend adds it to the environment it runs in)."""
-        env = {"PYTHONUNBUFFERED": os.environ.get("PYTHONUNBUFFERED", "1")}  # a current log
-        env.update(self.spec.variant(rec.variant).env)
-        env.update(
-            {
-                "TUIPROF_METRICS_FILE": rec.metrics_path,
-                "TUIPROF_RUN_DIR": rec.run_dir,
-                "TUIPROF_VARIANT": rec.variant,
-                "TUIPROF_REPEAT": str(rec.repeat),
-                "TUIPROF_WARMUP": "1" if rec.is_warmup else "0",
-                "TUIPROF_RUN_ID": rec.run_id,
-                "TUIPROF_EXPERIMENT_DIR": str(self.experiment_dir),
-            }
-        )
-        if port is not None:
-            env["TUIPROF_PROFILER_PORT"] = str(port)
-        return env
-
     def _request(self, rec: RunRecord, port: int | None) -> LaunchRequest:
-        env = self._env(rec, port)
-        argv = self.spec.argv(rec.variant)  # a cluster's node expands it with its own paths
-        return LaunchRequest(
-            run_id=rec.run_id,
-            argv=tuple(argv if self.backend.remote else expand_args(argv, env)),
-            cwd=Path(self.spec.workdir),
-            env=env,
-            log_path=Path(rec.log_path),
-            metrics_path=Path(rec.metrics_path),
-            run_dir=Path(rec.run_dir),
-            attempt=rec.attempt,
-            block=block_of(rec.run_id),
-            timeout_s=self.spec.timeout_s,
-            kill_grace_s=self.spec.kill_grace_s,
-            profiler_port=self.profiler_ports,
-            experiment_id=self._experiment_id,
-        )
+        env = launch.run_env(self.spec, rec, self.experiment_dir, port)
+        remote, ports, exp_id = self.backend.remote, self.profiler_ports, self._experiment_id
+        return launch.launch_request(self.spec, rec, env, remote, ports, exp_id)
 
     def _execute(self, run_id: str) -> None:
         handle: RunHandle | None = None
@@ -490,13 +415,9 @@ class Runner:
             final = code is not None
             lines = log.poll(final=final)
             if lines:
-                if len(lines) > MAX_LINES_PER_EVENT:
-                    skipped = len(lines) - MAX_LINES_PER_EVENT
-                    lines = [
-                        f"[tuiprof: {skipped} lines not shown; see {request.log_path}]",
-                        *lines[-MAX_LINES_PER_EVENT:],
-                    ]
-                self._emit(ev.RunOutput(run_id, tuple(lines)))
+                self._emit(
+                    ev.RunOutput(run_id, tuple(launch.capped_lines(lines, request.log_path)))
+                )
             # Quiet: look less often, up to QUIET_POLL_S (an exit still ends the wait at once).
             interval = min(interval * 2, max(QUIET_POLL_S, self.poll_interval_s))
             if lines:
@@ -533,10 +454,7 @@ class Runner:
         out: RunOutcome = handle.outcome()
         state = self._readers.pop(run_id).state
         if state.dropped_names:  # protocol.MAX_NAMES: said where the run's output is read
-            note = (
-                f"[tuiprof: the job reported more than {MAX_NAMES} metric names; "
-                f"{state.dropped_names} reports of further names were left out]"
-            )
+            note = launch.dropped_names_note(state.dropped_names)
             with contextlib.suppress(OSError), open(request.log_path, "a") as f:
                 f.write(note + "\n")
             self._emit(ev.RunOutput(run_id, (note,)))
@@ -545,20 +463,9 @@ class Runner:
             wall = out.wall_time_s  # measured around the process itself, where it ran
         metrics = state.results()  # distributions as NAME:p50|p90|p99
         metrics[WALL_TIME] = wall  # tuiprof's own measurement always wins
-        status, error = outcome, None
-        if outcome == RUN_STOPPED or (out.stopped and outcome != RUN_TIMEOUT):
-            status, error = RUN_STOPPED, f"stopped by the user ({describe_exit(code)})"
-        elif outcome == RUN_TIMEOUT or out.timed_out:
-            status = RUN_TIMEOUT
-            error = f"timed out after {self.spec.timeout_s:g} s ({describe_exit(code)})"
-        elif out.error:
-            status, error = RUN_FAILED, out.error
-        elif code != 0:
-            status, error = RUN_FAILED, describe_exit(code)
         tail = tail_text(request.log_path, LOG_TAIL_LINES)
-        if error and tail and not out.error:
-            error += ": " + tail.splitlines()[-1][:200]
-        allowed = max(self.spec.backend.retries, 1 if out.unread else 0)
+        status, error = launch.ending(outcome, out, self.spec.timeout_s, tail)
+        allowed = max(self.spec.backend.retries, 1 if out.unread else 0)  # unread: at least once
         retry = out.lost and self._retried.get(run_id, 0) < allowed
         if retry:
             error = f"{error}; retrying on another node"
@@ -591,9 +498,3 @@ class Runner:
                 self._refs.pop(run_id, None)
                 if not self.cancel.is_set():
                     self._todo.insert(0, run_id)
-
-
-def _load(directory: Path) -> ExperimentRecord:
-    from tui_prof.experiments.store import load_experiment
-
-    return load_experiment(directory)

@@ -44,6 +44,7 @@ class TorchProfiler(Reporter):
         profile: bool = True,
         record_shapes: bool = True,
         profile_memory: bool = False,
+        with_flops: bool = False,
         with_stack: bool = False,
         cuda: bool | None = None,
         use_gzip: bool = True,
@@ -57,6 +58,7 @@ class TorchProfiler(Reporter):
         self.window = (skip_first, wait, warmup, active)
         self.record_shapes = record_shapes
         self.profile_memory = profile_memory
+        self.with_flops = with_flops
         self.with_stack = with_stack
         self.cuda = cuda
         self.use_gzip = use_gzip
@@ -87,6 +89,7 @@ class TorchProfiler(Reporter):
             on_trace_ready=tensorboard_trace_handler(self.logdir, use_gzip=self.use_gzip),
             record_shapes=self.record_shapes,
             profile_memory=self.profile_memory,
+            with_flops=self.with_flops,
             with_stack=self.with_stack,
         )
         self._prof.__enter__()
@@ -144,6 +147,6 @@ def torch_profiler(
 ) -> TorchProfiler:
     """`with torch_profiler(batch_size=64, dataset_fingerprint=fp) as prof:` around the loop,
     `prof.step()` after each step. Keyword arguments other than the profiler's own (profile,
-    skip_first, record_shapes, profile_memory, with_stack, cuda, use_gzip) are reported as run
+    skip_first, record_shapes, profile_memory, with_flops, with_stack, cuda, use_gzip) are reported as run
     information; `profile=False` reports without profiling."""
     return TorchProfiler(wait=wait, warmup=warmup, active=active, logdir=logdir, **options)

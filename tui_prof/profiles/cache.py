@@ -35,7 +35,10 @@ from tui_prof.profiles.discover import Session, display_path
 # 7: PyTorch traces: the plugin's GPU figures (gpu_metrics).
 # 8: the verdict's parts (dominant, secondary, start-up) and start-up calls.
 # 9: stored as msgspec MessagePack of the model's types (no hand-written mirror).
-SCHEMA = 9
+# 10: float32 math that ran as TF32 counts against the TF32 peak; FFMA xmma kernels are not Tensor Cores.
+# 11: XSpace GPU FLOPs counted from the profile's own HLO too (library GEMM calls).
+# 12: Precision.measured (a 16-bit share that rests on no types is not shown as one).
+SCHEMA = 12
 SUFFIX = ".msgpack"
 
 _ENCODER = msgspec.msgpack.Encoder()

@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from tui_prof.model import ProfileSummary
 
@@ -54,7 +55,7 @@ class DiffRow:
         """B against A in percent; None where A is zero (an op that appears)."""
         return 100.0 * self.delta_ms / self.a_ms if self.a_ms > 0 else None
 
-    def to_dict(self) -> dict[str, object]:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "name": self.name,
             "where": self.where,
@@ -90,7 +91,7 @@ class DiffSide:
     def profiles(self) -> int:
         return len(self.paths)
 
-    def to_dict(self) -> dict[str, object]:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "label": self.label,
             "paths": list(self.paths),
@@ -158,7 +159,7 @@ class ProfileDiff:
             return None
         return math.sqrt(row.a_sd_ms**2 / self.a.profiles + row.b_sd_ms**2 / self.b.profiles)
 
-    def to_dict(self) -> dict[str, object]:
+    def to_dict(self) -> dict[str, Any]:
         step = self.step_time
         return {
             "per": self.per,

@@ -14,7 +14,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 
-from tui_prof.model import Efficiency, Environment, OpStat, ProfileSummary, UnmodelledOp
+from tui_prof.device_use import Efficiency, UnmodelledOp
+from tui_prof.model import Environment, OpStat, ProfileSummary
 from tui_prof.profiles import peaks
 
 DOMINANT_SHARE = 0.9  # a format with this share of the FLOPs names the peak alone
@@ -34,11 +35,11 @@ def _table_peak(
     """(peak TFLOP/s per device, format, source, bandwidth GB/s) from the hardware table."""
     known = {k: v for k, v in by_format.items() if k != "unknown" and v > 0}
     if not known:
-        return None, None, "no number format recorded", None
+        return None, None, "the math's number format is not recorded", None
     dominant = max(known, key=lambda k: known[k])
     row = peaks.device_row(env)
     if row is None:
-        return None, dominant, "device not in the hardware table", None
+        return None, dominant, _no_row(env), None
     total = sum(known.values())
     if known[dominant] >= DOMINANT_SHARE * total:
         p = row.peak_tflops(dominant)
@@ -52,6 +53,17 @@ def _table_peak(
             return None, "mixed", f"{row.name}: no {fmt} peak in the hardware table", None
         seconds += f / p
     return total / seconds, "mixed", f"{row.name} mixed formats, dense", row.bandwidth_gbs
+
+
+def _no_row(env: Environment) -> str:
+    """Why the table has no peak for these devices, naming them."""
+    if env.device_type.upper() == "CPU":
+        return "the hardware table has no dense peak for a CPU"
+    models = [n for n in env.device_names if not n.startswith("/")]  # not XSpace plane names
+    name = models[0] if models else env.device_type
+    if not name or name.upper() in ("GPU", "UNKNOWN"):
+        return "the profile does not name the device's model"
+    return f"{name} is not in the hardware table"
 
 
 def efficiency(

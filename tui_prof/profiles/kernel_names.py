@@ -18,6 +18,12 @@ tests/test_kernel_names.py holds real kernel names from public traces, issues an
 - 16-bit: fp16/bf16/half/bfloat16 in the name, cuBLAS `h884`/`h1688`/`h16816`/`hmma`, FP8/FP4
   formats, and Tensile/hipBLASLt's data-type field (`Cijk_Ailk_Bljk_BBS…` bf16, `HHS` fp16,
   `F8…` fp8; `S`/`SB` are fp32).
+- Not matrix units: a name that says it runs on the CUDA cores' FMA pipes (`…_ffma_…`: cuBLAS's
+  `sm80_xmma_gemm_f32f32_f32f32_f32_…_ffma_…` is a float32 GEMM without Tensor Cores, though
+  torch-tb-profiler's `xmma_gemm` entry counts it), CUTLASS's SIMT kernels (`cutlass_…_simt_…`)
+  and cuDNN's `init_device_workspace_kernel<xmma…>`.
+- TF32: float32 math on Tensor Cores says `tf32` in its name (cuDNN's `…_f32f32_tf32f32_f32_…`
+  convolutions, PyTorch's default for them; cuBLAS's when `allow_tf32` is on).
 - Collectives: Holistic Trace Analysis' `NCCL_KERNEL_RE` (`^nccl.*Kernel`; RCCL keeps the names).
 """
 
@@ -93,12 +99,23 @@ def is_collective(kernel: str) -> bool:
     return COLLECTIVE_KERNEL.match(kernel) is not None
 
 
+# FFMA/SIMT math, and cuDNN's workspace set-up that carries its GEMM's template names
+_CUDA_CORES = re.compile(r"(^|_)(ffma|simt)(_|$)|init_device_workspace_kernel")
+
+
 def uses_matrix_units(kernel: str) -> bool:
     """Whether the kernel runs on Tensor Cores / Matrix Cores, by its name."""
+    if _CUDA_CORES.search(kernel) is not None:
+        return False
     return (
         any(p in kernel for p in MATRIX_UNIT_SUBSTRINGS)
         or _MATRIX_UNIT_RE.search(kernel) is not None
     )
+
+
+def is_tf32_kernel(kernel: str) -> bool:
+    """Whether the kernel runs float32 math as TF32 on Tensor Cores, by its name."""
+    return "tf32" in kernel.lower() and _CUDA_CORES.search(kernel) is None
 
 
 def is_16bit_kernel(kernel: str) -> bool:

@@ -12,13 +12,16 @@ from collections.abc import Sequence
 
 from rich.text import Text
 
-from tui_prof.model import Efficiency, MemoryUse, OpStat, ProfileSummary
+from tui_prof.device_use import Efficiency, MemoryUse
+from tui_prof.model import OpStat, ProfileSummary
 from tui_prof.profiles.efficiency import USER_PEAK, intensity, op_rate, roofline
 
 BLOCKS = "▁▂▃▄▅▆▇█"
 SPARK_WIDTH = 40
 SOURCES = {
     "xla_cost": "XLA's cost per HLO op",
+    "xla_hlo": "the HLO's matrix math (GEMM and convolution calls included)",
+    "xla_cost+xla_hlo": "XLA's cost per HLO op and the HLO's GEMM and convolution calls",
     "flops_arg": "the profiler's flops (with_flops)",
     "shapes": "recorded shapes",
     "flops_arg+shapes": "the profiler's flops and recorded shapes",
@@ -34,10 +37,13 @@ def rate(tflops: float) -> str:
 
 
 def percent(v: float) -> str:
-    """38% / 3.8% / 0.042%: two figures where small, so a tiny MFU does not read 0."""
+    """38% / 3.8% / 0.042% / <0.001%: two figures where small, so a tiny MFU does not read 0,
+    and never in exponent notation."""
     if v >= 10:
         return f"{v:.0f}%"
-    return f"{v:.1f}%" if v >= 1 else f"{v:.2g}%"
+    if v >= 1:
+        return f"{v:.1f}%"
+    return "<0.001%" if 0 < v < 0.001 else f"{v:.2g}%"
 
 
 def count(flops: float) -> str:
@@ -55,18 +61,40 @@ def _peak_words(e: Efficiency) -> str:
     return f"{devices}{e.peak_source} {peak}"
 
 
-def efficiency_text(summary: ProfileSummary) -> Text | None:
+PEAK_HINT = f"give one: {USER_PEAK}"
+
+
+def no_count_reason(summary: ProfileSummary) -> str:
+    """Why a session has no FLOP count, in the terms of what wrote it."""
+    if summary.framework == "pytorch":
+        return (
+            "no GEMM, convolution or attention op with recorded shapes "
+            "(torch.profiler's record_shapes=True records them)"
+        )
+    if summary.step_source == "precomputed":
+        return "older TensorBoard tool files keep none"
+    if summary.framework == "tensorflow":
+        return "TensorFlow ops run without XLA carry none"
+    return "the profile keeps neither XLA's cost of its device ops nor its programs' HLO"
+
+
+def efficiency_text(summary: ProfileSummary, peak_hint: str = PEAK_HINT) -> Text | None:
+    """`peak_hint` says how to give a peak where the table has none (the TUI: its key)."""
     e = summary.efficiency
     if e is None:
-        return None
+        t = Text("Efficiency: no FLOP count", style="yellow")
+        t.append(f" — {no_count_reason(summary)}", style="dim")
+        return t
     t = Text()
     if e.mfu_percent is not None and e.achieved_tflops is not None:
-        t.append(f"MFU {percent(e.mfu_percent)}", style="bold")
+        # math ops without a FLOP model did work not counted: the MFU is a lower bound
+        at_least = "≥ " if e.unmodelled else ""
+        t.append(f"MFU {at_least}{percent(e.mfu_percent)}", style="bold")
         t.append(f" of {_peak_words(e)}; {rate(e.achieved_tflops)} achieved")
     elif e.achieved_tflops is not None:
         t.append(f"{rate(e.achieved_tflops)} achieved", style="bold")
         t.append(f"; MFU n/a: {e.peak_source}", style="yellow")
-        t.append(f" (give one: {USER_PEAK})", style="dim")
+        t.append(f" ({peak_hint})", style="dim")
     else:
         t.append(f"{count(e.flops_total)} counted", style="bold")
         t.append("; FLOP/s n/a: no steps", style="yellow")
@@ -142,7 +170,7 @@ def op_rate_cell(op: OpStat) -> str:
 def bound_cell(op: OpStat, e: Efficiency | None) -> str:
     """ "memory 42%" / "compute 80%": what bounds the op and the share of that roof reached."""
     r = roofline(op, e)
-    return f"{r[0]} {r[1]:.0f}%" if r is not None else "–"
+    return f"{r[0]} {percent(r[1])}" if r is not None else "–"
 
 
 def op_cost_text(op: OpStat, e: Efficiency | None) -> str:
@@ -158,7 +186,7 @@ def op_cost_text(op: OpStat, e: Efficiency | None) -> str:
         parts.append(f"{ai:,.3g} FLOP/byte")
     roof = roofline(op, e)
     if roof is not None:
-        parts.append(f"{roof[0]}-bound, {roof[1]:.0f}% of its roof")
+        parts.append(f"{roof[0]}-bound, {percent(roof[1])} of its roof")
     return " · ".join(parts)
 
 

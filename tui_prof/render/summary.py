@@ -14,18 +14,17 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
+from tui_prof.device_use import DeviceUtilization, GpuMetric
 from tui_prof.model import (
     CATEGORIES,
     CATEGORY_LABELS,
     NATIVE_CATEGORIES,
     NATIVE_LABELS,
-    DeviceUtilization,
-    GpuMetric,
     ProfileSummary,
     StepBreakdown,
 )
 from tui_prof.profiles.assemble import matrix_units
-from tui_prof.render.efficiency import efficiency_text, memory_text
+from tui_prof.render.efficiency import PEAK_HINT, efficiency_text, memory_text
 from tui_prof.render.names import TailCut, kernel_names
 
 # Colour and a monochrome glyph per category; the glyph is also drawn in colour terminals' legend.
@@ -373,6 +372,14 @@ def precision_text(summary: ProfileSummary) -> Text:
     if p is None:
         t.append("16-bit share: n/a", style="dim")
         t.append(" (no device compute)" if summary.environment.device_type == "CPU" else "")
+    elif not p.measured:
+        t.append("16-bit share: unknown", style="yellow")
+        t.append(
+            " — no kernel name, shape or HLO op in this profile says its number type "
+            f"(TensorBoard's rule reads such kernels, bf16 ones too, as 32-bit: "
+            f"{p.compute_16bit_percent:.1f}% 16-bit)",
+            style="dim",
+        )
     else:
         t.append(
             f"Device compute: {p.compute_16bit_percent:.1f}% 16-bit, {p.compute_32bit_percent:.1f}% 32-bit"
@@ -380,7 +387,11 @@ def precision_text(summary: ProfileSummary) -> Text:
         if p.source in PRECISION_SOURCES:
             t.append(f" (from {PRECISION_SOURCES[p.source]})", style="dim")
     tc = summary.tensor_core
-    if tc is not None:
+    if tc is not None and p is not None and not p.measured and tc.percent_of_kernel_time == 0.0:
+        word = matrix_units(summary.environment) or "Matrix units"
+        t.append(f"\n{word}: unknown", style="yellow")
+        t.append(" — the kernels' names do not say whether they ran on them", style="dim")
+    elif tc is not None:
         word = matrix_units(summary.environment) or "Matrix units"
         t.append(f"\n{word}: {tc.percent_of_kernel_time:.1f}% of kernel time")
         if tc.percent_of_eligible_time is not None:
@@ -445,7 +456,7 @@ def recommendations_text(summary: ProfileSummary) -> Text:
 
 
 def overview_sections(
-    summary: ProfileSummary,
+    summary: ProfileSummary, peak_hint: str = PEAK_HINT
 ) -> tuple[RenderableType, RenderableType | None, Text]:
     """(breakdown, its detail, precision) of the overview, as both faces show it: with steps,
     the bars and the averages table; without, what the devices did and the XLA programs run,
@@ -457,7 +468,7 @@ def overview_sections(
     if summary.gpu_metrics:  # PyTorch: the plugin's figures, from the kernels' own args
         prec.append("\n")
         prec.append_text(gpu_metrics_text(summary.gpu_metrics))
-    for extra in (efficiency_text(summary), memory_text(summary)):
+    for extra in (efficiency_text(summary, peak_hint), memory_text(summary)):
         if extra is not None:
             prec.append("\n")
             prec.append_text(extra)

@@ -14,6 +14,7 @@ from rich.text import Text
 
 from tui_prof.model import CATEGORIES, CATEGORY_LABELS
 from tui_prof.profiles.timeline.bins import IDLE, bin_track
+from tui_prof.profiles.timeline.compare import TrackGrowth
 from tui_prof.profiles.timeline.model import StepTimeline, Track
 from tui_prof.render.summary import CATEGORY_STYLE
 
@@ -45,11 +46,49 @@ def _fit(text: str, n: int) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
+# Words a track name can lose when it is too wide: what tells tracks apart (a stream's or
+# thread's number) is at the end, so shorten the words and keep the tail.
+_SHORTER = (
+    (" stream ", " s"),
+    ("Stream #", "#"),
+    ("(Compute)", ""),
+    ("(Memcpy", "("),
+    ("thread ", "t"),
+)
+
+
+def track_label(name: str, n: int) -> str:
+    """A track's name in n cells: as it is, else with its words shortened, else its start and
+    its end around an ellipsis (two streams of one GPU must not read the same)."""
+    if len(name) <= n:
+        return name
+    for long, short in _SHORTER:
+        name = name.replace(long, short)
+    if len(name) <= n:
+        return name
+    head = min(6, max(n // 2 - 1, 1))
+    return name[:head] + "…" + name[len(name) - (n - head - 1) :]
+
+
+# The legend's words where the full labels do not fit a narrow view.
+SHORT_LABELS = {
+    "device_compute": "compute",
+    "device_to_device": "copy",
+    "device_collectives": "comm",
+    "host_compute": "host",
+    "kernel_launch": "launch",
+    "input": "input",
+    "output": "output",
+    "compilation": "compile",
+    "other": "other",
+}
+
+
 def track_line(
     t: Track, view: View, width: int, mono: bool = False, cursor: int | None = None
 ) -> Text:
     lw, cells = label_width(width), cells_for(width)
-    line = Text(_fit(t.name, lw).ljust(lw), style="bold" if t.kind == "device" else "")
+    line = Text(track_label(t.name, lw).ljust(lw), style="bold" if t.kind == "device" else "")
     line.append("│", style="dim")
     bins = bin_track(t, view.lo, view.hi, cells)
     for i, b in enumerate(bins):
@@ -84,17 +123,24 @@ def axis_line(view: View, width: int) -> Text:
 
 
 def legend_line(st: StepTimeline, width: int, mono: bool = False) -> Text:
-    present = {int(c) for t in st.tracks for c in set(t.cat.tolist())}
+    """Each category drawn in the step, glyph and label; short labels where the full ones do
+    not all fit, so every glyph on screen is explained."""
+    present = [
+        c
+        for i, c in enumerate(CATEGORIES)
+        if i in {int(x) for t in st.tracks for x in set(t.cat.tolist())}
+    ]
+    for labels, gap in ((CATEGORY_LABELS, "  "), (SHORT_LABELS, " ")):
+        if sum(len(labels[c]) + 2 + len(gap) for c in present) - len(gap) <= width:
+            break
     line = Text()
-    for i, c in enumerate(CATEGORIES):
-        if i not in present:
-            continue
+    for c in present:
         color, glyph = CATEGORY_STYLE[c]
-        piece = f"{glyph} {CATEGORY_LABELS[c]}  "
+        piece = f"{glyph} {labels[c]}"
         if line.cell_len + len(piece) > width:
             break
         line.append(glyph, style="" if mono else color)
-        line.append(f" {CATEGORY_LABELS[c]}  ")
+        line.append(f" {labels[c]}{gap}")
     line.rstrip()
     return line
 
@@ -129,3 +175,17 @@ def timeline_lines(
     lines.append(axis_line(view, width))
     lines.append(legend_line(st, width, mono))
     return [line[:width] if line.cell_len > width else line for line in lines]
+
+
+def growth_line(r: TrackGrowth, width: int, with_kind: bool = False) -> Text:
+    """One track's growth, slowest against median step: busy-time change, both busy times, the
+    track, and the category whose own time changed most (`input +1.21 ms`), cut to `width`."""
+    kind = f"{r.kind:6} " if with_kind else ""
+    what = ""
+    if abs(r.category_delta_us) >= 5.0:  # under 0.01 ms as shown: nothing to name
+        what = f"  ({SHORT_LABELS[r.category]} {r.category_delta_us / 1000:+.2f} ms)"
+    text = (
+        f"{r.delta_us / 1000:+8.2f} ms  {r.median_us / 1000:7.2f} → {r.slow_us / 1000:7.2f} ms  "
+        f"{kind}{r.name}{what}"
+    )
+    return Text(text if len(text) <= width else text[: width - 1] + "…")

@@ -98,10 +98,13 @@ class TuiprofApp(App[int]):
         ),
     ]
 
-    def __init__(self, path: Path, prefetch: Prefetch | None = None) -> None:
+    def __init__(
+        self, path: Path, prefetch: Prefetch | None = None, peak_tflops: float | None = None
+    ) -> None:
         super().__init__()
         self.path = path
         self.prefetch = prefetch
+        self.peak_tflops = peak_tflops  # MFU's peak per device (`--peak-tflops`, `T`); None: table
         self.sub_title = str(path)
         self.runners: dict[str, Runner] = {}
         self._reattaching: set[str] = set()

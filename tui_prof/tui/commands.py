@@ -23,6 +23,11 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
         "screen.toggle_full",
         "Run TensorBoard's converter even on profiles over $TUIPROF_LARGE_MB (op and kernel tables)",
     ),
+    (
+        "Peak TFLOP/s for MFU…",
+        "screen.set_peak",
+        "The dense peak per device MFU divides by (tuiprof --peak-tflops); empty: the table's",
+    ),
     ("Overview tab", "screen.tab('tab-overview')", "Headline, breakdown, precision, advice"),
     ("Steps tab", "screen.tab('tab-steps')", "Per-step breakdown table"),
     ("Top ops tab", "screen.tab('tab-ops')", "Framework ops by self time"),

@@ -14,7 +14,7 @@ from pathlib import Path
 from tui_prof.profiles.prefetch import Prefetch
 
 
-def launch(path: str) -> int:
+def launch(path: str, peak_tflops: float | None = None) -> int:
     p = Path(path)
     if not p.exists():
         print(f"tuiprof: {path}: no such file or directory", file=sys.stderr)
@@ -26,7 +26,7 @@ def launch(path: str) -> int:
     try:
         from tui_prof.tui.app import TuiprofApp
 
-        TuiprofApp(p, prefetch=prefetch).run()
+        TuiprofApp(p, prefetch=prefetch, peak_tflops=peak_tflops).run()
     finally:
         prefetch.close()
     return 0

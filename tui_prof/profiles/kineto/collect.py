@@ -32,6 +32,7 @@ from typing import Any, Generic, TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from tui_prof.profiles.kineto import heap
 from tui_prof.profiles.kineto.events import Args, Event, Kind, kind_of
 
 # plain ints: the loop compares them once or more per event
@@ -131,6 +132,52 @@ class Host:
     nid: Ints  # int32
     flags: Ints  # int8
     corr: Array  # runtime calls' correlation id, -1 for ops and calls without one
+
+
+_COUNTS = (
+    "runtime_2021",
+    "kernel_count",
+    "memcpy_count",
+    "memset_count",
+    "negative",
+    "untimed",
+    "gpu_step_marks",
+    "dataloader_annotations",
+)
+_SPANS = ("step_marks", "optimizer_marks", "dataloader", "comm_host")
+
+
+@dataclass
+class Part:
+    """What a worker process collected from one part (workers.py), with its own name and thread
+    ids, which Collector.merge maps to the session's: picklable, numbers and names only."""
+
+    names: list[str]
+    thread_keys: list[tuple[int | str, int | str]]
+    host: list[tuple[npt.NDArray[np.generic], ...]]
+    kernels: list[Array]
+    memcpy: list[Array]
+    memset: list[Array]
+    spans: dict[str, list[Any]]
+    comm_ext: set[int]
+    counts: dict[str, int]
+
+
+def _stack(where: npt.NDArray[np.bool_], *cols: npt.NDArray[Any]) -> Array:
+    """The rows `where` says of some columns, as one (n, len(cols)) float array, filled one
+    column at a time (column_stack would hold every column's copy at once)."""
+    out = np.empty((int(where.sum()), len(cols)))
+    for i, col in enumerate(cols):
+        out[:, i] = col[where]
+    return out
+
+
+def _lo(x: Array, where: npt.NDArray[np.bool_]) -> float:
+    return float(np.min(x, where=where, initial=math.inf))
+
+
+def _hi(x: Array, where: npt.NDArray[np.bool_]) -> float:
+    return float(np.max(x, where=where, initial=-math.inf))
 
 
 def _cat(chunks: list[npt.NDArray[Any]], dtype: type) -> npt.NDArray[Any]:
@@ -354,6 +401,42 @@ class Collector:
             self._memset.append(np.array(memset, dtype=np.float64).reshape(-1, 4))
             self.memset_count += len(memset) // 4
 
+    # -- parts collected elsewhere ------------------------------------------------------------
+
+    def export(self) -> Part:
+        """This collector's rows, for a collector in another process to merge."""
+        return Part(
+            self.names,
+            self.thread_keys,
+            self._host,
+            self._kernels,
+            self._memcpy,
+            self._memset,
+            {k: getattr(self, k) for k in _SPANS},
+            self.comm_ext,
+            {k: getattr(self, k) for k in _COUNTS},
+        )
+
+    def merge(self, part: Part) -> None:
+        """Fold in a part collected in another process, as if `add` had seen its events here:
+        its names and threads get ids in its first-seen order, as they would have."""
+        nid = np.fromiter(map(self._nid.__getitem__, part.names), np.int32, len(part.names))
+        th = np.fromiter(
+            map(self._thread.__getitem__, part.thread_keys), np.int32, len(part.thread_keys)
+        )
+        for thread, ts, end, names, flags, corr in part.host:
+            self._host.append((th[thread], ts, end, nid[names], flags, corr))
+        for k in part.kernels:
+            k[:, 2] = nid[k[:, 2].astype(np.int64)]
+            self._kernels.append(k)
+        self._memcpy += part.memcpy
+        self._memset += part.memset
+        for key in _SPANS:
+            getattr(self, key).extend(part.spans[key])
+        self.comm_ext |= part.comm_ext
+        for key in _COUNTS:
+            setattr(self, key, getattr(self, key) + part.counts[key])
+
     # -- the whole trace ---------------------------------------------------------------------
 
     def device(self) -> Device:
@@ -366,6 +449,7 @@ class Collector:
         def column(i: int, dtype: type) -> npt.NDArray[Any]:  # frees its chunks as it goes
             out = _cat(cols[i], dtype)
             cols[i].clear()
+            heap.release()  # their pages: else each column's chunks stay resident beside it
             return out
 
         h = self.host = Host(
@@ -389,18 +473,21 @@ class Collector:
         memcpy, memset = rows(self._memcpy, 4), rows(self._memset, 4)
         dev = Device(
             kernels=kernels,
-            runtimes=np.column_stack([h.ts[rt], h.end[rt], h.corr[rt], h.nid[rt]]),
+            runtimes=_stack(rt, h.ts, h.end, h.corr, h.nid),
             copies=np.concatenate([memcpy, memset]),
             memcpy_rows=len(memcpy),
-            cpu_exec=np.column_stack([h.ts[cpu], h.end[cpu]]),
+            cpu_exec=_stack(cpu, h.ts, h.end),
         )
+        del memcpy, memset, cpu
         self.runtime_calls = int(rt.sum())
         steps = table(self.step_marks, 3)[:, :2]
-        lo = [h.ts[is_op], steps[:, 0]]
-        hi = [h.end[is_op], steps[:, 1]]
-        if sum(len(x) for x in lo):
-            self.cpu_lo = float(min(x.min() for x in lo if len(x)))
-            self.cpu_hi = float(max(x.max() for x in hi if len(x)))
+        ops = int(is_op.sum())
+        lo = [steps[:, 0]]
+        hi = [steps[:, 1]]
+        if ops + len(steps):  # min and max where the rows are ops, without copying them
+            self.cpu_lo = min([_lo(h.ts, is_op), *(float(x.min()) for x in lo if len(x))])
+            self.cpu_hi = max([_hi(h.end, is_op), *(float(x.max()) for x in hi if len(x))])
+        del is_op, rt
         other = table(self.dataloader + self.comm_host + self.optimizer_marks, 2)
         lo += [h.ts, dev.kernels[:, 0], dev.copies[:, 0], other[:, 0]]
         hi += [h.end, dev.kernels[:, 1], dev.copies[:, 1], other[:, 1]]

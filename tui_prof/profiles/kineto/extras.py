@@ -35,8 +35,14 @@ class Extras:
     _names: dict[str, bool] = field(default_factory=dict)  # op name → FlopCounter wants it
 
     def add(self, batch: Sequence[Event]) -> None:
-        ops, names = self._ops, self._names
-        counter, memory = self.flops, self.memory
+        self.take(self.pick(batch))
+
+    def pick(self, batch: Sequence[Event]) -> list[Event]:
+        """The events of a batch this pass uses, in order (a worker process picks them:
+        workers.py): timed ops with a profiler FLOP count or shapes of a modelled op, and
+        memory events."""
+        ops, names, counter = self._ops, self._names, self.flops
+        out: list[Event] = []
         for e in batch:
             a = e.args
             if a is None:
@@ -55,9 +61,21 @@ class Extras:
                     is_op = ops[e.cat] = kind_of(e.cat) is Kind.OP
                 ts, dur = e.ts, e.dur
                 if is_op and ts is not None and dur is not None and ts == ts and dur == dur:
-                    counter.add(e, a, ts, ts + max(dur, 0.0))
+                    out.append(e)
             elif e.name == MEMORY_EVENT:
+                out.append(e)
+        return out
+
+    def take(self, picked: Sequence[Event]) -> None:
+        """Fold in what `pick` chose."""
+        counter, memory = self.flops, self.memory
+        for e in picked:
+            a, ts, dur = e.args, e.ts, e.dur
+            assert a is not None
+            if e.ph != "X":
                 memory.add(e, a)
+            elif ts is not None and dur is not None:
+                counter.add(e, a, ts, ts + max(dur, 0.0))
 
     def result(self, c: Collector, steps: Steps | None) -> RankExtras:
         spans = steps.spans if steps else []

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from tui_prof.model import GpuMetric, GpuStepMetric
+from tui_prof.device_use import GpuMetric, GpuStepMetric
 from tui_prof.profiles.kineto.collect import Array
 
 # Columns of Device.kernels (collect.py).

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from tui_prof.profiles.kineto import names
+from tui_prof.profiles.kineto import heap, names
 from tui_prof.profiles.kineto.collect import (
     HAS_16BIT_INPUT,
     IS_RUNTIME,
@@ -27,6 +27,7 @@ from tui_prof.profiles.kineto.collect import (
     Ints,
 )
 
+SLICE_ROWS = 1 << 20  # host rows whose overlaps come off their parents' self time at a time
 # Wrappers the plugin leaves out of its op table (node.py: ExcludeOpName, is_operator_node).
 NOT_OPS = ("DataParallel.forward", "DistributedDataParallel.forward", "Optimizer.")
 
@@ -73,6 +74,7 @@ def _nest(c: Collector) -> _Tree:
     for col in ("thread", "ts", "end", "nid", "flags", "corr"):  # sorted in place: no 2nd copy
         setattr(h, col, getattr(h, col)[order])
     del order
+    heap.release()  # the sort's temporaries, before the nesting's
     thread, ts, end, flags, nid = h.thread, h.ts, h.end, h.flags, h.nid
     is_op = (flags & IS_RUNTIME) == 0
     op_rows = np.flatnonzero(is_op)
@@ -88,19 +90,23 @@ def _nest(c: Collector) -> _Tree:
         op_parent[1:][op_thread[1:] != op_thread[:-1]] = -1
     _climb(op_parent, op_parent, op_end, op_ts)
     # a runtime call's parent: the same climb from the last op before it on its thread
-    cur = np.cumsum(is_op)[rt_rows] - 1
+    cur = np.cumsum(is_op, dtype=np.int32)[rt_rows] - 1
     ok = cur >= 0
     ok[ok] = op_thread[cur[ok]] == thread[rt_rows[ok]]
     cur[~ok] = -1
     _climb(cur, op_parent, op_end, ts[rt_rows])
-    row_parent = np.full(len(ts), -1, dtype=np.int64)
+    row_parent = np.full(len(ts), -1, dtype=np.int32)
     row_parent[op_rows] = op_parent
     row_parent[rt_rows] = cur
-    # self times: each op's span minus its children's overlap, subtracted in row order
+    # self times: each op's span minus its children's overlap, subtracted in row order (in
+    # slices of rows: the same order, a slice's temporaries at a time)
     host_self = op_end - op_ts
-    child = np.flatnonzero(row_parent >= 0)
-    p = row_parent[child]
-    np.subtract.at(host_self, p, np.minimum(end[child], op_end[p]) - ts[child])
+    for lo in range(0, len(ts), SLICE_ROWS):
+        rows = slice(lo, lo + SLICE_ROWS)
+        child = np.flatnonzero(row_parent[rows] >= 0) + lo
+        p = row_parent[child]
+        np.subtract.at(host_self, p, np.minimum(end[child], op_end[p]) - ts[child])
+    del row_parent
     # what each op passes to the runtime calls under it: Tensor-Core eligibility (its own or
     # any enclosing op's, by doubling up the parent chain) and 16-bit inputs (its own)
     op_nid = nid[op_rows]
@@ -152,9 +158,8 @@ def _launchers(tree: _Tree, corr: Array) -> Ints:
     out = np.full(len(corr), -1, dtype=np.int64)
     if not len(lc):
         return out
-    rev = np.arange(len(lc) - 1, -1, -1)
-    ids, first = np.unique(lc[rev], return_index=True)
-    op = lo[rev][first]
+    ids, first = np.unique(lc[::-1], return_index=True)  # reversed views: no copies
+    op = lo[::-1][first]
     at = np.minimum(np.searchsorted(ids, corr), len(ids) - 1)
     hit = (ids[at] == corr) & (corr >= 0)
     out[hit] = op[at[hit]]

@@ -36,6 +36,8 @@ def union(x: Ranges) -> Ranges:
     reach = np.maximum.accumulate(x[:, 1])
     new = np.ones(len(x), dtype=bool)
     new[1:] = x[1:, 0] > reach[:-1]
+    if new.all():  # disjoint already (a union of unions, one call after another): no copy
+        return x
     first = np.flatnonzero(new)
     return np.column_stack([x[first, 0], np.maximum.reduceat(x[:, 1], first)])
 

@@ -1,7 +1,7 @@
 """One trace file (one rank): steps, both breakdowns per step, ops, kernels and its devices.
 
-Contract: `analyse_file(path)` streams the file once (stream.TraceStream → collect.Collector) and
-returns a RankResult; ProfileError for a file that cannot be read. Each step is split twice by
+Contract: `analyse_file(path)` streams the file once (stream.TraceStream → collect.Collector, in
+worker processes for a long trace: workers.py) and returns a RankResult; ProfileError for a file that cannot be read. Each step is split twice by
 the same priority rule (ranges.partition), once per vocabulary:
   native (torch-tb-profiler):  kernel, memcpy, memset, communication, runtime, dataloader,
                                cpu_exec, other
@@ -18,14 +18,15 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
 
-from tui_prof.model import Cancelled, GpuMetric, StepBreakdown
+from tui_prof.device_use import GpuMetric
+from tui_prof.model import Cancelled, StepBreakdown
 from tui_prof.profiles.kineto import heap, names
 from tui_prof.profiles.kineto.collect import Array, Collector, Device
 from tui_prof.profiles.kineto.extras import Extras, RankExtras
@@ -34,6 +35,7 @@ from tui_prof.profiles.kineto.ops import OpsResult, analyse_ops
 from tui_prof.profiles.kineto.ranges import Ranges, as_ranges, partition, union
 from tui_prof.profiles.kineto.steps import Steps, find_steps
 from tui_prof.profiles.kineto.stream import TraceStream
+from tui_prof.profiles.kineto.workers import PARALLEL_FROM, read
 
 NATIVE_ORDER = ("kernel", "memcpy", "memset", "communication", "runtime", "dataloader", "cpu_exec")
 # tuiprof's roles in priority order and the category each one's time goes to. Runtime calls that
@@ -81,6 +83,7 @@ class RankResult:
     dataloader_annotations: int = 0
     gpu_metrics: list[GpuMetric] = field(default_factory=list)  # the plugin's GPU figures
     extras: RankExtras | None = None  # FLOPs and memory (kineto/extras.py)
+    amd_arch: str = ""  # "gfx90a" where an AMD GPU's deviceProperties say which, else ""
 
 
 def _int(v: object) -> int | None:
@@ -98,8 +101,10 @@ def _ids_where(c: Collector, ids: Array, rule: Callable[[str], bool]) -> Array:
     return np.array([i for i in np.unique(ids) if rule(c.names[int(i)])], dtype=np.float64)
 
 
-def _roles(c: Collector, dev: Device, base: float) -> tuple[list[Ranges], list[Ranges]]:
-    """The role ranges of both vocabularies, in priority order."""
+def _roles(c: Collector, dev: Device, base: float) -> Generator[list[Ranges]]:
+    """The role ranges of both vocabularies, in priority order: the native ones, then
+    tuiprof's, one list at a time (what both share is made once), so that only one
+    vocabulary's are held while its steps are split."""
     k = dev.kernels
     by_ext = np.isin(k[:, 4], np.fromiter(c.comm_ext, dtype=np.float64, count=len(c.comm_ext)))
     by_name = np.isin(k[:, 2], _ids_where(c, k[:, 2], names.is_collective))
@@ -108,33 +113,37 @@ def _roles(c: Collector, dev: Device, base: float) -> tuple[list[Ranges], list[R
     waits = np.isin(rt[:, 3], _ids_where(c, rt[:, 3], lambda n: WAIT_CALL.search(n) is not None))
     startup = ~waits & _startup_rows(c, rt)
 
-    def span(rows: Array) -> Ranges:  # merged at once: a role's union is what counts
-        return union(rows[:, :2] - base)
+    def span(rows: Array, where: npt.NDArray[np.bool_] | None = None) -> Ranges:
+        """The union of the rows' spans (of those `where` says): only their two times copied."""
+        if where is None:
+            return union(rows[:, :2] - base)
+        x = rows[:, :2][where]
+        x -= base
+        return union(x)
 
     memcpy, memset = span(dev.memcpy), span(dev.memset)
     host_comm = as_ranges(c.comm_host, base)
     dataloader = as_ranges(c.dataloader, base)
     cpu = span(dev.cpu_exec)
-    native = [
-        span(k[~by_ext]),
+    yield [
+        span(k, ~by_ext),
         memcpy,
         memset,
-        union(np.concatenate([span(k[by_ext]), host_comm])),
+        union(np.concatenate([span(k, by_ext), host_comm])),
         span(rt),
         dataloader,
         cpu,
     ]
-    ours = [
-        span(k[~collective]),
+    yield [
+        span(k, ~collective),
         union(np.concatenate([memcpy, memset])),
-        union(np.concatenate([span(k[collective]), host_comm])),
-        span(rt[startup]),
-        span(rt[~waits & ~startup]),
+        union(np.concatenate([span(k, collective), host_comm])),
+        span(rt, startup),
+        span(rt, ~waits & ~startup),
         dataloader,
-        span(rt[waits]),
+        span(rt, waits),
         cpu,
     ]
-    return native, ours
 
 
 def _startup_rows(c: Collector, rt: Array) -> npt.NDArray[np.bool_]:
@@ -182,6 +191,27 @@ def _compute_capability(props: list[dict[str, object]] | None) -> str:
     return ""
 
 
+# ROCm's computeMajor.computeMinor and compute units (numSms) → the gfx architecture. gfx908
+# (MI100) and gfx90a (MI210, MI250/MI250X GCDs) both read 9.0; their CU counts tell them apart.
+_AMD_ARCH: dict[tuple[int, int], str] = {(9, 4): "gfx942", (9, 5): "gfx950"}
+_GFX90A_CUS = (104, 110)  # MI210 and an MI250 GCD; an MI250X GCD
+
+
+def _amd_arch(props: list[dict[str, object]] | None) -> str:
+    """The first AMD GPU's gfx architecture where its deviceProperties tell it, else ""."""
+    for p in props or []:
+        name = str(p.get("name") or "")
+        if p.get("warpSize") != 64 and "AMD" not in name and "Radeon" not in name:
+            continue
+        major, minor = _int(p.get("computeMajor")), _int(p.get("computeMinor"))
+        if major is None or minor is None:
+            return ""
+        if (major, minor) == (9, 0):
+            return "gfx90a" if _int(p.get("numSms")) in _GFX90A_CUS else ""
+        return _AMD_ARCH.get((major, minor), "")
+    return ""
+
+
 def _devices(dev: Device, props: list[dict[str, object]] | None) -> tuple[list[str], int]:
     used = sorted(
         int(d) for d in np.unique(np.concatenate([dev.kernels[:, 5], dev.copies[:, 3]])) if d >= 0
@@ -200,14 +230,15 @@ def analyse_file(
     cancel: threading.Event | None = None,
     progress: Callable[[float], object] | None = None,
     chunk_bytes: int | None = None,
+    workers: int | None = None,
+    parallel_from: int = PARALLEL_FROM,
 ) -> RankResult:
-    """`chunk_bytes`: unpacked JSON decoded at a time (stream.CHUNK_BYTES by default)."""
+    """`chunk_bytes`: unpacked JSON decoded at a time (stream.CHUNK_BYTES by default);
+    `workers`, `parallel_from`: processes that decode the parts of a trace longer than that
+    (workers.read; by default one per core)."""
+    heap.bound(reading=True)
     stream = TraceStream(path, cancel=cancel, progress=progress, chunk_bytes=chunk_bytes)
-    c = Collector()
-    extras = Extras()
-    for batch in stream.batches():
-        c.add(batch)
-        extras.add(batch)
+    c, extras = read(stream, Collector(), Extras(), workers=workers, parallel_from=parallel_from)
 
     def check() -> None:  # the stages after the read take seconds on a large trace
         if cancel is not None and cancel.is_set():
@@ -224,10 +255,12 @@ def analyse_file(
     if c.negative:
         warnings.append(f"{name}: {c.negative:,} events with negative durations counted as 0")
     check()
+    heap.bound(reading=False)
     dev = c.device()
     heap.release()  # the column chunks device() joined and dropped
     check()
     steps = find_steps(c, dev, ignore_markers=ignore_markers)
+    heap.release()
     check()
     breakdowns: list[StepBreakdown] = []
     runtime_per_step = 0.0
@@ -235,11 +268,12 @@ def analyse_file(
     startup_calls: dict[str, float] = {}
     if steps is not None and steps.spans:
         base = steps.spans[0][0]
-        native_roles, our_roles = _roles(c, dev, base)
+        roles = _roles(c, dev, base)
         spans = as_ranges(steps.spans, base)
-        native = partition(native_roles, spans) / 1000.0
-        ours = partition(our_roles, spans) / 1000.0
-        del native_roles, our_roles  # before the op tree needs the memory
+        native = partition(next(roles), spans) / 1000.0
+        heap.release()
+        ours = partition(next(roles), spans) / 1000.0
+        roles.close()  # before the op tree needs the memory
         heap.release()
         for i, n in enumerate(steps.numbers):
             length = (steps.spans[i][1] - steps.spans[i][0]) / 1000.0
@@ -260,6 +294,9 @@ def analyse_file(
         runtime_per_step = float(native[:, NATIVE_ORDER.index("runtime")].mean())
         if any(startup_ms):
             startup_calls = _startup_calls(c, dev, steps.spans)
+    # the runtime calls' and CPU ops' copies are done with: the op tree reads the host rows
+    dev.runtimes, dev.cpu_exec = dev.runtimes[:0].copy(), dev.cpu_exec[:0].copy()
+    heap.release()
     check()
     ops = analyse_ops(c, dev)
     device_names, used = _devices(dev, meta.deviceProperties)
@@ -276,6 +313,7 @@ def analyse_file(
         ops=ops,
         device_names=device_names,
         compute_capability=_compute_capability(meta.deviceProperties),
+        amd_arch=_amd_arch(meta.deviceProperties),
         devices_used=used,
         on_device=bool(
             c.kernel_count or c.memcpy_count or c.memset_count or c.runtime_calls or used

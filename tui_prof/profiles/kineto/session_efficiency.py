@@ -3,22 +3,19 @@
 Contract: `combine(results, steps, env, op_times)` returns (Efficiency or None, MemoryUse or None,
 FLOPs per op name). Step FLOPs are summed over ranks for the step numbers the session keeps (each
 rank's devices did their share of the step), as are the devices the MFU divides by. Math ops
-that got no count are named with their share of the session's device self time.
+that got no count are named with their share of the session's device self time. An op's float32
+FLOPs count as TF32 for the share of its matrix kernels' time that ran as TF32 (cuDNN's default
+for convolutions): the peak they ran against is the Tensor Cores', not the CUDA cores'.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from tui_prof.model import (
-    DeviceMemory,
-    Efficiency,
-    Environment,
-    MemoryUse,
-    StepBreakdown,
-    UnmodelledOp,
-)
+from tui_prof.device_use import DeviceMemory, Efficiency, MemoryUse, UnmodelledOp
+from tui_prof.model import Environment, KernelStat, StepBreakdown
 from tui_prof.profiles.efficiency import efficiency
+from tui_prof.profiles.kernel_names import is_tf32_kernel, uses_matrix_units
 from tui_prof.profiles.kineto.memory import top_allocators
 from tui_prof.profiles.kineto.rank import RankResult
 
@@ -30,6 +27,7 @@ def combine(
     steps: Sequence[StepBreakdown],
     env: Environment,
     device_us: Mapping[str, float],
+    kernels: Sequence[KernelStat] = (),
 ) -> tuple[Efficiency | None, MemoryUse | None, dict[str, float]]:
     counts = [r.extras.flops for r in results if r.extras is not None]
     per_op: dict[str, float] = {}
@@ -70,12 +68,42 @@ def combine(
         total=total,
         step_flops=step_flops if steps else [],
         step_time_ms=step_ms,
-        by_format=by_format,
+        by_format=_as_tf32(by_format, per_op, kernels),
         env=env,
         modelled_percent=modelled,
         unmodelled=unmodelled,
     )
     return eff, _memory(results, steps), per_op
+
+
+_CUDA_CORE_MATH = ("ffma", "simt", "sgemm")
+
+
+def _as_tf32(
+    by_format: Mapping[str, float], per_op: Mapping[str, float], kernels: Sequence[KernelStat]
+) -> dict[str, float]:
+    """float32 FLOPs moved to "tf32" in proportion to their op's TF32 kernel time against its
+    float32 matrix kernels on the CUDA cores (`…_ffma_…`, `sgemm`); elementwise kernels beside
+    them (layout changes, bias) do no counted math and weigh nothing."""
+    out = dict(by_format)
+    fp32 = out.get("fp32", 0.0)
+    if fp32 <= 0:
+        return out
+    tf32_us: dict[str, float] = {}
+    cores_us: dict[str, float] = {}
+    for k in kernels:
+        if is_tf32_kernel(k.name):
+            tf32_us[k.op_name] = tf32_us.get(k.op_name, 0.0) + k.total_duration_us
+        elif not uses_matrix_units(k.name) and any(m in k.name for m in _CUDA_CORE_MATH):
+            cores_us[k.op_name] = cores_us.get(k.op_name, 0.0) + k.total_duration_us
+    moved = 0.0
+    for op, tf32 in tf32_us.items():
+        moved += per_op.get(op, 0.0) * tf32 / (tf32 + cores_us.get(op, 0.0))
+    moved = min(moved, fp32)
+    if moved > 0:
+        out["fp32"] = fp32 - moved
+        out["tf32"] = out.get("tf32", 0.0) + moved
+    return out
 
 
 def _memory(results: Sequence[RankResult], steps: Sequence[StepBreakdown]) -> MemoryUse | None:

@@ -29,6 +29,11 @@ from tui_prof.profiles.kineto.events import RAW_ARGS, Event, Meta, Trace
 from tui_prof.profiles.kineto.inflate import Inflater
 
 CHUNK_BYTES = 16 * 2**20  # unpacked JSON decoded at a time
+# An undecoded part for a worker process (`defer`), at least: smaller, as each worker holds one
+# decoded and one waiting (16 MB decodes to ≈ 100 MB of structs: eight such workers, 1.3 GB).
+# The buffer is filled to this much and cut at its last boundary, so what is left to carry
+# over (copied when the next piece is appended) is a part of one event.
+DEFER_BYTES = 4 * 2**20
 READ_BYTES = 4 * 2**20
 HEAD_LIMIT = 64 * 2**20  # "traceEvents" must start within this many bytes
 CUT_ATTEMPTS = 8
@@ -82,6 +87,42 @@ def _unshared(part: memoryview, buf: bytearray, end: int) -> bytes | memoryview:
     return bytes(part) if _has_raw(buf, end) else part
 
 
+def decode_events(part: bytes | memoryview) -> tuple[list[Event], int]:
+    """One part's events and how many were dropped for fields of the wrong type; DecodeError
+    where the part is not JSON (a cut that is not between two events)."""
+    try:
+        return _events_decoder.decode(part), 0
+    except msgspec.ValidationError:
+        return salvage(msgspec.json.decode(part))
+
+
+def salvage(items: object) -> tuple[list[Event], int]:
+    """Events one by one, dropping those whose fields have the wrong type (counted)."""
+    out: list[Event] = []
+    skipped = 0
+    for item in items if isinstance(items, list) else []:
+        ev = None
+        if isinstance(item, dict):
+            args = item.get("args")
+            if isinstance(args, dict) and any(k in args for k in RAW_ARGS):
+                item = dict(item)
+                item["args"] = {
+                    k: msgspec.Raw(msgspec.json.encode(v)) if k in RAW_ARGS else v
+                    for k, v in args.items()
+                }
+            for candidate in (item, {k: v for k, v in item.items() if k != "args"}):
+                try:
+                    ev = msgspec.convert(candidate, Event, strict=False)
+                    break
+                except msgspec.ValidationError:
+                    continue
+        if ev is None:
+            skipped += 1
+        else:
+            out.append(ev)
+    return out, skipped
+
+
 def _mb(n: int) -> str:
     return f"{n / 2**20:,.1f} MB"
 
@@ -109,6 +150,10 @@ class TraceStream:
         self.meta = Meta()
         self.skipped = 0  # events dropped: fields of the wrong type
         self.unpacked = 0  # bytes of JSON read so far
+        # Set while reading: the middle parts are yielded undecoded (a memoryview, valid until
+        # the next part is asked for) for worker processes to decode (workers.py); a cut that
+        # is not between two events then shows as a DecodeError there.
+        self.defer = False
         self._buf = bytearray()
         self._eof = False
         self._offset = 0  # unpacked offset of _buf[0] in the file
@@ -133,13 +178,19 @@ class TraceStream:
                 self.progress(min(1.0, source.consumed / source.size))
 
     def batches(self) -> Iterator[list[Event]]:
+        for part in self.read_parts():
+            assert isinstance(part, list), "only read_parts()' callers set defer"
+            yield part
+
+    def read_parts(self) -> Iterator[list[Event] | memoryview]:
+        """Decoded batches, or while `defer` is set, undecoded middle parts (see __init__)."""
         source = Inflater(self.path, self.read_bytes)
         try:
             yield from self._read(source)
         finally:
             source.close()
 
-    def _read(self, source: Inflater) -> Iterator[list[Event]]:
+    def _read(self, source: Inflater) -> Iterator[list[Event] | memoryview]:
         buf = self._buf
         want = 256 * 1024
         while True:
@@ -161,11 +212,19 @@ class TraceStream:
         self._offset = start
         while True:
             self._check()
-            self._fill(source, self.chunk_bytes)
+            self._fill(
+                source, min(DEFER_BYTES, self.chunk_bytes) if self.defer else self.chunk_bytes
+            )
             if self._eof:
                 yield self._last()
                 return
-            part = self._next_part()
+            part: list[Event] | None = None
+            if self.defer:
+                if (cut := next(self._cuts(), None)) is not None:
+                    yield from self._raw_part(*cut)
+                    continue
+            else:
+                part = self._next_part()
             if part is None:
                 if len(buf) > 4 * self.chunk_bytes:
                     raise ProfileError(
@@ -236,36 +295,26 @@ class TraceStream:
             return events
         return None
 
+    def _raw_part(self, close: int, comma: int) -> Iterator[memoryview]:
+        """The part up to the event ending at `close`, undecoded, as `[...]`; then cut it off."""
+        buf = self._buf
+        buf[close + 1] = ord("]")
+        with memoryview(buf) as view, view[: close + 2] as part:
+            yield part
+        del buf[:comma]
+        buf[0] = ord("[")
+        self._offset += comma
+        self.parts += 1
+
     def _decode_events(self, part: bytes | memoryview) -> list[Event]:
-        try:
-            return _events_decoder.decode(part)
-        except msgspec.ValidationError:
-            return self._salvage(msgspec.json.decode(part))
+        events, skipped = decode_events(part)
+        self.skipped += skipped
+        return events
 
     def _salvage(self, items: object) -> list[Event]:
-        """Events one by one, dropping those whose fields have the wrong type (counted)."""
-        out: list[Event] = []
-        for item in items if isinstance(items, list) else []:
-            ev = None
-            if isinstance(item, dict):
-                args = item.get("args")
-                if isinstance(args, dict) and any(k in args for k in RAW_ARGS):
-                    item = dict(item)
-                    item["args"] = {
-                        k: msgspec.Raw(msgspec.json.encode(v)) if k in RAW_ARGS else v
-                        for k, v in args.items()
-                    }
-                for candidate in (item, {k: v for k, v in item.items() if k != "args"}):
-                    try:
-                        ev = msgspec.convert(candidate, Event, strict=False)
-                        break
-                    except msgspec.ValidationError:
-                        continue
-            if ev is None:
-                self.skipped += 1
-            else:
-                out.append(ev)
-        return out
+        events, skipped = salvage(items)
+        self.skipped += skipped
+        return events
 
     def _decode_meta(self, doc: bytes, fallback: Meta) -> Meta:
         try:

@@ -19,12 +19,12 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from tui_prof.device_use import MemoryUse
 from tui_prof.model import (
     STEP_SOURCE_PRECOMPUTED,
     Cancelled,
     Environment,
     KernelStat,
-    MemoryUse,
     OpStat,
     Precision,
     ProfileError,

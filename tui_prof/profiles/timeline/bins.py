@@ -3,8 +3,10 @@
 Why this way: the time a category's events cover up to x is F(x) = Σ clip(x - start, 0, dur),
 which sorted starts and ends give with `searchsorted` and prefix sums; a cell's fill is F at its
 right edge minus F at its left. Cost O((events in view + cells) log n) per category, so a zoom or
-pan frame never walks the events in Python. Nested events (a host op and its children) count
-once per level: the deepest work shows where it is longest.
+pan frame never walks the events in Python. Nested events (a step > a data-loader call > ops >
+runtime calls) count only their own time: a category's fill is what its events cover minus what
+their children cover (each event knows its parent's category, nesting.py), so the innermost
+event wins where it runs and an enclosing one only where nothing inside it runs.
 """
 
 from __future__ import annotations
@@ -40,20 +42,24 @@ def bin_track(track: Track, lo: float, hi: float, cells: int) -> npt.NDArray[np.
     s = np.clip(track.start[w], lo, hi)
     e = np.clip(track.end[w], lo, hi)
     c = track.cat[w]
+    pc = track.pcat[w] if len(track.pcat) else np.full(len(c), -1, dtype=np.int8)
     if not len(s):
         return out
     edges = lo + (hi - lo) * np.arange(cells + 1) / cells
     fill = np.zeros((len(CATEGORIES), cells))
     for k in np.unique(c):
         m = c == k
-        ks, ke = s[m], np.sort(e[m])
-        f = _covered(ks, ke, edges)
-        fill[int(k)] = np.diff(f)
+        ks = s[m]
+        f = _covered(ks, np.sort(e[m]), edges)
+        inner = pc == k  # the children of this category's events: their time is not its own
+        if inner.any():
+            f = f - _covered(np.sort(s[inner]), np.sort(e[inner]), edges)
+        own = np.clip(np.diff(f), 0.0, None)
         # zero-length or sub-cell events: at least mark the cells they touch
         first = np.clip(np.searchsorted(edges, ks, side="right") - 1, 0, cells - 1)
         touched = np.zeros(cells, dtype=bool)
         touched[first] = True
-        fill[int(k)] = np.where(touched & (fill[int(k)] <= 0), 1e-9, fill[int(k)])
+        fill[int(k)] = np.where(touched & (own <= 0), 1e-9, own)
     best = fill.argmax(axis=0)
     busy = fill.max(axis=0) > 0
     out[busy] = best[busy]

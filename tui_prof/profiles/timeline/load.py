@@ -2,6 +2,7 @@
 
 Contract: `load_timeline(session)` raises NoEvents (a ProfileError) for sessions without
 events, ProfileError with one line for files that cannot be read, Cancelled when cancelled.
+A session read once is stored (timeline.store) and later opened from the store, mapped.
 """
 
 from __future__ import annotations
@@ -28,12 +29,20 @@ def load_timeline(
 ) -> Timeline:
     if not isinstance(session, Session):
         session = session_of(session)
+    if session.format not in ("kineto", "xplane"):
+        raise NoEvents(NO_EVENTS)
+    from tui_prof.profiles.timeline import store
+
+    kept = store.load(session)
+    if kept is not None:
+        return kept
     if session.format == "kineto":
         from tui_prof.profiles.timeline import kineto
 
-        return kineto.read_session(session, cancel, progress)
-    if session.format == "xplane":
+        tl = kineto.read_session(session, cancel, progress)
+    else:
         from tui_prof.profiles.timeline import xspace
 
-        return xspace.read_session(session, cancel, progress)
-    raise NoEvents(NO_EVENTS)
+        tl = xspace.read_session(session, cancel, progress)
+    store.save(session, tl)
+    return store.load(session) or tl  # mapped: the read's arrays are let go

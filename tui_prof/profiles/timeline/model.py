@@ -14,6 +14,7 @@ import numpy.typing as npt
 
 from tui_prof.model import CATEGORIES, ProfileError
 from tui_prof.printable import printable
+from tui_prof.profiles.timeline import nesting
 
 Floats = npt.NDArray[np.float64]
 Ints = npt.NDArray[np.int32]
@@ -41,6 +42,30 @@ class Track:
     # Launch ids linking a runtime call and the kernel or copy it started (Kineto correlation
     # ids, XSpace correlation_id stats); -1 where an event has none. Empty: none recorded.
     corr: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    # Each event's parent's category (nesting.py; -1: none), so the innermost event wins a cell.
+    pcat: npt.NDArray[np.int8] = field(default_factory=lambda: np.zeros(0, dtype=np.int8))
+    # Shapes and dtypes where recorded: ids into Timeline.infos (-1: none). Empty: none at all.
+    info: npt.NDArray[np.int32] = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
+
+    def cut(self, w: slice | npt.NDArray[np.bool_], **times: Floats) -> Track:
+        """The events selected by `w` (a slice or mask of this track's), with new times."""
+
+        def sub(a: Any) -> Any:
+            return a[w] if len(a) else a
+
+        return Track(
+            self.name,
+            self.kind,
+            self.group,
+            times.get("start", self.start[w]),
+            times.get("end", self.end[w]),
+            self.nid[w],
+            self.cat[w],
+            self.longest,
+            sub(self.corr),
+            sub(self.pcat),
+            sub(self.info),
+        )
 
     def window(self, lo: float, hi: float) -> slice:
         """The index range of events that may overlap [lo, hi] (sorted starts)."""
@@ -58,10 +83,17 @@ def make_track(
     nid: Ints,
     cat: Any,
     corr: Any = None,
+    info: Any = None,
+    pcat: Any = None,
 ) -> Track:
-    order = np.argsort(start, kind="stable")
+    """A track from unsorted events; `pcat` given (merged tracks) keeps each event's own
+    parent's category, else nesting is found on this track."""
+    order = nesting.order(start, end)
     s, e = start[order], end[order]
+    c = np.asarray(cat)[order].astype(np.int8)
     longest = float((e - s).max()) if len(s) else 0.0
+    given = pcat is not None
+    pc = np.asarray(pcat, np.int8)[order] if given else nesting.parent_categories(s, e, c)
     return Track(
         printable(name),
         kind,
@@ -69,9 +101,11 @@ def make_track(
         s,
         e,
         nid[order].astype(np.int32),
-        np.asarray(cat)[order].astype(np.int8),
+        c,
         longest,
         np.zeros(0, dtype=np.int64) if corr is None else np.asarray(corr, np.int64)[order],
+        pc,
+        np.zeros(0, dtype=np.int32) if info is None else np.asarray(info, np.int32)[order],
     )
 
 
@@ -84,6 +118,7 @@ class StepTimeline:
     tracks: tuple[Track, ...]
     names: list[str]  # by name id, already printable
     source: str = ""  # which rank or host the step is from, where there are several
+    infos: list[str] = field(default_factory=list)  # by info id: shapes and dtypes, printable
 
     @property
     def end_us(self) -> float:
@@ -93,18 +128,24 @@ class StepTimeline:
         return self.names[nid] if 0 <= nid < len(self.names) else "?"
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON contract: step, start_us, end_us, tracks[name, kind, events[...]]."""
+        """The JSON contract: step, start_us, end_us, tracks[name, kind, events[...]]; events
+        add `inputs` (shapes and dtypes, XSpace op names) and `launch_id` where recorded."""
         tracks = []
-        for t in self.tracks:
-            events = [
-                {
+        for k, t in enumerate(self.tracks):
+            events = []
+            for i, (s, e, n, c) in enumerate(zip(t.start, t.end, t.nid, t.cat, strict=True)):
+                ev: dict[str, Any] = {
                     "name": self.event_name(int(n)),
                     "start_us": float(s),
                     "dur_us": float(e - s),
                     "category": CATEGORIES[int(c)],
                 }
-                for s, e, n, c in zip(t.start, t.end, t.nid, t.cat, strict=True)
-            ]
+                info = self.info(k, i)
+                if info:
+                    ev["inputs"] = info
+                if len(t.corr) and t.corr[i] >= 0:
+                    ev["launch_id"] = int(t.corr[i])
+                events.append(ev)
             tracks.append({"name": t.name, "kind": t.kind, "group": t.group, "events": events})
         return {
             "step": self.step,
@@ -128,6 +169,8 @@ class StepTimeline:
                 done.add(t.group)
                 members = [m for m in self.tracks if m.group == t.group]
                 corr = [m.corr if len(m.corr) else np.full(len(m.start), -1) for m in members]
+                info = [m.info if len(m.info) else np.full(len(m.start), -1) for m in members]
+                pcat = [m.pcat if len(m.pcat) else np.full(len(m.start), -1) for m in members]
                 rows.append(
                     make_track(
                         f"▸ {t.group} ({len(members)})",
@@ -138,24 +181,70 @@ class StepTimeline:
                         np.concatenate([m.nid for m in members]),
                         np.concatenate([m.cat for m in members]),
                         np.concatenate(corr),
+                        np.concatenate(info),
+                        np.concatenate(pcat),
                     )
                 )
-        return StepTimeline(self.step, self.duration_us, tuple(rows), self.names, self.source)
+        return StepTimeline(
+            self.step, self.duration_us, tuple(rows), self.names, self.source, self.infos
+        )
 
-    def partner(self, track: int, event: int) -> tuple[int, int] | None:
-        """(track, event) of the event sharing this one's launch id on another track: the kernel
-        a runtime call started, or the call that started a kernel; None if none in this step."""
+    def _with_ids(self, ids: npt.NDArray[np.int64], but: int) -> list[tuple[int, int]]:
+        """(track, event) of every event on other tracks carrying one of these launch ids, in
+        time order."""
+        out: list[tuple[int, int]] = []
+        for k, other in enumerate(self.tracks):
+            if k != but and len(other.corr) and len(ids):
+                out += [(k, int(j)) for j in np.flatnonzero(np.isin(other.corr, ids))]
+        return sorted(out, key=lambda kj: float(self.tracks[kj[0]].start[kj[1]]))
+
+    def linked(self, track: int, event: int) -> list[tuple[int, int]]:
+        """The events sharing this one's launch id on other tracks: the kernels or copies a
+        runtime call started (a graph launch starts many), or the call that started a kernel;
+        empty if none in this step."""
         t = self.tracks[track]
         if not len(t.corr) or t.corr[event] < 0:
+            return []
+        return self._with_ids(t.corr[event : event + 1], track)
+
+    def launched(self, track: int, event: int) -> list[tuple[int, int]]:
+        """What a host event started on a device, in time order: its own launch's kernels, or
+        those of the runtime calls inside it (an op's)."""
+        t = self.tracks[track]
+        if t.kind != "host" or not len(t.corr):
+            return []
+        if t.corr[event] >= 0:
+            return self.linked(track, event)
+        w = nesting.inside(t.start, t.end, event)
+        ids = t.corr[w][(t.corr[w] >= 0) & (t.end[w] <= t.end[event])]
+        return [kj for kj in self._with_ids(ids, track) if self.tracks[kj[0]].kind == "device"]
+
+    def launched_by(self, track: int, event: int) -> tuple[tuple[int, int], int | None] | None:
+        """For a device event: the runtime call that started it, and the op that made that
+        call (the event enclosing it on its thread), where recorded."""
+        if self.tracks[track].kind != "device":
             return None
-        c = t.corr[event]
-        for k, other in enumerate(self.tracks):
-            if k == track or not len(other.corr):
-                continue
-            hit = np.flatnonzero(other.corr == c)
-            if len(hit):
-                return k, int(hit[0])
-        return None
+        calls = self.linked(track, event)
+        if not calls:
+            return None
+        call = calls[0]
+        h = self.tracks[call[0]]
+        return call, nesting.enclosing(h.start, h.end, h.longest, call[1])
+
+    def partner(self, track: int, event: int) -> tuple[int, int] | None:
+        """Where `p` goes: a device event's launching call; a host event's (first) kernel."""
+        found = (
+            self.linked(track, event)
+            if self.tracks[track].kind == "device"
+            else self.launched(track, event)
+        )
+        return found[0] if found else None
+
+    def info(self, track: int, event: int) -> str:
+        """The event's recorded shapes and dtypes (and op names for XSpace), '' where none."""
+        t = self.tracks[track]
+        k = int(t.info[event]) if len(t.info) else -1
+        return self.infos[k] if 0 <= k < len(self.infos) else ""
 
     def busy_us(self, track: Track) -> float:
         """Time the track is busy (the union of its events), µs."""
@@ -190,6 +279,7 @@ class Timeline:
 
     names: list[str]
     sources: list[Source] = field(default_factory=list)
+    infos: list[str] = field(default_factory=list)  # shapes and dtypes by info id, printable
 
     def step_numbers(self) -> list[int]:
         """Step numbers every source has, in order (the summary's rule for several ranks)."""
@@ -263,22 +353,14 @@ class Timeline:
             w = t.window(lo, hi)
             s, e = t.start[w], t.end[w]
             keep = (e > lo) & (s < hi) | ((e == s) & (s >= lo) & (s < hi))
-            s = np.clip(s[keep], lo, hi) - lo
-            e = np.clip(e[keep], lo, hi) - lo
-            if not len(s):
+            if not keep.any():
                 continue  # a thread or stream with nothing in this step
             tracks.append(
-                Track(
-                    t.name,
-                    t.kind,
-                    t.group,
-                    s,
-                    e,
-                    t.nid[w][keep],
-                    t.cat[w][keep],
-                    t.longest,
-                    t.corr[w][keep] if len(t.corr) else t.corr,
+                t.cut(w).cut(
+                    keep,
+                    start=np.clip(s[keep], lo, hi) - lo,
+                    end=np.clip(e[keep], lo, hi) - lo,
                 )
             )
         label = src.name if len(self.sources) > 1 else ""
-        return StepTimeline(number, hi - lo, tuple(tracks), self.names, label)
+        return StepTimeline(number, hi - lo, tuple(tracks), self.names, label, self.infos)

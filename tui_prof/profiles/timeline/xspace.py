@@ -10,15 +10,18 @@ kernels and are left out, as the step finder leaves them out.
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from tui_prof.model import Cancelled, ProfileError
 from tui_prof.printable import printable
 from tui_prof.profiles.discover import Session
+from tui_prof.profiles.kineto import heap
 from tui_prof.profiles.timeline.model import (
     CATEGORY_CODE,
     Source,
@@ -35,8 +38,9 @@ from tui_prof.profiles.xplane.step_events import (
     types_of,
 )
 from tui_prof.profiles.xplane.steps import find_steps
-from tui_prof.profiles.xplane.xspace import XSpaceFile, host_name, read_plane
+from tui_prof.profiles.xplane.xspace import DERIVED_LINE_IDS, XSpaceFile, host_name
 
+_INFO_STATS = ("level 0", "tf_op", "hlo_op", "hlo_module")
 _OTHER = CATEGORY_CODE["other"]
 # xprof's event type → category code; a type the overview folds into none is "other".
 _CODE = np.full(256, _OTHER, dtype=np.int8)
@@ -44,10 +48,73 @@ for _t, _c in CATEGORY_OF.items():
     _CODE[_t] = CATEGORY_CODE[_c]
 
 
+def info_text(stats: dict[str, str]) -> str:
+    """What an XSpace event records of its op: the TF annotation's input shapes (`level 0`'s
+    `#shape=(half[4,1];int32[1])#`), the op (`level 0`, `tf_op`), the XLA op and module; ''
+    where none."""
+    parts = []
+    ann = stats.get("level 0", "")
+    op, _, rest = ann.partition("#")
+    if "shape=(" in rest:
+        shapes = rest.split("shape=(", 1)[1].split(")", 1)[0]
+        parts.append(f"inputs {shapes.replace(';', ', ')}")
+    op = op or stats.get("tf_op", "")
+    if op and not op.endswith(":"):  # JAX's kernels say `XlaModule:`: nothing
+        parts.append(f"op {op}")
+    if stats.get("hlo_op"):
+        module = stats.get("hlo_module")
+        parts.append(f"XLA {stats['hlo_op']}" + (f" ({module})" if module else ""))
+    return " · ".join(parts)
+
+
+def _infos(texts: dict[str, dict[int, str]], n: int, ids: dict[str, int], infos: list[str]) -> Any:
+    """Per event of a line: its info id (into `infos`, shared by the session), -1 for none.
+    Each distinct combination of the stats is worded once (a line repeats a few ops' stats
+    over its events, so the work is per combination, not per event)."""
+    cols = [(name, col) for name, col in texts.items() if col]
+    out = np.full(n, -1, dtype=np.int32)
+    if not cols:
+        return out
+    codes = np.full((n, len(cols)), -1, dtype=np.int64)
+    values: list[list[str]] = []
+    for j, (_, col) in enumerate(cols):
+        table: dict[str, int] = {}
+        idx = np.fromiter(col.keys(), dtype=np.int64, count=len(col))
+        codes[idx, j] = np.fromiter(
+            (table.setdefault(v, len(table)) for v in col.values()), dtype=np.int64, count=len(col)
+        )
+        values.append(list(table))
+    # one integer per event for its combination (mixed radix), so finding the distinct ones is
+    # a 1-D unique, not a row-wise sort
+    if math.prod(len(v) + 1 for v in values) < 2**62:
+        key = np.zeros(n, dtype=np.int64)
+        for j in range(len(cols)):
+            key = key * (len(values[j]) + 1) + (codes[:, j] + 1)
+        uniq, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+        combos = codes[first]
+    else:  # too many distinct values to number them together: sort the rows
+        combos, inverse = np.unique(codes, axis=0, return_inverse=True)
+        uniq = combos
+    per_combo = np.full(len(uniq), -1, dtype=np.int32)
+    for c, row in enumerate(combos.tolist()):
+        text = info_text({cols[j][0]: values[j][v] for j, v in enumerate(row) if v >= 0})
+        if not text:
+            continue
+        k = ids.get(text)
+        if k is None:
+            k = ids[text] = len(infos)
+            infos.append(printable(text))
+        per_combo[c] = k
+    out[:] = per_combo[inverse.reshape(-1)]
+    return out
+
+
 def _read_file(
     path: Path,
     names: dict[str, int],
     name_list: list[str],
+    info_ids: dict[str, int],
+    infos: list[str],
     base_ps: int,
     tick: Callable[[int], None],
 ) -> tuple[str, list[Track]]:
@@ -58,22 +125,25 @@ def _read_file(
             dev = ref.device
             if not ref.is_host and dev is None:
                 continue
-            pe = read_plane(
-                space,
-                ref,
-                stats=("correlation_id",),
-                skip_derived=dev is not None and dev[0] == "GPU",
-                tick=tick,
-            )
+            meta = space.metadata(ref)
+            wanted = {"correlation_id", *_INFO_STATS}
+            stat_ids = {k: v for k, v in meta.stat_names.items() if v in wanted}
+            derived = DERIVED_LINE_IDS if dev is not None and dev[0] == "GPU" else None
             classify = classify_host if dev is None else classify_device
             group = host if dev is None else f"{dev[0]} {dev[1]}"
-            for le in pe.lines:
-                types = types_of(le.metadata_id, pe.meta.event_names, classify)
+            # line by line, each made a track at once: one line's decoded events at a time
+            for size, le in space.lines(
+                ref, stat_ids, frozenset(_INFO_STATS), meta.stat_names, skip_ids=derived
+            ):
+                tick(size)
+                if le is None or not len(le.start_ps):
+                    continue
+                types = types_of(le.metadata_id, meta.event_names, classify)
                 cat = _CODE[np.clip(types, 0, 255)]
                 uniq, inverse = np.unique(le.metadata_id, return_inverse=True)
                 ids = []
                 for u in uniq.tolist():
-                    n = pe.meta.event_names.get(int(u), "")
+                    n = meta.event_names.get(int(u), "")
                     i = names.get(n)
                     if i is None:
                         i = names[n] = len(name_list)
@@ -94,6 +164,7 @@ def _read_file(
                         nid,
                         cat,
                         np.where(corr == MISSING, -1, corr),
+                        _infos(le.texts, len(start), info_ids, infos),
                     )
                 )
     tracks.sort(key=lambda t: (t.kind == "device", t.group, -len(t.start)))
@@ -106,6 +177,7 @@ def read_session(
     progress: Callable[[float, str], object] | None = None,
 ) -> Timeline:
     paths = [h.path for h in session.hosts]
+    labels = [h.host for h in session.hosts]  # one per file, unlike recorded hostnames
     found = find_steps(
         paths,
         cancel=cancel,
@@ -113,6 +185,7 @@ def read_session(
     )
     if not found.spans_ps:
         raise ProfileError("no step spans in this profile")
+    heap.release()  # the step finder's columns
     base = min(s[2] for s in found.spans_ps)
     total = sum(max(p.stat().st_size, 1) for p in paths)
     done = [0]
@@ -126,13 +199,15 @@ def read_session(
 
     names: dict[str, int] = {}
     name_list: list[str] = []
+    info_ids: dict[str, int] = {}
+    infos: list[str] = []
     sources = []
-    for p in paths:
-        host, tracks = _read_file(p, names, name_list, base, tick)
+    for p, label in zip(paths, labels, strict=True):
+        _, tracks = _read_file(p, names, name_list, info_ids, infos, base, tick)
         spans = [
             StepSpan(num, (b - base) / 1e6, (e - base) / 1e6)
-            for h, num, b, e in found.spans_ps
-            if h == host
+            for f, num, b, e in found.spans_ps
+            if f == str(p)
         ]
-        sources.append(Source(host, tracks, spans))
-    return Timeline(name_list, sources)
+        sources.append(Source(label, tracks, spans))
+    return Timeline(name_list, sources, infos)

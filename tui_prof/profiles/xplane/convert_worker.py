@@ -45,14 +45,30 @@ class ConverterProcess:
 
     def tool(self, links: list[str], tool: str, options: dict[str, Any]) -> str | None:
         """One tool's output text; RuntimeError with the converter's message where it raised."""
+        self.send(links, tool, options)
+        return self.receive()
+
+    def send(self, links: list[str], tool: str, options: dict[str, Any]) -> None:
+        """Ask for one tool without waiting: requests are answered in order, so the caller may
+        work meanwhile and take each answer with `receive`."""
         proc = self.start()
-        assert proc.stdin is not None and proc.stdout is not None
+        assert proc.stdin is not None
         try:
             proc.stdin.write(
                 json.dumps({"links": links, "tool": tool, "options": options}).encode()
             )
             proc.stdin.write(b"\n")
             proc.stdin.flush()
+        except BrokenPipeError:
+            raise ConverterDied(self._death(proc)) from None
+
+    def receive(self) -> str | None:
+        """The answer to the oldest request not yet received (see `tool`)."""
+        proc = self._proc
+        if proc is None:
+            raise ConverterDied("not running")
+        assert proc.stdout is not None
+        try:
             header = json.loads(proc.stdout.readline() or b"null")
             if header is None:
                 raise ConverterDied(self._death(proc))
@@ -81,6 +97,13 @@ class ConverterProcess:
                 return f"killed by {signal.Signals(-code).name}"
             return f"killed by signal {-code}"
         return f"exited with status {code}"
+
+    def abandon(self) -> None:
+        """Stop it now, whatever it is doing (started for work that turned out not needed)."""
+        proc, self._proc = self._proc, None
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            proc.wait()
 
     def close(self) -> None:
         proc, self._proc = self._proc, None

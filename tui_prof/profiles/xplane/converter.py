@@ -49,10 +49,13 @@ def convert(
     paths: Sequence[Path],
     tools: Sequence[str] = DEFAULT_TOOLS,
     then: Callable[[dict[str, Any]], Sequence[str]] | None = None,
+    meanwhile: Callable[[dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
     """Run TensorBoard's converter tools on one session's host files; raise ProfileError if one
     of `tools` fails. `then(results)` may name more tools to run on the same conversion (its
-    saved op stats make them cheap); those are only missing from the result where they fail."""
+    saved op stats make them cheap); those are only missing from the result where they fail.
+    `meanwhile(results)` runs here while the converter's process works on those (the two
+    overlap on two cores); the results it sees are `tools`' alone."""
     if not paths:
         raise ProfileError("no .xplane.pb files to read")
     names = [p.name for p in paths]
@@ -68,12 +71,36 @@ def convert(
             links.append(str(link))
         for tool in tools:
             out[tool] = _tool(r2t, links, tool, required=True, names=names)
-        for tool in then(out) if then is not None else ():
-            if tool in out:
-                continue
-            if (data := _tool(r2t, links, tool, required=False, names=names)) is not None:
+        later = [t for t in (then(out) if then is not None else ()) if t not in out]
+        sent = 0
+        try:
+            for tool in later:
+                _ask(r2t, links, tool, names)
+                sent += 1
+            if meanwhile is not None:
+                meanwhile(dict(out))
+        finally:  # every answer asked for is read, so the next call's answers stay in step
+            answers = [_answer(r2t, tool, required=False, names=names) for tool in later[:sent]]
+        for tool, data in zip(later, answers, strict=False):
+            if data is not None:
                 out[tool] = data
     return out
+
+
+def _died(names: list[str], exc: convert_worker.ConverterDied) -> UnreadableProfile:
+    return UnreadableProfile(
+        f"{printable(', '.join(names))}: TensorBoard's converter crashed reading it ({exc}); "
+        "the file is damaged"
+    )
+
+
+def _ask(
+    r2t: convert_worker.ConverterProcess, links: list[str], tool: str, names: list[str]
+) -> None:
+    try:
+        r2t.send(links, tool, {"use_saved_result": True})
+    except convert_worker.ConverterDied as exc:
+        raise _died(names, exc) from None
 
 
 def _tool(
@@ -86,13 +113,18 @@ def _tool(
 ) -> Any:
     """One tool's parsed JSON; ProfileError where a required tool fails, else None; the
     converter's death is the file's error either way (UnreadableProfile)."""
+    _ask(r2t, links, tool, names)
+    return _answer(r2t, tool, required=required, names=names)
+
+
+def _answer(
+    r2t: convert_worker.ConverterProcess, tool: str, *, required: bool, names: list[str]
+) -> Any:
+    """The answer to the oldest request, parsed (see `_tool`)."""
     try:
-        data = r2t.tool(links, tool, {"use_saved_result": True})
+        data = r2t.receive()
     except convert_worker.ConverterDied as exc:
-        raise UnreadableProfile(
-            f"{printable(', '.join(names))}: TensorBoard's converter crashed reading it ({exc}); "
-            "the file is damaged"
-        ) from None
+        raise _died(names, exc) from None
     except Exception as exc:  # native errors surface as assorted exception types
         if not required:
             return None

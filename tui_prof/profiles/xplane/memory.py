@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tui_prof.model import DeviceMemory, MemoryUse
+from tui_prof.device_use import DeviceMemory, MemoryUse
 from tui_prof.profiles.memory_series import MB, downsample
 
 

@@ -41,14 +41,17 @@ from tui_prof.model import (
 from tui_prof.profiles.assemble import assemble
 from tui_prof.profiles.discover import Session
 from tui_prof.profiles.xplane import converter, op_precision, tb_tables
-from tui_prof.profiles.xplane.cost import xla_efficiency
+from tui_prof.profiles.xplane.cost import hlo_efficiency, with_hlo, xla_efficiency
 from tui_prof.profiles.xplane.framework import framework_of
 from tui_prof.profiles.xplane.memory import memory_use
 
 if TYPE_CHECKING:
+    from tui_prof.profiles.xplane.hlo_cost import HloFlops
     from tui_prof.profiles.xplane.steps import FoundSteps
 
 OFFICIAL_DETAIL = "steps from TensorBoard's converter (official step markers)"
+# The plane that keeps the programs' HLO (hlo_cost.METADATA_PLANE, whose import brings numpy)
+METADATA_PLANE_BYTES = b"/host:metadata"
 # Program runs that leave the device idle for more than this share of the time between them.
 IDLE_BETWEEN_RUNS = 0.3
 
@@ -186,7 +189,18 @@ def summarize(
         )
 
     capability = _Beside(_compute_capability, paths if _names_gpu_planes(paths) else [])
-    tables = converter.convert(paths, then=hlo_if_no_steps)
+    converted: dict[str, Any] = {}
+
+    def tables_meanwhile(first: dict[str, Any]) -> None:
+        """The op and kernel tables (completed from the device planes where the converter
+        names no device op), read while the converter's process makes the memory profile."""
+        raw = tb_tables.kernels(first[converter.KERNEL_STATS])
+        ops = tb_tables.top_ops(first[converter.OP_STATS])
+        converted["raw_kernels"] = raw
+        converted["ops"], converted["kernels"] = _with_device_ops(paths, ops, raw)
+        converted["hlo"] = _hlo_flops(paths, gpu=bool(raw))  # GPU kernels: count the HLO's math
+
+    tables = converter.convert(paths, then=hlo_if_no_steps, meanwhile=tables_meanwhile)
     _check(cancel)
     overview = tables[converter.OVERVIEW]
     props = tb_tables.overview_properties(overview)
@@ -226,12 +240,12 @@ def summarize(
         device_names=names,
         compute_capability=capability.result() if "GPU" in device_type.upper() else "",
     )
-    kernels = tb_tables.kernels(tables[converter.KERNEL_STATS])
     official = tb_tables.precision(props) if own.source == STEP_SOURCE_OFFICIAL else None
     training = props.get("is_training")
-    prec = _precision(device_type, official, tables, own.found, kernels)
-    ops = tb_tables.top_ops(tables[converter.OP_STATS])
-    ops, kernels = _with_device_ops(paths, ops, kernels)  # ops only in kernels' annotations
+    prec = _precision(device_type, official, tables, own.found, converted["raw_kernels"])
+    ops, kernels = converted["ops"], converted["kernels"]  # + ops only in kernels' annotations
+    hlo = converted.get("hlo")
+    ops, from_hlo = with_hlo(ops, hlo)
     report(1.0, "done")
     return assemble(
         session,
@@ -247,7 +261,7 @@ def summarize(
         programs=own.programs,
         framework=framework_of(paths),
         is_training=True if training == "true" else None,
-        efficiency=xla_efficiency(ops, own.steps, env, prec, kernels, utilization),
+        efficiency=xla_efficiency(ops, own.steps, env, prec, kernels, utilization, hlo, from_hlo),
         memory=memory_use(tables.get(converter.MEMORY_PROFILE)),
     )
 
@@ -261,15 +275,16 @@ def _summarize_streaming(
 ) -> ProfileSummary:
     """A large session: steps, breakdown, devices and 16-bit share from the raw events alone."""
     from tui_prof.profiles.xplane.utilization import device_utilization
-    from tui_prof.profiles.xplane.xspace import plane_summary
+    from tui_prof.profiles.xplane.xspace import amd_device_type, plane_summary
 
     mb = session.size / 2**20
     report(0.02, f"large profile ({mb:,.0f} MB): reading it with tuiprof's streaming reader")
     own = _own_steps(paths, cancel, report, 0.05, 0.85, step_program)
     _check(cancel)
     planes = plane_summary(paths)
+    amd = amd_device_type(paths) if planes["device_type"] == "GPU" else ""
     env = Environment(
-        device_type=planes["device_type"],
+        device_type=amd or planes["device_type"],
         device_count=planes["device_count"],
         hosts=tuple(h.host for h in session.hosts),
         device_names=tuple(planes["device_names"]),
@@ -300,17 +315,34 @@ def _summarize_streaming(
         utilization=utilization,
         programs=own.programs,
         framework=framework_of(paths),
+        efficiency=hlo_efficiency(
+            _hlo_flops(paths, gpu=planes["device_type"] == "GPU"), own.steps, env, utilization
+        ),
     )
 
 
+def _hlo_flops(paths: Sequence[Path], gpu: bool) -> HloFlops | None:
+    """The GPUs' FLOPs from the profile's own HLO (xplane/hlo_cost.py), where it keeps it; the
+    raw decoder (and numpy with it) is imported only for a GPU profile whose bytes name the
+    plane that keeps the HLO."""
+    if not gpu or not paths or not _mentions(paths, METADATA_PLANE_BYTES):
+        return None
+    from tui_prof.profiles.xplane.hlo_cost import has_hlo, hlo_flops
+
+    try:
+        return hlo_flops(paths) if has_hlo(paths) else None
+    except ProfileError:  # a damaged device line: the rest of the summary stands without it
+        return None
+
+
 def _compute_capability(paths: Sequence[Path]) -> str:
-    """The GPU planes' compute capability; the raw decoder (and numpy with it) is imported only
-    for a GPU profile, so a CPU session's first screen does not wait for it."""
+    """The GPU planes' compute capability, read only for a GPU profile (gpu_planes: upb, no
+    numpy), so a CPU session's first screen does not wait for it."""
     if not paths:
         return ""
-    from tui_prof.profiles.xplane.xspace import cuda_compute_capability
+    from tui_prof.profiles.xplane.gpu_planes import compute_capability
 
-    return cuda_compute_capability(paths)
+    return compute_capability(paths)
 
 
 def _with_device_ops(
@@ -345,14 +377,19 @@ class _Beside:
 
 
 def _names_gpu_planes(paths: Sequence[Path]) -> bool:
-    """Whether a host file names a GPU plane (`/device:GPU:0`): a byte search of the mapped
-    file (milliseconds), so a CPU session never imports the raw decoder."""
+    """Whether a host file names a GPU plane (`/device:GPU:0`), so a CPU session never reads
+    its planes."""
+    return _mentions(paths, b"/device:GPU:")
+
+
+def _mentions(paths: Sequence[Path], needle: bytes) -> bool:
+    """Whether a host file holds these bytes: a search of the mapped file (milliseconds)."""
     for p in paths:
         with (
             contextlib.suppress(OSError, ValueError),
             open(p, "rb") as f,
             mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m,
         ):
-            if m.find(b"/device:GPU:") >= 0:
+            if m.find(needle) >= 0:
                 return True
     return False

@@ -124,8 +124,9 @@ class FoundSteps:
     programs: tuple[ProgramStat, ...] = ()  # XLA programs run, most time first
     run_interval_ms: float | None = None  # program runs: median start-to-start time of steps
     run_ms: float | None = None  # program runs: median time of a run itself
-    # Every host's kept steps: (host, step number, begin, end) in the file's picoseconds, so a
-    # timeline can cut a step out with the very span the summary timed.
+    # Every host's kept steps: (file path, step number, begin, end) in the file's picoseconds,
+    # so a timeline can cut a step out with the very span the summary timed (by path: two
+    # hosts' files may record the same hostname).
     spans_ps: tuple[tuple[str, int, int, int], ...] = ()
 
 
@@ -372,7 +373,7 @@ def _read_host(
     c16 = float(owned.get(DEVICE_COMPUTE_16, np.zeros(len(ok)))[ok].sum()) if dev_refs else 0.0
     c32 = float(owned.get(DEVICE_COMPUTE_32, np.zeros(len(ok)))[ok].sum()) if dev_refs else 0.0
     spans = tuple(
-        (name, num, int(begin[k]), int(begin[k] + span[k]))
+        (str(path), num, int(begin[k]), int(begin[k] + span[k]))
         for k, num in enumerate(numbers)
         if num in steps
     )

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from tui_prof.model import DeviceBusy, DeviceUtilization
+from tui_prof.device_use import DeviceBusy, DeviceUtilization
 from tui_prof.profiles.xplane.line_events import LineEvents
 from tui_prof.profiles.xplane.xspace import (
     PlaneRef,

@@ -294,7 +294,9 @@ def _find_stats(
     sids = np.array(sorted(stat_ids), dtype=np.int64)
     if sids.max(initial=0) >= 1 << 14:
         raise _Unexpected("stat metadata ids past two varint bytes")
-    firsts = np.unique(np.where(sids < 0x80, sids, (sids & 0x7F) | 0x80)).astype(np.uint8)
+    # A few ids: a set, not np.unique (whose first call imports numpy.ma, ~10 ms of start-up)
+    first_bytes = {s if s < 0x80 else (s & 0x7F) | 0x80 for s in stat_ids}
+    firsts = np.array(sorted(first_bytes), dtype=np.uint8)
     patterns: list[list[tuple[int, np.ndarray | int]]] = [
         [(0, 0x22), (1 + ln, 0x08), (2 + ln, firsts)] for ln in (1, 2)
     ]
@@ -331,6 +333,17 @@ def _find_stats(
         )
 
 
+def _distinct(a: np.ndarray) -> list[int]:
+    """np.unique(a).tolist(), without its first call's import of numpy.ma (~10 ms of start-up)."""
+    if not len(a):
+        return []
+    s = np.sort(a)
+    keep = np.empty(len(s), dtype=bool)
+    keep[0] = True
+    np.not_equal(s[1:], s[:-1], out=keep[1:])
+    return [int(v) for v in s[keep].tolist()]
+
+
 def _stat_values(
     buf: bytes | memoryview,
     arr: np.ndarray,
@@ -350,7 +363,7 @@ def _stat_values(
     if varint.any():
         values[varint], after = _varints(arr, q[varint] + 1)
         varint[np.flatnonzero(varint)[after != s_end[varint]]] = False  # not a real record
-    for sid in np.unique(mid).tolist():
+    for sid in _distinct(mid):
         name = stat_ids[sid]
         sel = mid == sid
         if name not in texts:

@@ -134,6 +134,14 @@ class BrowseScreen(TuiprofScreen):
             tooltip="Steps from the runs of an XLA program (JAX): pick which one",
         ),
         Binding(
+            "T",
+            "set_peak",
+            "Peak",
+            id="set_peak",
+            show=False,
+            tooltip="The dense peak TFLOP/s per device MFU divides by (--peak-tflops)",
+        ),
+        Binding(
             "m",
             "mark_diff",
             "Mark A",
@@ -386,9 +394,18 @@ class BrowseScreen(TuiprofScreen):
         if message.session != self._current:
             return
         self.query_one(ProfileTree).mark(message.session, None)
-        self._summary = message.summary
-        self.current_summary = message.summary
-        self.query_one(SessionView).show_summary(message.summary, message.seconds)
+        self._summary = message.summary  # as read: `T` applies another peak to it
+        self._show(message.seconds)
+
+    def _show(self, seconds: float) -> None:
+        """The read summary, with MFU against the user's peak where one is set."""
+        from tui_prof.profiles.efficiency import with_peak
+
+        if self._summary is None:
+            return
+        summary = with_peak(self._summary, self.app.peak_tflops)
+        self.current_summary = summary
+        self.query_one(SessionView).show_summary(summary, seconds)
 
     def on_profile_failed(self, message: ProfileFailed) -> None:
         if self._shutting_down():
@@ -466,6 +483,25 @@ class BrowseScreen(TuiprofScreen):
                 self.load(current)
 
         self.app.push_screen(ProgramDialog(programs, self.step_program, note), chosen)
+
+    def action_set_peak(self) -> None:
+        from tui_prof.tui.screens.peak_dialog import PeakChoice, PeakDialog
+
+        def chosen(choice: PeakChoice | None) -> None:
+            if choice is None or choice.tflops == self.app.peak_tflops:
+                return
+            self.app.peak_tflops = choice.tflops
+            self.notify(
+                f"MFU against {choice.tflops:,.4g} TFLOP/s per device"
+                if choice.tflops is not None
+                else "MFU against the hardware table's peak"
+            )
+            if self.current_summary is not None:  # else the session being read gets it
+                self._show(0.0)
+
+        shown = self.current_summary
+        e = self._summary.efficiency if shown is not None and self._summary is not None else None
+        self.app.push_screen(PeakDialog(self.app.peak_tflops, e), chosen)
 
     # -- diff ----------------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:

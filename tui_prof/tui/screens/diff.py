@@ -139,6 +139,7 @@ class DiffScreen(TuiprofScreen):
                 resolve(b),
                 cancel=cancel,
                 progress=lambda f, m: self.post_message(DiffProgressed(f, m)),
+                peak_tflops=self.app.peak_tflops,
             )
         except Cancelled:
             return

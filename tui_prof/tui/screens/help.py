@@ -51,6 +51,13 @@ NUMBERS = """\
 - **16-bit share**: the part of device compute time in FP16/BF16 ops (from the steps, else from
   the device ops' types or kernel names, as the line says). **Tensor Cores / Matrix Cores**:
   kernel time on the matrix units, by the kernels' names (Volta to Blackwell, AMD MFMA).
+- **Efficiency**: MFU = FLOPs per step ÷ step time ÷ (the device's dense peak for the number
+  format the math ran in × devices); the line names the peak and where the FLOPs come from (XLA's
+  cost, the profiler's `flops`, or recorded shapes), and says plainly when it has no peak (a CPU,
+  a device the hardware table does not know) or no FLOPs. `T` sets your own peak per device
+  (`--peak-tflops`; empty: the table's). Top ops and Kernels add FLOP/s and, where bytes are
+  known, what bounds an op (memory or compute) and the share of its roof reached. **Memory**:
+  peak allocated and reserved, and a sparkline of memory over the profile.
 - **PyTorch sessions** also show the PyTorch TensorBoard plugin's own categories (kernel, memcpy,
   memset, communication, runtime, DataLoader, CPU exec, other) and, with several ranks, each
   rank's step time with the slowest marked. The plugin reads today's runtime calls as CPU exec;

@@ -240,6 +240,8 @@ class KernelTable(FittedTable):
         return t
 
 
+TUI_PEAK_HINT = "T: give one"  # the browse screen's key for --peak-tflops
+
 # The same sections `tuiprof summary` prints: bars and averages, or without steps what the devices
 # did and the XLA programs run (never an empty table; a part with nothing to show is hidden).
 PARTS: dict[str, Callable[[ProfileSummary], RenderableType | None]] = {
@@ -249,7 +251,7 @@ PARTS: dict[str, Callable[[ProfileSummary], RenderableType | None]] = {
     "averages": lambda s: overview_sections(s)[1],
     "native": native_table,  # PyTorch: the plugin's own categories
     "ranks": ranks_table,  # several ranks: each one's step, the slowest marked
-    "precision": lambda s: overview_sections(s)[2],
+    "precision": lambda s: overview_sections(s, TUI_PEAK_HINT)[2],
     "advice": recommendations_text,
 }
 

@@ -22,15 +22,17 @@ from tui_prof.render.timeline import (
     View,
     axis_line,
     cells_for,
+    growth_line,
     header_line,
     label_width,
     legend_line,
+    track_label,
     track_line,
 )
 
 ZOOM = 2.0
 PAN = 0.25  # of the visible window per key press
-FIXED_LINES = 6  # header, axis, legend, three detail lines
+FIXED_LINES = 3  # header, axis, legend; the detail under them is as tall as it needs
 
 
 class TimelineView(Widget, can_focus=True):
@@ -89,7 +91,8 @@ class TimelineView(Widget, can_focus=True):
             "partner",
             "Partner",
             show=False,
-            tooltip="Jump to the kernel a launch started, or the launch that started a kernel",
+            tooltip="Jump from a kernel to the call that launched it; from a call or an op to "
+            "the (first) kernel it launched",
         ),
         Binding(
             "g",
@@ -264,7 +267,9 @@ class TimelineView(Widget, can_focus=True):
     def action_jump(self, which: str) -> None:
         if self.timeline is not None:
             self._show_step(
-                self.timeline.slowest() if which == "slowest" else self.timeline.median()
+                self.timeline.slowest(self.source)
+                if which == "slowest"
+                else self.timeline.median(self.source)
             )
 
     # -- drawing ---------------------------------------------------------------------------------
@@ -367,68 +372,99 @@ class TimelineView(Widget, can_focus=True):
             return
         self.versus = not self.versus
         if self.versus:
-            self._show_step(self.timeline.slowest())
+            self._show_step(self.timeline.slowest(self.source))
         self.refresh()
 
-    def _versus(self, width: int, rows: int) -> list[Text]:
-        """Under the slowest step: the median step, then the tracks that grew most."""
+    def _versus(self, width: int, tracks: int, grown: int) -> list[Text]:
+        """Under the slowest step: the median step (`tracks` rows) in the same window, so their
+        lengths compare cell for cell, then the `grown` tracks that grew most; every line one
+        line of `width`."""
         from tui_prof.profiles.timeline.compare import compare_median
 
         assert self.timeline is not None
-        c = compare_median(self.timeline)
-        median_view = View.fit(c.median)
+        c = compare_median(self.timeline, self.source)
+        median_view = self.view  # the slow step's window: both on one time scale, aligned
         lines = [header_line(c.median, median_view, width, " (median)")]
-        lines += [track_line(t, median_view, width) for t in c.median.tracks[: max(rows // 2, 1)]]
+        lines += [track_line(t, median_view, width) for t in c.median.tracks[:tracks]]
         lines.append(
             Text(
-                f"Step {c.slow.step} is {c.delta_us / 1000:+.2f} ms against the median step "
+                f"Step {c.slow.step}: {c.delta_us / 1000:+.2f} ms against the median step "
                 f"{c.median.step}; busy time per track, most grown first:",
                 style="bold",
             )
         )
-        for r in c.tracks[: max(rows - len(lines), 1)]:
-            lines.append(
-                Text(
-                    f"{r.delta_us / 1000:+8.2f} ms  {r.median_us / 1000:7.2f} → "
-                    f"{r.slow_us / 1000:7.2f} ms  {r.name}"
-                )
-            )
-        return lines
+        lines += [growth_line(r, width) for r in c.tracks[:grown]]
+        return [x if x.cell_len <= width else x[: width - 1] + Text("…") for x in lines]
 
     def _detail(self, width: int) -> Text:
+        """The selected event: its name (two lines at most), then one line each for where and
+        how long, its inputs and its partner, cut to the width, so the tracks keep their rows."""
         st = self.step_tl
         if st is None or not st.tracks or self.event is None:
             return Text("no event selected", style="dim")
         t = st.tracks[self.track]
         i = self.event
         name = st.event_name(int(t.nid[i]))
+        if len(name) > 2 * width:
+            name = name[: 2 * width - 1] + "…"
         dur = float(t.end[i] - t.start[i])
         out = Text(name, style="bold", overflow="fold")
-        out.append(
-            f"\n{t.name} · at {float(t.start[i]) / 1000:.3f} ms · {dur:,.1f} µs · "
-            f"{CATEGORY_LABELS[CATEGORIES[int(t.cat[i])]]}",
-            style="dim",
+        long = f"{dur / 1000:,.3f} ms" if dur >= 1000 else f"{dur:,.1f} µs"
+        where = (
+            f"{t.name} · at {float(t.start[i]) / 1000:.3f} ms · {long} long · "
+            f"{CATEGORY_LABELS[CATEGORIES[int(t.cat[i])]]}"
         )
-        found = st.partner(self.track, i)
-        if found is not None:
-            other = st.tracks[found[0]]
-            j = found[1]
-            role = "launched" if t.kind == "host" else "launched by"
-            out.append(
-                f"\n{role} (p): {st.event_name(int(other.nid[j]))} · {other.name} · "
-                f"at {float(other.start[j]) / 1000:.3f} ms",
-                style="dim",
-            )
+        for line in (where, st.info(self.track, i), self._partner_line(st, i, width)):
+            if line:
+                out.append("\n" + (line if len(line) <= width else line[: width - 1] + "…"))
+        out.stylize("dim", len(name))
         return out
+
+    def _partner_line(self, st: StepTimeline, i: int, width: int) -> str:
+        """Where `p` goes: the call (and op) that launched a kernel, or what an op launched;
+        the names cut so the line's end (where it is) stays in `width`."""
+
+        def fit(head: str, name: str, tail: str) -> str:
+            room = max(width - len(head) - len(tail), 6)
+            return head + (name if len(name) <= room else name[: room - 1] + "…") + tail
+
+        by = st.launched_by(self.track, i)
+        if by is not None:
+            (k, j), op = by
+            call = st.tracks[k]
+            what = st.event_name(int(call.nid[j]))
+            if op is not None:
+                what = f"{st.event_name(int(call.nid[op]))} → {what}"
+            return fit(
+                "launched by (p): ",
+                what,
+                f" · {track_label(call.name, 20)} {float(call.start[j]) / 1000:.3f} ms",
+            )
+        found = st.launched(self.track, i)
+        if not found:
+            return ""
+        k, j = found[0]
+        dev = st.tracks[k]
+        more = f" (+{len(found) - 1} more)" if len(found) > 1 else ""
+        return fit(
+            "launched (p): ",
+            st.event_name(int(dev.nid[j])),
+            f"{more} · {track_label(dev.name, 20)} {float(dev.start[j]) / 1000:.3f} ms",
+        )
 
     def render(self) -> RenderableType:
         st = self.step_tl
         if st is None:
             return self.message
         width = max(self.size.width, 20)
-        rows = max(self.size.height - FIXED_LINES, 1)
-        if self.versus:
-            rows = max(rows // 2, 1)
+        detail = self._detail(width)
+        # the detail's own height (a long kernel name folds), so its last lines are never cut
+        tall = len(detail.wrap(self.app.console, width)) if width else 1
+        rows = max(self.size.height - FIXED_LINES - tall, 1)
+        grown = 0
+        if self.versus:  # no detail: the slowest and the median step's tracks, what grew
+            grown = min(3, max(self.size.height // 5, 1))
+            rows = max((self.size.height - FIXED_LINES - 2 - grown) // 2, 1)
         first = max(0, min(self.track - rows + 1, len(st.tracks) - rows)) if st.tracks else 0
         cells = cells_for(width)
         span = max(self.view.hi - self.view.lo, 1e-9)
@@ -438,6 +474,8 @@ class TimelineView(Widget, can_focus=True):
         note = f" · step {nums.index(st.step) + 1}/{len(nums)}" if st.step in nums else ""
         if self.query_text:
             note += f" · /{self.query_text}: {len(self.matches)} names"
+        if len(st.tracks) > rows:
+            note += f" · {len(st.tracks)} tracks"
         lines: list[Text] = [header_line(st, self.view, width, note)]
         for k, t in enumerate(st.tracks[first : first + rows], start=first):
             line = track_line(t, self.view, width, cursor=cursor_cell if k == self.track else None)
@@ -447,12 +485,10 @@ class TimelineView(Widget, can_focus=True):
             for cell in self._found_cells(t, cells):
                 line.stylize("bold underline yellow", off + cell, off + cell + 1)
             lines.append(line)
-        hidden = len(st.tracks) - rows
-        if hidden > 0:
-            lines[0].append(f" · {len(st.tracks)} tracks", style="dim")
         lines.append(axis_line(self.view, width))
         lines.append(legend_line(st, width))
-        lines.append(self._detail(width))
         if self.versus:
-            lines += self._versus(width, max(self.size.height - len(lines) - 2, 3))
+            lines += self._versus(width, rows, grown)
+        else:
+            lines.append(detail)
         return Group(*lines)

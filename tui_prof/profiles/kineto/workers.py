@@ -1,0 +1,244 @@
+"""Decode and collect a large trace's parts in worker processes, so a read is not one core's work.
+
+Contract: `read(stream, collector, extras)` consumes a TraceStream and leaves `collector` and
+`extras` exactly as `add(batch)` on every batch in this process would (the test reads every
+sample and shared trace both ways). The first PARALLEL_FROM bytes of JSON are decoded here;
+a longer trace starts `workers` child processes (`python -m tui_prof.profiles.kineto.workers`,
+stdin/stdout pipes) and hands them its 16 MB parts undecoded, round robin; each decodes its part
+(msgspec), collects it (Collector.add) and picks the events the efficiency pass uses
+(Extras.pick), and the parts are merged here in file order (Collector.merge maps names and
+threads to this collector's ids). Why: msgspec's decode holds the GIL and is ≈ 1.5× `zcat`'s
+CPU alone, so one process cannot come within 2× of `zcat` (benchmarks/README.md, section 9).
+A cut that is not between two events (`},{` inside a name) fails to decode in its worker; the
+read then starts over in this process alone, where stream.py tries earlier cuts. The workers
+are killed when the read ends, fails or is cancelled (they also exit when their stdin closes).
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import os
+import pickle
+import queue
+import struct
+import subprocess
+import sys
+import threading
+from dataclasses import dataclass
+from typing import IO, Any
+
+import msgspec
+
+from tui_prof.model import ProfileError
+from tui_prof.profiles.kineto.collect import Collector, Part
+from tui_prof.profiles.kineto.events import Event
+from tui_prof.profiles.kineto.extras import Extras
+from tui_prof.profiles.kineto.stream import TraceStream, decode_events
+
+PARALLEL_FROM = 64 * 2**20  # JSON bytes decoded in this process before workers take over
+START_FROM = PARALLEL_FROM // 2  # when the workers are started (they take ≈ 0.3 s to import)
+MAX_WORKERS = 8
+IN_FLIGHT = 2  # parts per worker: one it decodes, one waiting in its pipe
+ENV = "TUIPROF_READ_WORKERS"  # how many; 0 reads in this process alone
+_HEADER = struct.Struct("<Q")
+
+
+class BadCut(Exception):
+    """A part handed to a worker was not a list of events: read again, in this process."""
+
+
+@dataclass
+class Folded:
+    """One part, folded in a worker."""
+
+    part: Part
+    picked: list[Event]  # what Extras.pick chose
+    skipped: int  # events dropped for fields of the wrong type
+
+
+def worker_count() -> int:
+    """TUIPROF_READ_WORKERS, else one per core up to MAX_WORKERS."""
+    try:
+        return max(0, int(os.environ[ENV]))
+    except (KeyError, ValueError):
+        return min(MAX_WORKERS, os.cpu_count() or 1)
+
+
+def read(
+    stream: TraceStream,
+    c: Collector,
+    extras: Extras,
+    *,
+    workers: int | None = None,
+    parallel_from: int = PARALLEL_FROM,
+) -> tuple[Collector, Extras]:
+    """Read the whole stream into `c` and `extras` (or, after a bad cut, into new ones: use
+    what is returned)."""
+    n = worker_count() if workers is None else workers
+    pool: _Pool | None = None
+    try:
+        for part in stream.read_parts():
+            if isinstance(part, list):
+                if pool is not None:  # the last part: after every part before it
+                    pool.drain()
+                c.add(part)
+                extras.add(part)
+                if n and pool is None and stream.unpacked >= min(START_FROM, parallel_from):
+                    pool = _Pool(n, c, extras, stream)
+                if pool is not None and stream.unpacked >= parallel_from:
+                    stream.defer = True
+            else:
+                assert pool is not None
+                pool.submit(part)
+        if pool is not None:
+            pool.drain()
+    except BadCut:
+        if pool is not None:
+            pool.close()
+            pool = None
+        again = TraceStream(
+            stream.path,
+            cancel=stream.cancel,
+            progress=stream.progress,
+            chunk_bytes=stream.chunk_bytes,
+            max_unpacked=stream.max_unpacked,
+        )
+        c, extras = Collector(), Extras()
+        for batch in again.batches():
+            c.add(batch)
+            extras.add(batch)
+        stream.meta, stream.skipped, stream.parts = again.meta, again.skipped, again.parts
+    finally:
+        if pool is not None:
+            pool.close()
+    return c, extras
+
+
+class _Pool:
+    """Worker processes fed round robin; results merged in the order the parts were sent."""
+
+    def __init__(self, n: int, c: Collector, extras: Extras, stream: TraceStream) -> None:
+        self.c, self.extras, self.stream = c, extras, stream
+        self.procs: list[subprocess.Popen[bytes]] = []
+        try:
+            for _ in range(n):
+                self.procs.append(
+                    subprocess.Popen(
+                        [sys.executable, "-m", "tui_prof.profiles.kineto.workers"],
+                        stdin=subprocess.PIPE,
+                        stdout=subprocess.PIPE,
+                        stderr=subprocess.DEVNULL,
+                    )
+                )
+        except OSError as exc:
+            self.close()
+            raise ProfileError(f"{stream.name}: cannot start a reading process ({exc})") from exc
+        self.sent = 0
+        self.waiting: collections.deque[subprocess.Popen[bytes]] = collections.deque()
+
+    def submit(self, part: memoryview) -> None:
+        proc = self.procs[self.sent % len(self.procs)]
+        while len(self.waiting) >= IN_FLIGHT * len(self.procs):
+            self._merge_oldest()
+        assert proc.stdin is not None
+        try:
+            proc.stdin.write(_HEADER.pack(len(part)))
+            proc.stdin.write(part)
+            proc.stdin.flush()
+        except OSError as exc:
+            raise ProfileError(f"{self.stream.name}: a reading process ended ({exc})") from exc
+        self.sent += 1
+        self.waiting.append(proc)
+
+    def drain(self) -> None:
+        while self.waiting:
+            self._merge_oldest()
+
+    def _merge_oldest(self) -> None:
+        self.stream._check()
+        proc = self.waiting.popleft()
+        assert proc.stdout is not None
+        blob = _read_frame(proc.stdout)
+        if blob is None:
+            raise ProfileError(f"{self.stream.name}: a reading process ended unexpectedly")
+        folded = pickle.loads(blob)
+        if folded is None:
+            raise BadCut()
+        assert isinstance(folded, Folded)
+        self.c.merge(folded.part)
+        self.extras.take(folded.picked)
+        self.stream.skipped += folded.skipped
+
+    def close(self) -> None:
+        """Kill the workers now (by their process ids) and reap them."""
+        for p in self.procs:
+            if p.poll() is None:
+                p.kill()
+        for p in self.procs:
+            for f in (p.stdin, p.stdout):
+                if f is not None:
+                    with contextlib.suppress(OSError):
+                        f.close()
+            p.wait()
+        self.procs.clear()
+        self.waiting.clear()
+
+
+def _read_frame(f: IO[bytes]) -> bytes | None:
+    head = f.read(_HEADER.size)
+    if len(head) < _HEADER.size:
+        return None
+    (size,) = _HEADER.unpack(head)
+    data = f.read(size)
+    return data if len(data) == size else None
+
+
+# -- the worker process --------------------------------------------------------------------
+
+
+def fold(data: bytes, extras: Extras) -> Folded | None:
+    """One part decoded and collected; None where it is not a list of events (a bad cut)."""
+    try:
+        events, skipped = decode_events(data)
+    except msgspec.DecodeError:
+        return None
+    c = Collector()
+    c.add(events)
+    return Folded(c.export(), extras.pick(events), skipped)
+
+
+def _serve(inp: IO[bytes], out: IO[bytes]) -> None:
+    """Fold parts from `inp` until it closes; a thread reads the next part while one folds."""
+    parts: queue.Queue[bytes | None] = queue.Queue(maxsize=1)
+
+    def reader() -> None:
+        while True:
+            data = _read_frame(inp)
+            parts.put(data)
+            if data is None:
+                return
+
+    threading.Thread(target=reader, daemon=True).start()
+    extras = Extras()  # its caches only: the events it picks go back
+    while (data := parts.get()) is not None:
+        folded: Any = fold(data, extras)
+        del data
+        blob = pickle.dumps(folded, protocol=pickle.HIGHEST_PROTOCOL)
+        del folded
+        out.write(_HEADER.pack(len(blob)))
+        out.write(blob)
+        out.flush()
+
+
+def main() -> None:
+    out = os.fdopen(os.dup(1), "wb")  # the results; anything printed goes to stderr
+    os.dup2(2, 1)
+    with contextlib.suppress(BrokenPipeError, KeyboardInterrupt):  # the reader went away
+        _serve(sys.stdin.buffer, out)
+
+
+if __name__ == "__main__":  # run as imported, so what it pickles names this module, not __main__
+    from tui_prof.profiles.kineto.workers import main as _main
+
+    _main()

@@ -1,0 +1,68 @@
+"""Which event encloses which on one track, so the innermost event wins a cell.
+
+Why: a host thread nests its events (ProfilerStep#N > DataLoader > ops > runtime calls; TraceMe
+scopes in XSpace). Counting every level, the outermost fills every cell it spans and hides what
+runs inside it. Each event gets its parent's category; a category's own (exclusive) time in a
+window is then the time its events cover minus the time their children cover (bins.py), which
+sorted arrays give without walking the events.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+ROOT = -1
+
+
+def order(start: npt.NDArray[np.float64], end: npt.NDArray[np.float64]) -> npt.NDArray[np.intp]:
+    """Sort by start, an enclosing event before what it encloses (longer first at one start)."""
+    return np.lexsort((-end, start))
+
+
+def parents(start: npt.NDArray[np.float64], end: npt.NDArray[np.float64]) -> npt.NDArray[np.int64]:
+    """Each event's parent index (ROOT for none), for events in `order`.
+
+    An event's depth is how many earlier events are still open at its start; its parent is the
+    latest earlier event one level up. Exact for properly nested events; where siblings overlap
+    (clock jitter) the later one is taken as a child, which bins.py clamps to no negative time.
+    """
+    n = len(start)
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    idx = np.arange(n, dtype=np.int64)
+    closed = np.searchsorted(np.sort(end), start, side="right")
+    depth = np.maximum(idx - closed, 0)
+    key = depth * n + idx
+    by_key = np.argsort(key, kind="stable")
+    keys = key[by_key]
+    pos = np.searchsorted(keys, (depth - 1) * n + idx, side="left") - 1
+    cand = by_key[np.clip(pos, 0, n - 1)]
+    ok = (depth > 0) & (pos >= 0) & (depth[cand] == depth - 1) & (cand < idx)
+    return np.where(ok, cand, ROOT)
+
+
+def parent_categories(
+    start: npt.NDArray[np.float64], end: npt.NDArray[np.float64], cat: npt.NDArray[np.int8]
+) -> npt.NDArray[np.int8]:
+    """Each event's parent's category, ROOT (-1) where it has none (events in `order`)."""
+    p = parents(start, end)
+    out = np.full(len(p), ROOT, dtype=np.int8)
+    has = p >= 0
+    out[has] = cat[p[has]]
+    return out
+
+
+def enclosing(
+    start: npt.NDArray[np.float64], end: npt.NDArray[np.float64], longest: float, i: int
+) -> int | None:
+    """The innermost other event that encloses event i (events in `order`), else None."""
+    a = int(np.searchsorted(start, start[i] - longest, side="left"))
+    cand = np.flatnonzero(end[a:i] >= end[i])
+    return a + int(cand[-1]) if len(cand) else None
+
+
+def inside(start: npt.NDArray[np.float64], end: npt.NDArray[np.float64], i: int) -> slice:
+    """The events that start within event i, after it (its descendants, when nested)."""
+    b = int(np.searchsorted(start, end[i], side="right"))
+    return slice(i + 1, max(b, i + 1))
