@@ -4,8 +4,9 @@ Two whole processes per file, alternating, each `tuiprof summary` run in process
 `python -c`: "on" as shipped, "off" with the passes patched out (the baseline):
   Kineto   the efficiency pass beside the collector (`kineto.extras.Extras`: FLOP counts and
            `[memory]` events) does nothing, so no FLOPs, MFU or memory are computed;
-  XSpace   the converter's memory profile tool is not asked for, and XLA's op costs are not
-           summed into an efficiency (`xplane.reader.memory_use`, `xla_efficiency`).
+  XSpace   the converter's memory profile tool is not asked for, the HLO's FLOPs are not
+           counted, and XLA's op costs are not summed into an efficiency
+           (`xplane.reader.memory_use`, `_hlo_flops`, `xla_efficiency`).
 Each run's CPU time is the operating system's (user + system of the process and the children it
 waited for: the converter's worker too) and its wall time from spawn to exit. The overhead is
 on/off - 1 per round (rounds are pairs run back to back), then the median over rounds: CPU
@@ -49,6 +50,7 @@ if mode == "off" and path.endswith(".xplane.pb"):
     converter.convert = convert
     reader.memory_use = lambda doc: None
     reader.xla_efficiency = lambda *args, **kwargs: None
+    reader._hlo_flops = lambda *args, **kwargs: None  # the HLO's FLOP count (GPU profiles)
 elif mode == "off":
     from tui_prof.profiles.kineto import rank
     class NoExtras:

@@ -98,7 +98,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--with-flops",
         action="store_true",
-        help="record torch's own FLOP estimates per op (with_flops: a 'flops' arg on GEMMs, convs)",
+        help="torch.profiler's with_flops=True (it records shapes; torch 2.x keeps its own FLOP "
+        "counts in memory, not in the trace file, so tuiprof counts from the shapes)",
     )
     p.add_argument("--seed", type=int, default=0)
     return p.parse_args(argv)

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
+    from textual.app import App
     from textual.pilot import Pilot
 
 TESTS = Path(__file__).resolve().parent
@@ -23,6 +24,21 @@ SAMPLES = REPO / "sample_traces"
 SHARED = REPO.parent / "shared"
 SHARED_TRACES = SHARED / "traces"
 GPU_LOGDIR = SHARED_TRACES / "tf_gpu_multi_worker"
+# PyTorch (Kineto) traces the reference tests read: the PyTorch plugin's own sample, today's
+# traces, an AMD one (../shared), and the committed H100 samples.
+PLUGIN_SAMPLE = SHARED_TRACES / "kineto_tb_plugin" / "worker0.1623143089861.pt.trace.json.gz"
+TODAY = [
+    SHARED_TRACES / "kineto" / f
+    for f in (
+        "a100_rank0.json.gz",
+        "sampled_rank-0.json.gz",
+        "benchmark_result_2869224_1695835535_trace.json.gz",
+        "benchmark_result_924719_1679055439_trace.json.gz",
+    )
+]
+MI250 = SHARED_TRACES / "kineto" / "mi250_minitoy_train.json.gz"
+# Committed samples (examples/train_torch.py on an H100, PyTorch 2.11): no ../shared needed.
+H100_SAMPLES = sorted(SAMPLES.glob("torch_cuda_*/*.pt.trace.json.gz"))
 
 # Modules that run real jobs, servers, frameworks or whole TUI sessions: everything else is the
 # `quick` inner loop (`pytest -m quick`, under two minutes on 2 cores). A new module is quick
@@ -34,6 +50,7 @@ NOT_QUICK = frozenset(
         "test_compare_cli",
         "test_experiments_live_log",
         "test_fallback_steps",
+        "test_hlo_cost",
         "test_follow",
         "test_instrument",
         "test_jax",
@@ -127,6 +144,17 @@ def needs_module(module: str, extra: str) -> pytest.MarkDecorator:
         importlib.util.find_spec(module) is None,
         reason=f"{module} is not installed (an extra: pip install -e '.[{extra}]')",
     )
+
+
+def static_text(app: App[Any], selector: str) -> str:
+    """What a Static shows, as plain text (Rich renderables rendered as a terminal would)."""
+    from rich.console import Console
+    from textual.widgets import Static
+
+    w = app.screen.query_one(selector, Static)
+    console = Console(width=200, color_system=None, record=True, file=open(os.devnull, "w"))  # noqa: SIM115
+    console.print(w.content)
+    return console.export_text()
 
 
 async def settle(pilot: Pilot[Any]) -> None:

@@ -239,3 +239,13 @@ SIXTEEN_BIT_PERCENT = 100 * 5200 / 8200
 TENSOR_CORE_PERCENT_OF_KERNELS = 100 * 5000 / 9200
 # Of the Tensor-Core-eligible ops' kernels (linear's sgemm 3000, conv2d's 5200), on TC: 5000.
 TENSOR_CORE_PERCENT_OF_ELIGIBLE = 100 * 5000 / 8200
+
+
+def write_rank(path: Path, rank: int, scale: float) -> None:
+    """One rank's trace of a two-rank NCCL job: `two_steps`, its times scaled by `scale`."""
+    t = two_steps("today")
+    for e in t.events:
+        e["ts"] *= scale
+        e["dur"] *= scale
+    t.meta["distributedInfo"] = {"backend": "nccl", "rank": rank, "world_size": 2}
+    t.write(path)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO, sample_session
+from xla_profiles import damaged_line
 
 from tui_prof.model import ProfileError
 from tui_prof.profiles.load import summarize_session
@@ -24,20 +25,6 @@ def _session(root: Path, name: str, host: str, data: bytes) -> Path:
     d.mkdir(parents=True)
     (d / f"{host}.xplane.pb").write_bytes(data)
     return d
-
-
-def _damaged_line(data: bytes) -> bytes:
-    """The profile with its largest event line corrupted in the middle (the file's layout, its
-    planes and their metadata stay intact: only decoding that line can find the damage)."""
-    from tui_prof.profiles.xplane.xspace import XSpaceFile
-
-    src = next(GOOD.glob("*.xplane.pb"))
-    with XSpaceFile(src) as space:
-        a, b = max((s for p in space.planes for s in p.line_spans), key=lambda s: s[1] - s[0])
-    out = bytearray(data)
-    mid = (a + b) // 2
-    out[mid : mid + 8] = b"\xff" * 8  # an 8-byte run of 0xff: no valid varint or tag
-    return bytes(out)
 
 
 def _bad_logdir(root: Path) -> Path:
@@ -100,8 +87,7 @@ def test_damaged_line_in_the_streaming_reader_is_that_sessions_one_line(
     tmp_path: Path, fmt: str
 ) -> None:
     """TUIPROF_LARGE_MB=0 sends every session to the streaming reader (as ≥ 200 MB ones are)."""
-    good_bytes = next(GOOD.glob("*.xplane.pb")).read_bytes()
-    _session(tmp_path, "a_damaged", "h", _damaged_line(good_bytes))
+    _session(tmp_path, "a_damaged", "h", damaged_line(next(GOOD.glob("*.xplane.pb"))))
     good = tmp_path / "b_good" / "plugins" / "profile"
     good.mkdir(parents=True)
     shutil.copytree(GOOD, good / GOOD.name)
@@ -128,7 +114,7 @@ def test_damaged_line_in_the_streaming_reader_is_that_sessions_one_line(
 def test_damaged_line_leaves_the_file_closed_and_raises_profile_error(tmp_path: Path) -> None:
     from tui_prof.profiles.xplane.steps import find_steps
 
-    d = _session(tmp_path, "r", "h", _damaged_line(next(GOOD.glob("*.xplane.pb")).read_bytes()))
+    d = _session(tmp_path, "r", "h", damaged_line(next(GOOD.glob("*.xplane.pb"))))
     with pytest.raises(ProfileError, match="damaged line") as info:
         find_steps(list(d.glob("*.xplane.pb")))
     assert "\n" not in str(info.value)

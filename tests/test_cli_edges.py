@@ -19,7 +19,8 @@ def test_help_prints_one_usage_block_naming_path_and_every_command(
     assert main(["--help"]) == 0
     out = capsys.readouterr().out
     assert out.count("usage:") == 1
-    assert "tuiprof [-h] [--version] [PATH]" in out and "tuiprof COMMAND" in out
+    assert "tuiprof [-h] [--version] [--peak-tflops TFLOPS] [PATH]" in out
+    assert "tuiprof COMMAND" in out
     for command in SUBCOMMANDS:
         assert f"    {command} " in out
 

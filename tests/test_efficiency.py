@@ -19,6 +19,7 @@ from tui_prof.model import Environment
 from tui_prof.profiles.cache import decode, encode
 from tui_prof.profiles.discover import discover
 from tui_prof.profiles.efficiency import efficiency, with_peak
+from tui_prof.profiles.hardware import SPECS
 from tui_prof.profiles.kineto.flop_models import flops, is_math_op, number_format
 from tui_prof.profiles.load import load_summary
 
@@ -401,3 +402,28 @@ def test_h100_memory_equals_the_memory_events_own_maximum() -> None:
     m = load_summary(path, use_cache=False).memory
     assert m is not None and m.peak_allocated_mb is not None
     assert m.peak_allocated_mb == pytest.approx(max(allocated), rel=1e-9)
+
+
+@needs_shared
+def test_an_mi250_gcd_from_rocm_device_properties() -> None:
+    """HTA's MI250 trace names its devices "AMD Radeon Graphics" with ROCm's 9.0 and 104 compute
+    units: gfx90a (an MI210, or one GCD of an MI250), so the peak is one GCD's, not the card's."""
+    s = load_summary(SHARED_TRACES / "kineto" / "mi250_minitoy_train.json.gz", use_cache=False)
+    assert s.environment.device_type == "AMD GPU - gfx90a"
+    e = s.efficiency
+    assert e is not None and e.peak_tflops is not None and e.mfu_percent is not None
+    assert "one GCD of 2" in e.peak_source and "(by architecture)" in e.peak_source
+    assert e.peak_tflops == pytest.approx(SPECS["mi250x"].matrix_tflops["fp32"] / 2)
+
+
+def test_tiny_mfu_reads_as_a_percentage() -> None:
+    from tui_prof.render.efficiency import percent
+
+    assert [percent(v) for v in (38.2, 3.84, 0.042, 0.0013, 7.4e-05, 0.0)] == [
+        "38%",
+        "3.8%",
+        "0.042%",
+        "0.0013%",
+        "<0.001%",
+        "0%",
+    ]

@@ -208,3 +208,18 @@ def test_every_row_is_consistent() -> None:
         for wide in ("tf32", "fp32"):
             if wide in spec.matrix_tflops and "bf16" in spec.matrix_tflops:
                 assert spec.matrix_tflops["bf16"] >= spec.matrix_tflops[wide], key
+
+
+def test_a_framework_device_gets_its_share_of_a_multi_die_package() -> None:
+    """ROCm lists each MI250/MI250X GCD as its own device and JAX each TPU v2/v3 TensorCore;
+    the datasheets' peaks are the package's (MI250X: 383 bf16 for two GCDs; TPU v3: 123 per
+    chip of two cores). A profiled device did half: MFU against the whole package reads half."""
+    mi250x = SPECS["mi250x"].per_device()
+    assert mi250x.matrix_tflops["bf16"] == pytest.approx(191.5)
+    assert mi250x.fp32_tflops == pytest.approx(47.9 / 2)
+    assert mi250x.memory_bandwidth_gbs == pytest.approx(1638.4)
+    assert "one GCD of 2" in mi250x.name
+    assert SPECS["tpu_v3"].per_device().matrix_tflops["bf16"] == pytest.approx(61.5)
+    assert "one core of 2" in SPECS["tpu_v3"].per_device().name
+    for key in ("mi300x", "h100_sxm", "tpu_v4", "tpu_v5e"):
+        assert SPECS[key].per_device() is SPECS[key]

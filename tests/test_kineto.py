@@ -21,6 +21,7 @@ from kineto_factory import (
     TENSOR_CORE_PERCENT_OF_KERNELS,
     Trace,
     two_steps,
+    write_rank,
 )
 
 from tui_prof.model import NATIVE_CATEGORIES
@@ -148,15 +149,6 @@ def test_a_trace_without_cpu_ops_or_device_properties(tmp_path: Path) -> None:
     assert s.environment.device_type == "GPU" and s.environment.device_names == ()
 
 
-def _write_rank(path: Path, rank: int, scale: float) -> None:
-    t = two_steps("today")
-    for e in t.events:
-        e["ts"] *= scale
-        e["dur"] *= scale
-    t.meta["distributedInfo"] = {"backend": "nccl", "rank": rank, "world_size": 2}
-    t.write(path)
-
-
 def test_a_tensorboard_logdir_groups_ranks_into_sessions_as_the_plugin_does(
     tmp_path: Path,
 ) -> None:
@@ -164,8 +156,8 @@ def test_a_tensorboard_logdir_groups_ranks_into_sessions_as_the_plugin_does(
     for span, (ts0, ts1) in enumerate(
         ((1700000000000, 1700000000013), (1700000100000, 1700000100021))
     ):
-        _write_rank(run / f"host_11.{ts0}.pt.trace.json.gz", 0, 1.0 + span)
-        _write_rank(run / f"host_12.{ts1}.pt.trace.json.gz", 1, 1.5 + span)
+        write_rank(run / f"host_11.{ts0}.pt.trace.json.gz", 0, 1.0 + span)
+        write_rank(run / f"host_12.{ts1}.pt.trace.json.gz", 1, 1.5 + span)
     (run / "notes.json").write_text('{"schemaVersion": 3, "hello": 1}')  # JSON, not a trace
     found = discover(tmp_path / "logs")
     assert [r.name for r in found.runs] == ["resnet"]
@@ -195,7 +187,7 @@ def test_a_tensorboard_logdir_groups_ranks_into_sessions_as_the_plugin_does(
 def test_plain_json_names_are_found_by_their_head(tmp_path: Path) -> None:
     two_steps().write(tmp_path / "trace.json")  # export_chrome_trace, any name
     for rank in (0, 1):
-        _write_rank(tmp_path / "ranks" / f"rank-{rank}.json.gz", rank, 1.0)
+        write_rank(tmp_path / "ranks" / f"rank-{rank}.json.gz", rank, 1.0)
     jax = {"displayTimeUnit": "ns", "traceEvents": [{"ph": "M", "pid": 1, "name": "process_name"}]}
     (tmp_path / "jax.trace.json.gz").write_bytes(gzip.compress(json.dumps(jax).encode()))
     (tmp_path / "config.json").write_text(json.dumps({"lr": 0.1}))
@@ -224,7 +216,7 @@ def test_any_trace_name_works_on_the_command_line(tmp_path: Path) -> None:
 def test_the_cache_round_trips_pytorch_fields(tmp_path: Path) -> None:
     rank_dir = tmp_path / "run"
     for rank in (0, 1):
-        _write_rank(rank_dir / f"w{rank}.{1700000000000 + rank}.pt.trace.json", rank, 1 + rank)
+        write_rank(rank_dir / f"w{rank}.{1700000000000 + rank}.pt.trace.json", rank, 1 + rank)
     session = discover(rank_dir).sessions[0]
     first = load_summary(session)
     again = load_summary(session)  # from the cache

@@ -12,15 +12,22 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SHARED_TRACES
-from test_kineto_references import H100_SAMPLES, MI250, PLUGIN_SAMPLE, TODAY, ours
+from conftest import H100_SAMPLES, MI250, PLUGIN_SAMPLE, SHARED_TRACES, TODAY
 
 from tui_prof.device_use import GpuMetric
+from tui_prof.model import ProfileSummary
+from tui_prof.profiles.load import summarize_session
 
 # Traces whose steps the plugin finds as tuiprof does. On MI250 and the committed H100 samples it
 # counts the GPU-side copies of ProfilerStep#N as more steps, so its window ends later; the
 # per-step comparison (its rule over each of tuiprof's steps) covers those traces.
 SAME_STEPS = [PLUGIN_SAMPLE, *TODAY]
+
+
+@cache
+def ours(path: Path) -> ProfileSummary:
+    """tuiprof's summary, once per trace (several tests read the same one)."""
+    return summarize_session(path)
 
 
 @cache

@@ -16,26 +16,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SAMPLES, SHARED_TRACES
+from conftest import H100_SAMPLES, MI250, PLUGIN_SAMPLE, SHARED_TRACES, TODAY
 from kineto_factory import two_steps
 
 from tui_prof.model import NATIVE_CATEGORIES, ProfileSummary
 from tui_prof.profiles.kineto import names
 from tui_prof.profiles.load import summarize_session
 
-PLUGIN_SAMPLE = SHARED_TRACES / "kineto_tb_plugin" / "worker0.1623143089861.pt.trace.json.gz"
-TODAY = [
-    SHARED_TRACES / "kineto" / f
-    for f in (
-        "a100_rank0.json.gz",
-        "sampled_rank-0.json.gz",
-        "benchmark_result_2869224_1695835535_trace.json.gz",
-        "benchmark_result_924719_1679055439_trace.json.gz",
-    )
-]
-MI250 = SHARED_TRACES / "kineto" / "mi250_minitoy_train.json.gz"
-# Committed samples (examples/train_torch.py on an H100, PyTorch 2.11): no ../shared needed.
-H100_SAMPLES = sorted(SAMPLES.glob("torch_cuda_*/*.pt.trace.json.gz"))
 needs_traces = pytest.mark.skipif(
     not PLUGIN_SAMPLE.exists(), reason=f"public traces not found at {SHARED_TRACES}"
 )

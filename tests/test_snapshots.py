@@ -203,10 +203,10 @@ def test_session_without_steps(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A TPU profile without step markers: what the devices did, the programs, no empty table."""
-    from test_xla_programs import _tpu_job
+    from xla_profiles import tpu_job
 
     job = tmp_path / "tpu_job"
-    _tpu_job(job)
+    tpu_job(job)
     monkeypatch.chdir(job)  # the title and paths read "." in every run
     assert snap_compare(TuiprofApp(Path(".")), terminal_size=size, run_before=_keys())
 

@@ -131,3 +131,11 @@ def test_the_8_gpu_profile_lists_device_ops_and_names_every_kernels_op() -> None
     assert all(k.op_name for k in s.kernels)
     device = [o for o in s.top_ops if o.where == "Device"]
     assert len(device) > 1000 and sum(o.total_self_time_us for o in device) >= total
+
+
+def test_the_readers_byte_search_names_the_plane_that_keeps_the_hlo() -> None:
+    """The reader decides from a byte search whether to import the HLO pass (and numpy): its
+    bytes must be the plane name that pass reads."""
+    from tui_prof.profiles.xplane import hlo_cost, reader
+
+    assert hlo_cost.METADATA_PLANE.encode() == reader.METADATA_PLANE_BYTES

@@ -221,11 +221,11 @@ def test_renumbered_to_the_converters_step_numbers() -> None:
 def test_multi_rank_session_steps_from_the_slowest_rank_or_the_one_asked(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from test_kineto import _write_rank
+    from kineto_factory import write_rank
 
     run = tmp_path / "run"
-    _write_rank(run / "host_11.1700000000000.pt.trace.json.gz", 0, 1.0)
-    _write_rank(run / "host_12.1700000000013.pt.trace.json.gz", 1, 1.5)
+    write_rank(run / "host_11.1700000000000.pt.trace.json.gz", 0, 1.0)
+    write_rank(run / "host_12.1700000000013.pt.trace.json.gz", 1, 1.5)
     summary = summarize_session(run)
     tl = load_timeline(run)
     assert tl.source_names() == ["host_11", "host_12"]

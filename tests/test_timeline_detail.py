@@ -185,3 +185,26 @@ def test_narrow_views_keep_tracks_and_glyphs_apart(name: str, width: int) -> Non
     legend = lines[-1]
     assert all(g in legend for g in drawn), (drawn, legend)
     assert all(len(line) <= width for line in lines)
+
+
+@needs_shared
+def test_compare_median_names_the_category_that_grew(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The V100 sample's slowest step against its median: the main thread grew by its input
+    (the DataLoader), by as much as the input's own time there grew."""
+    from tui_prof.profiles.timeline.compare import compare_median, own_time
+
+    tl = load_timeline(PLUGIN_TRACE)
+    c = compare_median(tl)
+    top = c.tracks[0]
+    assert top.kind == "host" and top.category == "input" and top.category_delta_us > 0
+    slow = next(t for t in c.slow.tracks if t.name == top.name)
+    median = next(t for t in c.median.tracks if t.name == top.name)
+    assert top.category_delta_us == pytest.approx(
+        float(own_time(slow)[INPUT] - own_time(median)[INPUT])
+    )
+    assert main(["timeline", str(PLUGIN_TRACE), "--compare-median", "--width", "100"]) == 0
+    out = capsys.readouterr().out
+    assert f"{top.name}  (input +{top.category_delta_us / 1000:.2f} ms)" in out
+    assert all(len(line) <= 100 for line in out.splitlines())

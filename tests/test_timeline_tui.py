@@ -104,11 +104,11 @@ async def test_legacy_session_says_it_has_no_events() -> None:
 
 
 async def test_h_cycles_ranks_of_a_multi_rank_session(tmp_path: Path) -> None:
-    from test_kineto import _write_rank
+    from kineto_factory import write_rank
 
     run = tmp_path / "run"
-    _write_rank(run / "host_11.1700000000000.pt.trace.json.gz", 0, 1.0)
-    _write_rank(run / "host_12.1700000000013.pt.trace.json.gz", 1, 1.5)
+    write_rank(run / "host_11.1700000000000.pt.trace.json.gz", 0, 1.0)
+    write_rank(run / "host_12.1700000000013.pt.trace.json.gz", 1, 1.5)
     app = TuiprofApp(run)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 
 import pytest
-from conftest import SAMPLES, sample_session, settle, until
-from textual.widgets import DataTable, Input, Static, TabbedContent
+from conftest import SAMPLES, sample_session, settle, static_text, until
+from textual.widgets import DataTable, Input, TabbedContent
 from textual.widgets.data_table import ColumnKey
 
 from tui_prof.profiles.load import summarize_session
@@ -22,25 +21,15 @@ from tui_prof.tui.widgets.session_view import StepBreakdownTable
 _settle = settle
 
 
-def _static_text(app: TuiprofApp, selector: str) -> str:
-    """What a Static shows, as plain text (Rich renderables rendered as a terminal would)."""
-    from rich.console import Console
-
-    w = app.screen.query_one(selector, Static)
-    console = Console(width=200, color_system=None, record=True, file=open(os.devnull, "w"))  # noqa: SIM115
-    console.print(w.content)
-    return console.export_text()
-
-
 async def test_opens_first_session_and_shows_its_numbers() -> None:
     expected = summarize_session(sample_session("custom_loop"))
     app = TuiprofApp(SAMPLES)
     async with app.run_test(size=(120, 40)) as pilot:
         await _settle(pilot)
-        headline = _static_text(app, "#headline")
+        headline = static_text(app, "#headline")
         assert expected.average is not None
         assert f"{fmt_ms(expected.average.step_time_ms)} ms" in headline
-        assert "official step markers" in _static_text(app, "#source")  # the overview's top
+        assert "official step markers" in static_text(app, "#source")  # the overview's top
         await pilot.press("2")  # a table is drawn when its tab shows it
         await pilot.pause()
         table = app.screen.query_one(StepBreakdownTable)
@@ -63,7 +52,7 @@ async def test_navigating_with_j_and_tabs_loads_another_session() -> None:
                 break
             await pilot.press("j")
         await _settle(pilot)
-        assert "Input-bound" in _static_text(app, "#headline")
+        assert "Input-bound" in static_text(app, "#headline")
         await pilot.press("2")
         await pilot.pause()
         assert app.screen.query_one("#tabs", TabbedContent).active == "tab-steps"
@@ -95,12 +84,12 @@ async def test_bad_file_shows_error_and_the_rest_stays_browsable(tmp_path: Path)
     app = TuiprofApp(tmp_path)
     async with app.run_test(size=(100, 30)) as pilot:
         await _settle(pilot)
-        status = _static_text(app, "#status")
+        status = static_text(app, "#status")
         assert "could not read" in status
         assert app.screen.query_one("#status").has_class("error")
         await pilot.press("j", "j")
         await _settle(pilot)
-        assert "official step markers" in _static_text(app, "#source")
+        assert "official step markers" in static_text(app, "#source")
         assert not app.screen.query_one("#status").has_class("error")
 
 
@@ -108,7 +97,7 @@ async def test_empty_directory_names_sample_traces(tmp_path: Path) -> None:
     app = TuiprofApp(tmp_path)
     async with app.run_test(size=(80, 24)) as pilot:
         await _settle(pilot)
-        assert "sample_traces" in _static_text(app, "#status")
+        assert "sample_traces" in static_text(app, "#status")
 
 
 async def test_op_names_with_markup_are_shown_as_text(tmp_path: Path) -> None:
@@ -145,7 +134,7 @@ async def test_followed_logdir_shows_a_new_session_without_restart(tmp_path: Pat
     app = TuiprofApp(tmp_path)
     async with app.run_test(size=(100, 30)) as pilot:
         await _settle(pilot)
-        assert "No profiles" in _static_text(app, "#status")
+        assert "No profiles" in static_text(app, "#status")
         src = sample_session("custom_loop")
         dst = tmp_path / "job" / "plugins" / "profile" / src.name
         dst.mkdir(parents=True)
@@ -156,7 +145,7 @@ async def test_followed_logdir_shows_a_new_session_without_restart(tmp_path: Pat
             f.flush()
             await pilot.pause(1.0)
             f.write(data[len(data) // 2 :])
-        await until(pilot, lambda: "official step markers" in _static_text(app, "#source"))
+        await until(pilot, lambda: "official step markers" in static_text(app, "#source"))
 
 
 async def test_r_starts_an_experiment_and_rows_turn_finished(tmp_path: Path) -> None:
@@ -194,7 +183,7 @@ async def test_r_starts_an_experiment_and_rows_turn_finished(tmp_path: Path) -> 
             ),
             timeout=60,
         )
-        await until(pilot, lambda: "score" in _static_text(app, "#comparison"), timeout=20)
+        await until(pilot, lambda: "score" in static_text(app, "#comparison"), timeout=20)
 
 
 async def test_prefetched_first_session_is_shown_without_a_second_analysis() -> None:
@@ -209,7 +198,7 @@ async def test_prefetched_first_session_is_shown_without_a_second_analysis() -> 
         await _settle(pilot)
         assert pre.used and pre.listing_used
         assert pre.summary.average is not None
-        assert f"{fmt_ms(pre.summary.average.step_time_ms)} ms" in _static_text(app, "#headline")
+        assert f"{fmt_ms(pre.summary.average.step_time_ms)} ms" in static_text(app, "#headline")
 
 
 async def test_capture_dialog_rejects_a_bad_address_in_one_line_and_stays_open(
@@ -227,7 +216,7 @@ async def test_capture_dialog_rejects_a_bad_address_in_one_line_and_stays_open(
         await pilot.press("enter")
         await pilot.pause()
         assert isinstance(app.screen, CaptureDialog)
-        assert "bad address" in _static_text(app, "#capture-error")
+        assert "bad address" in static_text(app, "#capture-error")
         await pilot.press("escape")
         await pilot.pause()
         assert not isinstance(app.screen, CaptureDialog)
@@ -251,7 +240,7 @@ async def test_capture_with_no_server_says_so(tmp_path: Path) -> None:
         await pilot.press("enter")
         await until(pilot, lambda: isinstance(app.screen, CapturesScreen))
         await until(
-            pilot, lambda: "no profiler server" in _static_text(app, "#capture-status"), timeout=40
+            pilot, lambda: "no profiler server" in static_text(app, "#capture-status"), timeout=40
         )
 
 
@@ -301,20 +290,20 @@ async def test_an_experiment_writing_outside_the_open_path_joins_the_tree(tmp_pa
 async def test_damaged_line_in_the_streaming_reader_shows_one_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from test_bad_input import _damaged_line
+    from xla_profiles import damaged_line
 
     monkeypatch.setenv("TUIPROF_LARGE_MB", "0")  # every session through the streaming reader
     src = sample_session("custom_loop")
     bad = tmp_path / "a_bad" / "plugins" / "profile" / "s"
     bad.mkdir(parents=True)
-    (bad / "h.xplane.pb").write_bytes(_damaged_line(next(src.glob("*.xplane.pb")).read_bytes()))
+    (bad / "h.xplane.pb").write_bytes(damaged_line(next(src.glob("*.xplane.pb"))))
     good = tmp_path / "b_good" / "plugins" / "profile"
     good.mkdir(parents=True)
     shutil.copytree(src, good / src.name)
     app = TuiprofApp(tmp_path)
     async with app.run_test(size=(100, 30)) as pilot:
         await _settle(pilot)
-        status = _static_text(app, "#status")
+        status = static_text(app, "#status")
         assert "damaged line" in status and "unexpected error" not in status, status
         tree = app.screen.query_one(ProfileTree)
         target = good / src.name
@@ -324,5 +313,5 @@ async def test_damaged_line_in_the_streaming_reader_shows_one_line(
                 break
             await pilot.press("j")
         await _settle(pilot)
-        await until(pilot, lambda: "ms" in _static_text(app, "#headline"))
+        await until(pilot, lambda: "ms" in static_text(app, "#headline"))
         assert not app.screen.query_one("#status").has_class("error")

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
-from conftest import SAMPLES, sample_session, settle
+from conftest import SAMPLES, sample_session, settle, static_text
 from textual.pilot import Pilot
-from textual.widgets import Static
 
 from tui_prof.profiles.diff import diff_summaries
 from tui_prof.profiles.load import summarize_session
@@ -16,15 +14,6 @@ from tui_prof.render.diff import fmt_delta
 from tui_prof.tui.app import TuiprofApp
 from tui_prof.tui.screens.diff import DiffRowsTable, DiffScreen
 from tui_prof.tui.widgets.profile_tree import ProfileTree
-
-
-def _text(app: TuiprofApp, selector: str) -> str:
-    from rich.console import Console
-
-    w = app.screen.query_one(selector, Static)
-    console = Console(width=200, color_system=None, record=True, file=open(os.devnull, "w"))  # noqa: SIM115
-    console.print(w.content)
-    return console.export_text()
 
 
 async def _go_to(pilot: Pilot[Any], target: Path) -> None:
@@ -61,13 +50,13 @@ async def test_mark_then_diff_shows_every_op_in_the_diffs_order() -> None:
         assert str(first[3]) == fmt_delta(expected.ops[0].delta_ms)
         new = next(i for i, r in enumerate(expected.ops) if r.name in expected.only_in_b)
         assert str(table.get_row_at(new)[-1]) == "new"
-        header = _text(app, "#diff-header")
+        header = static_text(app, "#diff-header")
         assert "keras_fit_float32" in header and "Step time" in header
         # The selected row's full name, wherever the table cut it.
-        assert expected.ops[0].name in _text(app, "#diff-detail").replace("\n", "")
+        assert expected.ops[0].name in static_text(app, "#diff-detail").replace("\n", "")
         await pilot.press("down")
         await pilot.pause()
-        assert expected.ops[1].name in _text(app, "#diff-detail").replace("\n", "")
+        assert expected.ops[1].name in static_text(app, "#diff-detail").replace("\n", "")
 
         await pilot.press("s")  # B against A: every change turns round
         await settle(pilot)
@@ -89,7 +78,7 @@ async def test_experiment_variants_diff_from_the_experiments_view() -> None:
         await pilot.press("d")
         await settle(pilot)
         assert isinstance(app.screen, DiffScreen)
-        header = _text(app, "#diff-header")
+        header = static_text(app, "#diff-header")
         assert "float32 (5 of 5 runs)" in header and "mixed (5 of 5 runs)" in header
         assert "± SE" in [
             str(c.label) for c in app.screen.query_one("#diff-ops", DiffRowsTable).columns.values()

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import SAMPLES, settle
-from test_tui import _static_text
+from conftest import SAMPLES, settle, static_text
 from textual.widgets import Input
 
 from tui_prof.profiles.discover import discover
@@ -29,7 +28,7 @@ async def test_t_sets_the_peak_mfu_divides_by() -> None:
     app = TuiprofApp(AUTOCAST)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
-        assert "of NVIDIA H100 SXM fp16 dense 989.5 TFLOP/s" in _static_text(app, "#precision")
+        assert "of NVIDIA H100 SXM fp16 dense 989.5 TFLOP/s" in static_text(app, "#precision")
         await pilot.press("T")
         await pilot.pause()
         assert isinstance(app.screen, PeakDialog)
@@ -39,7 +38,7 @@ async def test_t_sets_the_peak_mfu_divides_by() -> None:
         await settle(pilot)
         assert not isinstance(app.screen, PeakDialog) and app.peak_tflops == 10.0
         mfu = 100 * e.achieved_tflops / 10.0  # by hand, against the given peak
-        text = _static_text(app, "#precision")
+        text = static_text(app, "#precision")
         assert f"MFU {mfu:.2g}% of 10 TFLOP/s (--peak-tflops)" in text
         await pilot.press("T")
         await pilot.pause()
@@ -47,24 +46,33 @@ async def test_t_sets_the_peak_mfu_divides_by() -> None:
         await pilot.press("ctrl+a", "ctrl+k", "enter")  # empty: the table's peak again
         await settle(pilot)
         assert app.peak_tflops is None
-        assert "989.5 TFLOP/s" in _static_text(app, "#precision")
+        assert "989.5 TFLOP/s" in static_text(app, "#precision")
 
 
 async def test_a_cpu_says_it_has_no_peak_and_how_to_give_one() -> None:
     app = TuiprofApp(CPU)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
-        text = _static_text(app, "#precision")
+        text = static_text(app, "#precision")
         assert "MFU n/a: the hardware table has no dense peak for a CPU (T: give one)" in text
         await pilot.press("T")
         await pilot.pause()
         await pilot.press(*"2.5", "enter")
         await settle(pilot)
-        assert "of 2.5 TFLOP/s (--peak-tflops)" in _static_text(app, "#precision")
+        assert "of 2.5 TFLOP/s (--peak-tflops)" in static_text(app, "#precision")
 
 
 async def test_a_peak_given_on_the_command_line() -> None:
     app = TuiprofApp(CPU, peak_tflops=2.5)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
-        assert "of 2.5 TFLOP/s (--peak-tflops)" in _static_text(app, "#precision")
+        assert "of 2.5 TFLOP/s (--peak-tflops)" in static_text(app, "#precision")
+
+
+def test_the_tuis_command_line_takes_a_peak() -> None:
+    from tui_prof.cli.main import build_tui_parser
+
+    assert build_tui_parser().parse_args(["logs", "--peak-tflops", "2.5"]).peak_tflops == 2.5
+    assert build_tui_parser().parse_args(["logs"]).peak_tflops is None
+    with pytest.raises(SystemExit):
+        build_tui_parser().parse_args(["logs", "--peak-tflops", "0"])

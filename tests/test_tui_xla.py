@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import settle
-from test_tui import _static_text
-from test_xla_programs import _gpu_job, _tpu_job
+from conftest import settle, static_text
 from textual.widgets import OptionList, TabPane
+from xla_profiles import gpu_job, tpu_job
 
 from tui_prof.tui.app import TuiprofApp
 from tui_prof.tui.screens.program_dialog import ProgramDialog
@@ -15,11 +14,11 @@ from tui_prof.tui.widgets.session_view import StepBreakdownTable
 
 
 async def test_p_picks_the_program_whose_runs_are_the_steps(tmp_path: Path) -> None:
-    _gpu_job(tmp_path)
+    gpu_job(tmp_path)
     app = TuiprofApp(tmp_path)
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
-        assert "'jit_train_step'" in _static_text(app, "#source")  # the Steps: line
+        assert "'jit_train_step'" in static_text(app, "#source")  # the Steps: line
         await pilot.press("P")
         await pilot.pause()
         assert isinstance(app.screen, ProgramDialog)
@@ -31,7 +30,7 @@ async def test_p_picks_the_program_whose_runs_are_the_steps(tmp_path: Path) -> N
         await pilot.press("enter")
         await settle(pilot)
         assert not isinstance(app.screen, ProgramDialog)
-        source = _static_text(app, "#source")
+        source = static_text(app, "#source")
         assert "'jit_metrics'" in source and "named with --step-program" in source
         await pilot.press("2")  # a table is drawn when its tab shows it
         await pilot.pause()
@@ -40,17 +39,17 @@ async def test_p_picks_the_program_whose_runs_are_the_steps(tmp_path: Path) -> N
         await pilot.pause()
         await pilot.press("home", "enter")
         await settle(pilot)
-        assert "'jit_train_step'" in _static_text(app, "#source")
+        assert "'jit_train_step'" in static_text(app, "#source")
 
 
 async def test_a_session_without_steps_shows_what_the_devices_did(tmp_path: Path) -> None:
-    _tpu_job(tmp_path)
+    tpu_job(tmp_path)
     app = TuiprofApp(tmp_path)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
-        assert "No steps found" in _static_text(app, "#headline")
-        bars = _static_text(app, "#bars")
+        assert "No steps found" in static_text(app, "#headline")
+        bars = static_text(app, "#bars")
         assert "No step-time breakdown" in bars and "TPU duty cycle 28.6%" in bars
-        assert "jit_f" in _static_text(app, "#averages")  # the programs, not an empty table
-        assert "StepTraceAnnotation" in _static_text(app, "#advice")
+        assert "jit_f" in static_text(app, "#averages")  # the programs, not an empty table
+        assert "StepTraceAnnotation" in static_text(app, "#advice")
         assert app.screen.query_one("#tab-steps", TabPane).disabled

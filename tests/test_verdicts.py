@@ -264,7 +264,24 @@ def test_no_mixed_precision_from_kernel_names_that_say_no_type(
     name rule reads 0% 16-bit; that is no measurement to advise mixed precision on."""
     s = next(v for p, v in summaries.items() if "jax_cuda_bf16" in str(p))
     assert s.precision is not None and s.precision.compute_16bit_percent == 0.0
+    assert not s.precision.measured  # TensorBoard's figure, kept, but not a measurement
     assert not any(re.search(MIXED, r, re.IGNORECASE) for r in s.recommendations)
+    from tui_prof.render.summary import precision_text
+
+    shown = precision_text(s).plain
+    assert "16-bit share: unknown" in shown and "Tensor Cores: unknown" in shown
+    assert "32-bit" not in shown.split("(")[0]  # no "100.0% 32-bit" claim
+
+
+def test_a_16bit_share_from_kernel_names_that_say_their_types_stays_measured(
+    summaries: dict[Path, ProfileSummary],
+) -> None:
+    """The TensorFlow demo's kernels carry shapes and typed names: its 30.5% is a measurement."""
+    s = next((v for p, v in summaries.items() if "tf_gpu_multi_worker" in str(p)), None)
+    if s is None:
+        pytest.skip(f"public traces not found at {SHARED_TRACES}")
+    assert s.precision is not None and s.precision.measured
+    assert s.precision.compute_16bit_percent == pytest.approx(30.5, abs=0.05)
 
 
 def test_devices_busy_however_little_are_never_idle() -> None:

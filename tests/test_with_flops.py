@@ -11,17 +11,18 @@ convolution): no op is counted twice.
 
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import SAMPLES
 
 from tui_prof.profiles.discover import discover
 from tui_prof.profiles.load import load_summary
 
-torch = pytest.importorskip("torch", reason="torch is not installed (an optional extra)")
-pytestmark = pytest.mark.torch
+WIDE_H100 = SAMPLES / "torch_cuda_wide_float32"  # recorded on an H100 with with_flops=True
 
 STEPS = 3
 GEMMS = ("aten::addmm", "aten::mm", "aten::bmm")
@@ -30,6 +31,7 @@ GEMMS = ("aten::addmm", "aten::mm", "aten::bmm")
 def _record(path: Path) -> dict[int, float]:
     """Three profiled steps of a linear layer, a matmul, a bmm and a strided, padded conv; torch's
     own FLOPs per call, by the call's External id."""
+    import torch
     from torch.profiler import ProfilerActivity, profile, schedule
 
     torch.manual_seed(0)
@@ -65,8 +67,10 @@ def _record(path: Path) -> dict[int, float]:
 
 def _by_hand(e: dict[str, Any]) -> float | None:
     """2·M·N·K (GEMMs) or 2·outputs·C_in·k_h·k_w (the convolution) from the file's own args."""
-    dims: list[list[int]] = e["args"]["Input Dims"]
     name = e["name"]
+    if name not in ("aten::addmm", "aten::mm", "aten::bmm", "aten::conv2d"):
+        return None
+    dims: list[list[int]] = e["args"]["Input Dims"]
     if name == "aten::addmm":  # bias, A (M×K), B (K×N)
         (m, k), (_, n) = dims[1], dims[2]
         return 2.0 * m * n * k
@@ -96,6 +100,7 @@ def recorded(
     return path, json.loads(path.read_text()), torch_flops
 
 
+@pytest.mark.torch
 def test_shapes_give_2mnk_and_torchs_own_counts(
     recorded: tuple[Path, dict[str, Any], dict[int, float]],
 ) -> None:
@@ -128,6 +133,7 @@ def test_shapes_give_2mnk_and_torchs_own_counts(
     assert s.memory is not None and s.memory.peak_allocated_mb is not None
 
 
+@pytest.mark.torch
 def test_flops_args_count_once(
     recorded: tuple[Path, dict[str, Any], dict[int, float]], tmp_path: Path
 ) -> None:
@@ -149,3 +155,36 @@ def test_flops_args_count_once(
         if "flops" in x.get("args", {})
     )
     assert e.flops_total == total
+
+
+def test_an_h100_trace_recorded_with_flops() -> None:
+    """The H100 sample recorded with with_flops=True and profile_memory=True: no `flops` args in
+    the file (torch 2.x), so the shapes count; GEMMs equal 2·M·N·K from its Input Dims, the
+    forward convolutions 2·N·C_out·H_out·W_out·C_in·k_h·k_w from aten::conv2d's dims, stride
+    and padding, counted once on the call that runs them (aten::cudnn_convolution)."""
+    trace = next(WIDE_H100.rglob("*.pt.trace.json.gz"))
+    with gzip.open(trace) as fh:
+        doc = json.loads(fh.read())
+    assert doc["with_flops"] == 1 and doc["profile_memory"] == 1
+    ops = [e for e in doc["traceEvents"] if e.get("cat") == "cpu_op"]
+    assert not any("flops" in e["args"] for e in ops)
+    hand: dict[str, float] = {}
+    for e in ops:
+        f = _by_hand(e)
+        if f is not None:
+            hand[e["name"]] = hand.get(e["name"], 0.0) + f
+    s = load_summary(discover(trace).sessions[0], use_cache=False)
+    assert s.efficiency is not None and s.efficiency.flops_source == "shapes"
+    flops = {o.name: o.flops for o in s.top_ops if o.where == "Host"}
+    assert flops["aten::addmm"] == hand["aten::addmm"]
+    assert flops["aten::mm"] == hand["aten::mm"]
+    assert flops["aten::cudnn_convolution"] == hand["aten::conv2d"]
+    for parent in ("aten::conv2d", "aten::convolution", "aten::_convolution", "aten::linear"):
+        assert flops.get(parent) is None, parent
+    counted = {n: f for n, f in flops.items() if f}
+    assert s.efficiency.flops_total == pytest.approx(sum(counted.values()))
+    m = s.memory
+    totals = [
+        e["args"]["Total Allocated"] for e in doc["traceEvents"] if e.get("name") == "[memory]"
+    ]
+    assert m is not None and m.peak_allocated_mb == pytest.approx(max(totals) / 2**20)

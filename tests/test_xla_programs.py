@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from conftest import SHARED_TRACES, needs_shared, sample_session
 from rich.console import Console
-from xla_profiles import Event, Space
+from xla_profiles import Space, gpu_job, tpu_job
 
 from tui_prof.model import STEP_SOURCE_OFFICIAL, STEP_SOURCE_PROGRAM_RUNS
 from tui_prof.profiles.load import summarize_session
@@ -101,48 +101,8 @@ def test_jax_sample_with_markers_keeps_the_converters_steps() -> None:
 # --- a JAX-like GPU job, built event by event -------------------------------------------------
 
 
-def _gpu_job(logdir: Path) -> Path:
-    """Six calls of a jitted train step (two kernels each, launched inside XLA's execution on the
-    host), a small metrics program after each, and one long init program (more device time than
-    all the steps, but run once: not a step); a second GPU stays idle."""
-    space = Space()
-    space.task_environment(0, 1000)
-    host = space.plane(0, "/host:CPU")
-    python: list[Event] = []
-    launches: list[Event] = []
-    gpu0: list[Event] = []
-    for k in range(6):
-        t = 100.0 * k
-        python += [
-            ("PjitFunction(train_step)", t, 20, {}),
-            ("jit_train_step:XLA GPU module", t + 5, 10, {}),
-            ("PjitFunction(metrics)", t + 30, 5, {}),
-            ("jit_metrics:XLA GPU module", t + 31, 3, {}),
-        ]
-        launches += [
-            ("cuLaunchKernel", t + 6, 1, {"correlation_id": 10 * k + 1}),
-            ("cuLaunchKernel", t + 8, 1, {"correlation_id": 10 * k + 2}),
-            ("cuLaunchKernel", t + 32, 1, {"correlation_id": 10 * k + 3}),
-        ]
-        gpu0 += [
-            ("gemm_bf16_kernel", t + 40, 20, {"correlation_id": 10 * k + 1}),
-            ("reduce_f32", t + 65, 10, {"correlation_id": 10 * k + 2}),
-            ("tiny", t + 80, 2, {"correlation_id": 10 * k + 3}),
-        ]
-    python += [("PjitFunction(init)", 700, 20, {}), ("jit_init:XLA GPU module", 705, 10, {})]
-    launches.append(("cuLaunchKernel", 706, 1, {"correlation_id": 9001}))
-    gpu0.append(("init_f32", 710, 250, {"correlation_id": 9001}))
-    host.line(1, "python", python)
-    host.line(77, "Host Threads/77", launches)
-    space.plane(1, "/device:GPU:0", {"device_vendor": "Nvidia"}).line(
-        10, "Stream #10(Kernel)", gpu0
-    )
-    space.plane(2, "/device:GPU:1", {"device_vendor": "Nvidia"})
-    return space.save(logdir)
-
-
 def test_gpu_job_steps_are_runs_of_the_program_with_the_most_device_time(tmp_path: Path) -> None:
-    s = summarize_session(_gpu_job(tmp_path))
+    s = summarize_session(gpu_job(tmp_path))
     assert s.step_source == STEP_SOURCE_PROGRAM_RUNS
     assert "'jit_train_step'" in s.step_source_detail
     assert [st.step for st in s.steps] == [1, 2, 3, 4]  # six runs, first and last dropped
@@ -176,7 +136,7 @@ def test_gpu_job_steps_are_runs_of_the_program_with_the_most_device_time(tmp_pat
 
 
 def test_gpu_job_named_program(tmp_path: Path) -> None:
-    logdir = _gpu_job(tmp_path)
+    logdir = gpu_job(tmp_path)
     s = summarize_session(logdir, step_program="metrics")
     assert s.step_source == STEP_SOURCE_PROGRAM_RUNS and len(s.steps) == 4
     assert all(st.step_time_ms == pytest.approx(0.1) for st in s.steps)  # start to start
@@ -201,7 +161,7 @@ def test_gpu_job_named_program(tmp_path: Path) -> None:
 
 
 def test_cli_step_program_and_json_fields(tmp_path: Path) -> None:
-    logdir = _gpu_job(tmp_path)
+    logdir = gpu_job(tmp_path)
     r = subprocess.run(
         [sys.executable, "-m", "tui_prof.cli", "summary", str(tmp_path), "--json"],
         capture_output=True,
@@ -249,29 +209,8 @@ def test_executions_on_several_device_threads_are_one_run(tmp_path: Path) -> Non
 # --- TPU planes --------------------------------------------------------------------------------
 
 
-def _tpu_job(logdir: Path) -> Path:
-    """Two TPU cores running a jitted `f` four times: a module event per run, ops inside it."""
-    space = Space("tpuhost")
-    space.task_environment(0, 1000)
-    host = space.plane(0, "/host:CPU")
-    host.line(1, "main", [("PjitFunction(f)", 200.0 * k, 5, {}) for k in range(4)])
-    for core in range(2):
-        tpu = space.plane(10 + core, f"/device:TPU:{core}", {"device_type_string": "TPU v6 Lite"})
-        tpu.line(2, "XLA Modules", [("jit_f(42)", 200.0 * k + 10, 100, {}) for k in range(4)])
-        ops: list[Event] = []
-        for k in range(4):
-            t = 200.0 * k + 10
-            ops += [
-                ("%fusion = bf16[1024]{0} fusion(bf16[1024]{0} %p)", t + 5, 40, {}),
-                ("%all-reduce = f32[8]{0} all-reduce(f32[8]{0} %x)", t + 50, 10, {}),
-            ]
-        tpu.line(3, "XLA Ops", ops)
-        tpu.line(6, "XLA TraceMe", [("dependency-wait", 200.0 * k + 60, 50, {}) for k in range(4)])
-    return space.save(logdir)
-
-
 def test_tpu_planes_are_listed_and_shown_without_steps(tmp_path: Path) -> None:
-    s = summarize_session(_tpu_job(tmp_path))
+    s = summarize_session(tpu_job(tmp_path))
     assert s.environment.device_names == ("/device:TPU:0", "/device:TPU:1")
     assert s.environment.device_count == 2
     assert not s.steps and s.step_source == "none"

@@ -107,3 +107,80 @@ class Space:
         path = d / f"{self.hostname}.xplane.pb"
         path.write_bytes(self.msg.SerializeToString())
         return d
+
+
+def damaged_line(src: Path) -> bytes:
+    """A profile's bytes with its largest event line corrupted in the middle (the file's layout,
+    its planes and their metadata stay intact: only decoding that line can find the damage)."""
+    from tui_prof.profiles.xplane.xspace import XSpaceFile
+
+    with XSpaceFile(src) as space:
+        a, b = max((s for p in space.planes for s in p.line_spans), key=lambda s: s[1] - s[0])
+    out = bytearray(src.read_bytes())
+    mid = (a + b) // 2
+    out[mid : mid + 8] = b"\xff" * 8  # an 8-byte run of 0xff: no valid varint or tag
+    return bytes(out)
+
+
+# --- JAX-like jobs, built event by event ------------------------------------------------------
+
+
+def gpu_job(logdir: Path) -> Path:
+    """Six calls of a jitted train step (two kernels each, launched inside XLA's execution on the
+    host), a small metrics program after each, and one long init program (more device time than
+    all the steps, but run once: not a step); a second GPU stays idle."""
+    space = Space()
+    space.task_environment(0, 1000)
+    host = space.plane(0, "/host:CPU")
+    python: list[Event] = []
+    launches: list[Event] = []
+    gpu0: list[Event] = []
+    for k in range(6):
+        t = 100.0 * k
+        python += [
+            ("PjitFunction(train_step)", t, 20, {}),
+            ("jit_train_step:XLA GPU module", t + 5, 10, {}),
+            ("PjitFunction(metrics)", t + 30, 5, {}),
+            ("jit_metrics:XLA GPU module", t + 31, 3, {}),
+        ]
+        launches += [
+            ("cuLaunchKernel", t + 6, 1, {"correlation_id": 10 * k + 1}),
+            ("cuLaunchKernel", t + 8, 1, {"correlation_id": 10 * k + 2}),
+            ("cuLaunchKernel", t + 32, 1, {"correlation_id": 10 * k + 3}),
+        ]
+        gpu0 += [
+            ("gemm_bf16_kernel", t + 40, 20, {"correlation_id": 10 * k + 1}),
+            ("reduce_f32", t + 65, 10, {"correlation_id": 10 * k + 2}),
+            ("tiny", t + 80, 2, {"correlation_id": 10 * k + 3}),
+        ]
+    python += [("PjitFunction(init)", 700, 20, {}), ("jit_init:XLA GPU module", 705, 10, {})]
+    launches.append(("cuLaunchKernel", 706, 1, {"correlation_id": 9001}))
+    gpu0.append(("init_f32", 710, 250, {"correlation_id": 9001}))
+    host.line(1, "python", python)
+    host.line(77, "Host Threads/77", launches)
+    space.plane(1, "/device:GPU:0", {"device_vendor": "Nvidia"}).line(
+        10, "Stream #10(Kernel)", gpu0
+    )
+    space.plane(2, "/device:GPU:1", {"device_vendor": "Nvidia"})
+    return space.save(logdir)
+
+
+def tpu_job(logdir: Path) -> Path:
+    """Two TPU cores running a jitted `f` four times: a module event per run, ops inside it."""
+    space = Space("tpuhost")
+    space.task_environment(0, 1000)
+    host = space.plane(0, "/host:CPU")
+    host.line(1, "main", [("PjitFunction(f)", 200.0 * k, 5, {}) for k in range(4)])
+    for core in range(2):
+        tpu = space.plane(10 + core, f"/device:TPU:{core}", {"device_type_string": "TPU v6 Lite"})
+        tpu.line(2, "XLA Modules", [("jit_f(42)", 200.0 * k + 10, 100, {}) for k in range(4)])
+        ops: list[Event] = []
+        for k in range(4):
+            t = 200.0 * k + 10
+            ops += [
+                ("%fusion = bf16[1024]{0} fusion(bf16[1024]{0} %p)", t + 5, 40, {}),
+                ("%all-reduce = f32[8]{0} all-reduce(f32[8]{0} %x)", t + 50, 10, {}),
+            ]
+        tpu.line(3, "XLA Ops", ops)
+        tpu.line(6, "XLA TraceMe", [("dependency-wait", 200.0 * k + 60, 50, {}) for k in range(4)])
+    return space.save(logdir)

@@ -132,17 +132,23 @@ class Precision:
     way), "hlo_ops" (device HLO ops by their types, where there are no steps), "kernel_names"
     (kernels whose names carry a 16-bit type), "precomputed" (an older TensorBoard's file) or
     "kernels_and_op_types" (PyTorch: every GPU kernel, 16-bit by its name or its op's input types).
+    `measured` is False where the figure rests on nothing that says a type: kernels none of whose
+    names say their number type (XLA's fusions) and no shapes or HLO types, where xprof's rule
+    reads every such kernel, bf16 ones included, as 32-bit. The numbers are kept (they are
+    TensorBoard's); the faces say the share is unknown and advice ignores it.
     """
 
     compute_16bit_percent: float
     compute_32bit_percent: float
     source: str = "steps"
+    measured: bool = True
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "compute_16bit_percent": self.compute_16bit_percent,
             "compute_32bit_percent": self.compute_32bit_percent,
             "source": self.source,
+            "measured": self.measured,
         }
 
 

@@ -37,9 +37,19 @@ def _clean_multiline(text: str) -> bool:
 
 
 # What msgspec's JSON makes of the characters `printable` replaces: C0 escaped (`\n`, `\u001b`),
-# DEL and C1 (U+0080-U+009F) as they are, in UTF-8. Any backslash (a real one in a name too) or
-# a C1 character sends the value to the walk, which decides.
+# DEL and C1 (U+0080-U+009F) as they are, in UTF-8. Its other escapes are `\"` and `\\`.
+_C0_ESCAPES = (b"\\b", b"\\f", b"\\n", b"\\r", b"\\t", b"\\u")
 _C1_IN_UTF8 = re.compile(rb"\xc2[\x80-\x9f]")
+
+
+def _has_control(data: bytes) -> bool:
+    """Whether msgspec's JSON holds a character `printable` replaces."""
+    if b"\x7f" in data or (b"\xc2" in data and _C1_IN_UTF8.search(data) is not None):
+        return True
+    if b"\\" not in data:
+        return False
+    bare = data.replace(b"\\\\", b"")  # escaped backslashes out: each escape left is one
+    return any(e in bare for e in _C0_ESCAPES)
 
 
 def printable_fields(obj: T) -> T:
@@ -55,8 +65,7 @@ def printable_fields(obj: T) -> T:
     except (TypeError, ValueError, msgspec.EncodeError):
         pass  # a value JSON cannot hold: walk it
     else:
-        clean = b"\\" not in data and b"\x7f" not in data
-        if clean and (b"\xc2" not in data or _C1_IN_UTF8.search(data) is None):
+        if not _has_control(data):
             return obj
     return cast(T, _walk(obj))
 
@@ -94,20 +103,27 @@ def _walk(value: Any) -> Any:
     return dataclasses.replace(value, **changes) if changes else value
 
 
-# Indenting makes json use its pure-Python encoder (~1 µs a value): a document of more values than
-# this (a job's 10,000 metrics) is written compact by the C encoder instead, 10× faster.
+# Indented JSON is the compact text re-spaced by msgspec's formatter (C): json's own indenting
+# runs its pure-Python encoder (~1 µs a value; half a second for an 8-GPU profile's summary).
+# A document of more than this, compact, stays compact (a job's 10,000 metrics).
 MAX_INDENTED_BYTES = 4 * 2**20
 
 
 def strict_json(doc: Any, indent: int | None = 2) -> str:
     """`doc` as standard JSON: NaN and infinities (which strict parsers reject) become null;
     control and non-ASCII characters are escaped (`ensure_ascii`), so none reach a terminal.
-    Indented where it is small enough (MAX_INDENTED_BYTES compact), else compact."""
-    clean = _finite(doc)
-    compact = json.dumps(clean, allow_nan=False, ensure_ascii=True)
+    Indented where it is small enough (MAX_INDENTED_BYTES compact), else compact; the same text
+    as `json.dumps(doc, indent=indent)` with those rules."""
+    compact = json.dumps(doc, ensure_ascii=True)  # the C encoder
+    if "NaN" in compact or "Infinity" in compact:  # a value to make null (or a name saying so)
+        compact = json.dumps(_finite(doc), allow_nan=False, ensure_ascii=True)
     if indent is None or len(compact) > MAX_INDENTED_BYTES:
         return compact
-    return json.dumps(clean, indent=indent, allow_nan=False, ensure_ascii=True)
+    if indent < 1:  # json's own layout for these (msgspec's differs)
+        return json.dumps(_finite(doc), indent=indent, allow_nan=False, ensure_ascii=True)
+    import msgspec  # only re-spaces: strings and numbers are copied as json wrote them
+
+    return msgspec.json.format(compact.encode(), indent=indent).decode()
 
 
 def _finite(value: Any) -> Any:

@@ -85,7 +85,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser = build_parser()
         # One usage block for both ways in: the TUI on PATH, or a headless command. (Set here
         # only: subcommands' usage lines are built from the parent's.)
-        parser.usage = "%(prog)s [-h] [--version] [PATH]\n       %(prog)s COMMAND [-h] ..."
+        parser.usage = (
+            "%(prog)s [-h] [--version] [--peak-tflops TFLOPS] [PATH]\n"
+            "       %(prog)s COMMAND [-h] ..."
+        )
+        from tui_prof.cli.summary import add_peak_argument
+
+        add_peak_argument(parser)  # the TUI's option, listed here (T changes it in the TUI)
         parser.print_help()
         return 0
     args = build_tui_parser().parse_args(args_list)

@@ -151,7 +151,12 @@ def to_markdown(summaries: list[ProfileSummary]) -> str:
         if avg:
             sd = f" ± {avg.step_time_std_ms:.2f}" if avg.step_time_std_ms is not None else ""
             out.append(f"- Step time: {avg.step_time_ms:.2f}{sd} ms")
-        if s.precision:
+        if s.precision and not s.precision.measured:
+            out.append(
+                "- 16-bit share of device compute: unknown (no kernel name, shape or HLO op "
+                "says its number type)"
+            )
+        elif s.precision:
             source = "" if s.precision.source == "steps" else f" (from {s.precision.source})"
             out.append(
                 f"- 16-bit share of device compute: {s.precision.compute_16bit_percent:.1f}%"

@@ -82,14 +82,17 @@ def run(args: argparse.Namespace) -> int:
 
 def _compare(tl: Any, as_json: bool, width: int, rank: str | None) -> int:
     from tui_prof.profiles.timeline.compare import compare_median
-    from tui_prof.render.timeline import timeline_lines
+    from tui_prof.render.timeline import growth_line, timeline_lines
 
     c = compare_median(tl, rank)
     if as_json:
         print(strict_json(c.to_dict()))
         return 0
+    from tui_prof.render.timeline import View
+
+    same = View(0.0, max(c.slow.duration_us, c.median.duration_us, 1e-3))  # one time scale
     for st, what in ((c.slow, "slowest"), (c.median, "median")):
-        for line in timeline_lines(st, width, mono=True, note=f" ({what})"):
+        for line in timeline_lines(st, width, same, mono=True, note=f" ({what})"):
             print(line.plain.rstrip())
         print()
     head = (
@@ -99,9 +102,5 @@ def _compare(tl: Any, as_json: bool, width: int, rank: str | None) -> int:
     )
     print(head[:width] if len(head) <= width else head)
     for r in c.tracks:
-        row = (
-            f"  {r.delta_us / 1000:+9.2f} ms  {r.median_us / 1000:8.2f} → "
-            f"{r.slow_us / 1000:8.2f} ms  {r.kind:6} {r.name}"
-        )
-        print(row[:width])
+        print(growth_line(r, width, with_kind=True).plain)
     return 0

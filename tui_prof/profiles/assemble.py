@@ -6,6 +6,7 @@ format and hands them to `assemble`, so the same rules judge every format. Pure;
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 
@@ -190,7 +191,10 @@ def assemble(
     check_numbers(session, steps, ops, kernels)
     avg = average(steps)
     tc = tensor_core_use(kernels)
-    f = facts(env, measured_precision(prec, kernels), framework, is_training)
+    measured = measured_precision(prec, kernels)
+    if prec is not None and measured is None:
+        prec = dataclasses.replace(prec, measured=False)
+    f = facts(env, measured, framework, is_training)
     sentence, verdict, flagged = advice.verdict(avg, f, startup_ms, startup_calls)
     tips = advice.recommendations(flagged, f, tc)
     if avg is None:

@@ -45,6 +45,10 @@ class DeviceSpec:
     memory_bandwidth_gbs: float | None = None
     source: str = ""
     exact: bool = True  # False: found from the architecture only (peaks are `name`'s)
+    # Devices a framework lists per package: MI250/MI250X's two GCDs, TPU v2/v3's two
+    # TensorCores per chip. The figures above are the package's (the datasheet's); `per_device`
+    # gives one framework device's share, which is what a profile's device did.
+    devices_per_package: int = 1
 
     @property
     def matrix_units(self) -> str:
@@ -68,6 +72,24 @@ class DeviceSpec:
             return self.fp32_tflops * 1e12
         return None
 
+    def per_device(self) -> DeviceSpec:
+        """The row as one framework device sees it: the package's figures split between its
+        GCDs or cores, the name saying so."""
+        n = self.devices_per_package
+        if n == 1:
+            return self
+        part = "GCD" if self.vendor == "AMD" else "core"
+        return replace(
+            self,
+            name=f"{self.name}, one {part} of {n}",
+            matrix_tflops={k: v / n for k, v in self.matrix_tflops.items()},
+            fp32_tflops=None if self.fp32_tflops is None else self.fp32_tflops / n,
+            memory_bandwidth_gbs=(
+                None if self.memory_bandwidth_gbs is None else self.memory_bandwidth_gbs / n
+            ),
+            devices_per_package=1,
+        )
+
     @property
     def memory_bandwidth(self) -> float | None:
         """Peak memory bandwidth in bytes/s."""
@@ -81,13 +103,17 @@ def _nv(
 
 
 def _amd(
-    name: str, arch: str, vector_fp32: float, bw: float, source: str, **matrix: float
+    name: str, arch: str, vector_fp32: float, bw: float, source: str, gcds: int = 1, **matrix: float
 ) -> DeviceSpec:
-    return DeviceSpec(name, "AMD", "GPU", arch, dict(matrix), vector_fp32, bw, source)
+    return DeviceSpec(
+        name, "AMD", "GPU", arch, dict(matrix), vector_fp32, bw, source, devices_per_package=gcds
+    )
 
 
-def _tpu(name: str, bw: float, source: str, **matrix: float) -> DeviceSpec:
-    return DeviceSpec(name, "Google", "TPU", name, dict(matrix), None, bw, source)
+def _tpu(name: str, bw: float, source: str, cores: int = 1, **matrix: float) -> DeviceSpec:
+    return DeviceSpec(
+        name, "Google", "TPU", name, dict(matrix), None, bw, source, devices_per_package=cores
+    )
 
 
 _V100 = "NVIDIA Tesla V100 GPU Accelerator datasheet (nvidia.com/v100): Tensor Cores run fp16 only"
@@ -259,6 +285,7 @@ SPECS: dict[str, DeviceSpec] = {
         47.9,
         3276.8,
         "AMD Instinct MI250X data sheet (amd.com/instinct); AMD CDNA 2 white paper",
+        gcds=2,  # each GCD is its own ROCm device
         fp32=95.7,
         fp16=383,
         bf16=383,
@@ -270,6 +297,7 @@ SPECS: dict[str, DeviceSpec] = {
         45.3,
         3276.8,
         "AMD Instinct MI250 data sheet (amd.com/instinct); AMD CDNA 2 white paper",
+        gcds=2,
         fp32=90.5,
         fp16=362.1,
         bf16=362.1,
@@ -343,8 +371,10 @@ SPECS: dict[str, DeviceSpec] = {
         int8=5033.2,
     ),
     # --- Google TPU, per chip. The MXU multiplies bf16 (fp32 in several bf16 passes).
-    "tpu_v2": _tpu("TPU v2", 600, _TPU + "v2)", bf16=45),
-    "tpu_v3": _tpu("TPU v3", 900, _TPU + "v3)", bf16=123),
+    # v2 and v3 chips have two TensorCores, each its own JAX/TF device; v4 and v5p join theirs
+    # (megacore), v5e and v6e have one.
+    "tpu_v2": _tpu("TPU v2", 600, _TPU + "v2)", cores=2, bf16=45),
+    "tpu_v3": _tpu("TPU v3", 900, _TPU + "v3)", cores=2, bf16=123),
     "tpu_v4": _tpu("TPU v4", 1200, _TPU + "v4)", bf16=275, int8=275),
     "tpu_v5e": _tpu("TPU v5e", 819, _TPU + "v5e)", bf16=197, int8=394),
     "tpu_v5p": _tpu("TPU v5p", 2765, _TPU + "v5p)", bf16=459, int8=918),

@@ -3,7 +3,8 @@
 Contract: `device_row(env)` returns the devices' row (name, dense peak TFLOP/s per number
 format, memory bandwidth) from profiles/hardware.py, or None where the table knows none of the
 profile's device names or its device type. The one place efficiency meets the hardware table.
-NVIDIA's "fp32" is the CUDA cores' peak (its Tensor Cores run fp32 math only as tf32).
+NVIDIA's "fp32" is the CUDA cores' peak (its Tensor Cores run fp32 math only as tf32). Peaks are
+per framework device: half an MI250's for one of its GCDs, half a TPU v3 chip's for one core.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ def device_row(env: Environment) -> PeakRow | None:
     # names, then the device type, then the compute capability: hardware.row_of, the one search
     spec = row_of((*env.device_names, env.device_type), env.compute_capability)
     if spec is not None and spec.kind != "CPU":
+        spec = spec.per_device()  # one MI250 GCD, one TPU v3 core: what a profiled device is
         peaks = dict(spec.matrix_tflops)
         fp32 = spec.peak_flops("fp32")
         if fp32 is not None:

@@ -20,9 +20,11 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from tui_prof.model import ProfileError, ProfileSummary
-from tui_prof.profiles.discover import Discovery, Session, discover
+if TYPE_CHECKING:  # imported where used: the child starts the converter's process before them
+    from tui_prof.model import ProfileSummary
+    from tui_prof.profiles.discover import Discovery, Session
 
 
 class Prefetch:
@@ -78,6 +80,9 @@ class Prefetch:
         child.wait()
 
     def _run(self) -> None:
+        from tui_prof.model import ProfileError
+        from tui_prof.profiles.discover import discover
+
         try:
             self.discovery = discover(self.path)
         except OSError:
@@ -128,17 +133,35 @@ def _spawn(path: Path) -> subprocess.Popen[bytes] | None:
         return None
 
 
+def _holds_xspace(path: Path) -> bool:
+    """Whether `path` is or holds an `*.xplane.pb` file: a listing, no tuiprof imports."""
+    if path.name.endswith(".xplane.pb"):
+        return True
+    try:
+        return path.is_dir() and next(path.rglob("*.xplane.pb"), None) is not None
+    except OSError:
+        return False
+
+
 def _child_main(path: str) -> int:
     """Analyse the first session under `path` into the summary cache; print only its progress
     (each whole per mille once)."""
-    found = discover(Path(path)).sessions
-    if not found:
-        return 0
-    if found[0].format == "xplane" and not cached(found[0]):
-        # The converter's process starts while this one imports the readers (as `summary` does).
-        from tui_prof.profiles.xplane import convert_worker
+    from tui_prof.profiles.xplane import convert_worker
 
-        convert_worker.process().start()
+    # The converter's process starts first, before this one imports and lists anything
+    # (~50 ms), where the path holds an XSpace file at all: it is the longest part of the work.
+    worker = convert_worker.process() if _holds_xspace(Path(path)) else None
+    if worker is not None:
+        worker.start()
+    from tui_prof.model import ProfileError
+    from tui_prof.profiles.discover import discover
+
+    found = discover(Path(path)).sessions
+    done = not found or cached(found[0])
+    if worker is not None and (done or found[0].format != "xplane"):
+        worker.abandon()  # not needed: the first session is not XSpace, or is read already
+    if done:
+        return 0
     from tui_prof.profiles.load import load_summary
 
     last: list[tuple[int, str]] = []

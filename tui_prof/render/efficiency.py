@@ -37,10 +37,13 @@ def rate(tflops: float) -> str:
 
 
 def percent(v: float) -> str:
-    """38% / 3.8% / 0.042%: two figures where small, so a tiny MFU does not read 0."""
+    """38% / 3.8% / 0.042% / <0.001%: two figures where small, so a tiny MFU does not read 0,
+    and never in exponent notation."""
     if v >= 10:
         return f"{v:.0f}%"
-    return f"{v:.1f}%" if v >= 1 else f"{v:.2g}%"
+    if v >= 1:
+        return f"{v:.1f}%"
+    return "<0.001%" if 0 < v < 0.001 else f"{v:.2g}%"
 
 
 def count(flops: float) -> str:

@@ -372,6 +372,14 @@ def precision_text(summary: ProfileSummary) -> Text:
     if p is None:
         t.append("16-bit share: n/a", style="dim")
         t.append(" (no device compute)" if summary.environment.device_type == "CPU" else "")
+    elif not p.measured:
+        t.append("16-bit share: unknown", style="yellow")
+        t.append(
+            " — no kernel name, shape or HLO op in this profile says its number type "
+            f"(TensorBoard's rule reads such kernels, bf16 ones too, as 32-bit: "
+            f"{p.compute_16bit_percent:.1f}% 16-bit)",
+            style="dim",
+        )
     else:
         t.append(
             f"Device compute: {p.compute_16bit_percent:.1f}% 16-bit, {p.compute_32bit_percent:.1f}% 32-bit"
@@ -379,7 +387,11 @@ def precision_text(summary: ProfileSummary) -> Text:
         if p.source in PRECISION_SOURCES:
             t.append(f" (from {PRECISION_SOURCES[p.source]})", style="dim")
     tc = summary.tensor_core
-    if tc is not None:
+    if tc is not None and p is not None and not p.measured and tc.percent_of_kernel_time == 0.0:
+        word = matrix_units(summary.environment) or "Matrix units"
+        t.append(f"\n{word}: unknown", style="yellow")
+        t.append(" — the kernels' names do not say whether they ran on them", style="dim")
+    elif tc is not None:
         word = matrix_units(summary.environment) or "Matrix units"
         t.append(f"\n{word}: {tc.percent_of_kernel_time:.1f}% of kernel time")
         if tc.percent_of_eligible_time is not None:

@@ -14,6 +14,7 @@ from rich.text import Text
 
 from tui_prof.model import CATEGORIES, CATEGORY_LABELS
 from tui_prof.profiles.timeline.bins import IDLE, bin_track
+from tui_prof.profiles.timeline.compare import TrackGrowth
 from tui_prof.profiles.timeline.model import StepTimeline, Track
 from tui_prof.render.summary import CATEGORY_STYLE
 
@@ -174,3 +175,17 @@ def timeline_lines(
     lines.append(axis_line(view, width))
     lines.append(legend_line(st, width, mono))
     return [line[:width] if line.cell_len > width else line for line in lines]
+
+
+def growth_line(r: TrackGrowth, width: int, with_kind: bool = False) -> Text:
+    """One track's growth, slowest against median step: busy-time change, both busy times, the
+    track, and the category whose own time changed most (`input +1.21 ms`), cut to `width`."""
+    kind = f"{r.kind:6} " if with_kind else ""
+    what = ""
+    if abs(r.category_delta_us) >= 5.0:  # under 0.01 ms as shown: nothing to name
+        what = f"  ({SHORT_LABELS[r.category]} {r.category_delta_us / 1000:+.2f} ms)"
+    text = (
+        f"{r.delta_us / 1000:+8.2f} ms  {r.median_us / 1000:7.2f} → {r.slow_us / 1000:7.2f} ms  "
+        f"{kind}{r.name}{what}"
+    )
+    return Text(text if len(text) <= width else text[: width - 1] + "…")

@@ -83,6 +83,7 @@ class RankResult:
     dataloader_annotations: int = 0
     gpu_metrics: list[GpuMetric] = field(default_factory=list)  # the plugin's GPU figures
     extras: RankExtras | None = None  # FLOPs and memory (kineto/extras.py)
+    amd_arch: str = ""  # "gfx90a" where an AMD GPU's deviceProperties say which, else ""
 
 
 def _int(v: object) -> int | None:
@@ -196,6 +197,27 @@ def _compute_capability(props: list[dict[str, object]] | None) -> str:
     return ""
 
 
+# ROCm's computeMajor.computeMinor and compute units (numSms) → the gfx architecture. gfx908
+# (MI100) and gfx90a (MI210, MI250/MI250X GCDs) both read 9.0; their CU counts tell them apart.
+_AMD_ARCH: dict[tuple[int, int], str] = {(9, 4): "gfx942", (9, 5): "gfx950"}
+_GFX90A_CUS = (104, 110)  # MI210 and an MI250 GCD; an MI250X GCD
+
+
+def _amd_arch(props: list[dict[str, object]] | None) -> str:
+    """The first AMD GPU's gfx architecture where its deviceProperties tell it, else ""."""
+    for p in props or []:
+        name = str(p.get("name") or "")
+        if p.get("warpSize") != 64 and "AMD" not in name and "Radeon" not in name:
+            continue
+        major, minor = _int(p.get("computeMajor")), _int(p.get("computeMinor"))
+        if major is None or minor is None:
+            return ""
+        if (major, minor) == (9, 0):
+            return "gfx90a" if _int(p.get("numSms")) in _GFX90A_CUS else ""
+        return _AMD_ARCH.get((major, minor), "")
+    return ""
+
+
 def _devices(dev: Device, props: list[dict[str, object]] | None) -> tuple[list[str], int]:
     used = sorted(
         int(d) for d in np.unique(np.concatenate([dev.kernels[:, 5], dev.copies[:, 3]])) if d >= 0
@@ -297,6 +319,7 @@ def analyse_file(
         ops=ops,
         device_names=device_names,
         compute_capability=_compute_capability(meta.deviceProperties),
+        amd_arch=_amd_arch(meta.deviceProperties),
         devices_used=used,
         on_device=bool(
             c.kernel_count or c.memcpy_count or c.memset_count or c.runtime_calls or used

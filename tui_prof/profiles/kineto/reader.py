@@ -225,8 +225,10 @@ def _environment(session: Session, results: Sequence[RankResult]) -> Environment
             if n not in device_names:
                 device_names.append(n)
     on_device = any(r.on_device for r in results)
+    # XLA's word for an AMD GPU of a known architecture, so the hardware table finds its row
+    arch = next((r.amd_arch for r in results if r.on_device and r.amd_arch), "")
     return Environment(
-        device_type="GPU" if on_device else "CPU",
+        device_type=(f"AMD GPU - {arch}" if arch else "GPU") if on_device else "CPU",
         device_count=sum(r.devices_used for r in results),
         hosts=tuple(h.host for h in session.hosts),
         device_names=tuple(device_names),

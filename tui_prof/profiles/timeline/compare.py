@@ -1,7 +1,9 @@
 """The slowest step beside the median one: which tracks grew, and by how much.
 
 Why busy time (the union of a track's events) and not the sum: nested host ops would count a
-thread's time once per level; the union is what the thread or stream spent occupied.
+thread's time once per level; the union is what the thread or stream spent occupied. Beside it,
+the category whose own time (an event's less its children's, as the cells count it) changed
+most on the track: what the growth was.
 """
 
 from __future__ import annotations
@@ -9,7 +11,23 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from tui_prof.profiles.timeline.model import StepTimeline, Timeline
+import numpy as np
+import numpy.typing as npt
+
+from tui_prof.model import CATEGORIES
+from tui_prof.profiles.timeline.model import StepTimeline, Timeline, Track
+
+
+def own_time(t: Track) -> npt.NDArray[np.float64]:
+    """Per category (model.CATEGORIES order): the time the track's events of it ran with
+    nothing nested inside them running, µs."""
+    n = len(CATEGORIES)
+    dur = np.asarray(t.end - t.start, dtype=np.float64)
+    out = np.bincount(t.cat.astype(np.int64), weights=dur, minlength=n)[:n]
+    if len(t.pcat):
+        inner = t.pcat >= 0
+        out = out - np.bincount(t.pcat[inner].astype(np.int64), weights=dur[inner], minlength=n)[:n]
+    return np.clip(out, 0.0, None)
 
 
 @dataclass(frozen=True)
@@ -18,6 +36,8 @@ class TrackGrowth:
     kind: str
     slow_us: float
     median_us: float
+    category: str = ""  # the category whose own time changed most on this track
+    category_delta_us: float = 0.0
 
     @property
     def delta_us(self) -> float:
@@ -30,6 +50,8 @@ class TrackGrowth:
             "slow_busy_us": self.slow_us,
             "median_busy_us": self.median_us,
             "delta_us": self.delta_us,
+            "category": self.category,
+            "category_delta_us": self.category_delta_us,
         }
 
 
@@ -58,11 +80,26 @@ def compare_median(tl: Timeline, source: str | None = None) -> Comparison:
     else the one where the slowest step is slowest."""
     slow = tl.step(tl.slowest(source), source=source)
     median = tl.step(tl.median(source), source=slow.source or source)
-    before = {(t.kind, t.name): median.busy_us(t) for t in median.tracks}
-    rows = [
-        TrackGrowth(t.name, t.kind, slow.busy_us(t), before.pop((t.kind, t.name), 0.0))
-        for t in slow.tracks
-    ]
-    rows += [TrackGrowth(name, kind, 0.0, us) for (kind, name), us in before.items()]
+    before = {(t.kind, t.name): t for t in median.tracks}
+    zero = np.zeros(len(CATEGORIES))
+    rows = []
+    for t in slow.tracks:
+        m = before.pop((t.kind, t.name), None)
+        grew = own_time(t) - (own_time(m) if m is not None else zero)
+        k = int(np.argmax(np.abs(grew)))
+        rows.append(
+            TrackGrowth(
+                t.name,
+                t.kind,
+                slow.busy_us(t),
+                median.busy_us(m) if m is not None else 0.0,
+                CATEGORIES[k],
+                float(grew[k]),
+            )
+        )
+    for (kind, name), m in before.items():
+        grew = -own_time(m)
+        k = int(np.argmax(np.abs(grew)))
+        rows.append(TrackGrowth(name, kind, 0.0, median.busy_us(m), CATEGORIES[k], float(grew[k])))
     rows.sort(key=lambda r: -r.delta_us)
     return Comparison(slow, median, rows)

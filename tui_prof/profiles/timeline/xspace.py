@@ -21,6 +21,7 @@ import numpy as np
 from tui_prof.model import Cancelled, ProfileError
 from tui_prof.printable import printable
 from tui_prof.profiles.discover import Session
+from tui_prof.profiles.kineto import heap
 from tui_prof.profiles.timeline.model import (
     CATEGORY_CODE,
     Source,
@@ -184,6 +185,7 @@ def read_session(
     )
     if not found.spans_ps:
         raise ProfileError("no step spans in this profile")
+    heap.release()  # the step finder's columns
     base = min(s[2] for s in found.spans_ps)
     total = sum(max(p.stat().st_size, 1) for p in paths)
     done = [0]

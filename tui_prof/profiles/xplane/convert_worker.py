@@ -98,6 +98,13 @@ class ConverterProcess:
             return f"killed by signal {-code}"
         return f"exited with status {code}"
 
+    def abandon(self) -> None:
+        """Stop it now, whatever it is doing (started for work that turned out not needed)."""
+        proc, self._proc = self._proc, None
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
     def close(self) -> None:
         proc, self._proc = self._proc, None
         if proc is not None and proc.poll() is None:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tui_prof.model import KernelStat, OpStat
-from tui_prof.profiles.xplane.xspace import Scans, XSpaceFile, read_plane
+from tui_prof.profiles.xplane.gpu_planes import DERIVED_LINE_IDS, gpu_planes, text
 
 OP_STATS = ("tf_op", "level 0")  # the converter's stat first, then the annotation
 _SHAPE = re.compile(r"grid:\s*([\d,]+)\s+block:\s*([\d,]+)")
@@ -60,34 +60,45 @@ class DeviceOps:
         return out
 
 
-def device_ops(paths: Sequence[Path], scans: Scans | None = None) -> DeviceOps:
-    """Kernels by the op their annotation names, over every GPU plane of the session."""
+def device_ops(paths: Sequence[Path]) -> DeviceOps:
+    """Kernels by the op their annotation names, over every GPU plane of the session (parsed
+    with upb, gpu_planes: no numpy on the converter's path)."""
     found = DeviceOps()
-    for path in paths:
-        with XSpaceFile(path, scans) as space:
-            for ref in space.planes:
-                if not (ref.device and ref.device[0] == "GPU"):
-                    continue
-                stats = (*OP_STATS, "kernel_details")
-                pe = read_plane(space, ref, text_stats=stats, skip_derived=True)
-                for le in pe.lines:
-                    texts = [le.texts.get(s, {}) for s in OP_STATS]
-                    if not any(texts):
+    wanted_names = (*OP_STATS, "kernel_details")
+    for plane in gpu_planes(paths):
+        stat_names = {k: text(v.name) for k, v in plane.stat_metadata.items()}
+        event_names = {k: text(v.name or v.display_name) for k, v in plane.event_metadata.items()}
+        wanted = {k: v for k, v in stat_names.items() if v in wanted_names}
+        for line in plane.lines:
+            if line.id in DERIVED_LINE_IDS:
+                continue
+            for e in line.events:
+                texts: dict[str, str] = {}
+                for st in e.stats:
+                    name = wanted.get(st.metadata_id)
+                    kind = st.WhichOneof("value") if name is not None else None
+                    if name is None or kind is None:
                         continue
-                    details = le.texts.get("kernel_details", {})
-                    us = (le.end_ps - le.start_ps) / 1e6
-                    for i, mid in enumerate(le.metadata_id.tolist()):
-                        label = next((t[i] for t in texts if t.get(i)), "")
-                        if not label:
-                            continue
-                        name, op_type = parse_op(label)
-                        _, n, total = found.ops.get(name, (op_type, 0, 0.0))
-                        found.ops[name] = (op_type, n + 1, total + float(us[i]))
-                        kernel = pe.meta.event_names.get(int(mid), "")
-                        _count(found.by_kernel.setdefault(kernel, {}), name, float(us[i]))
-                        if m := _SHAPE.search(details.get(i, "")):
-                            shape = (kernel, m.group(1), m.group(2))
-                            _count(found.by_shape.setdefault(shape, {}), name, float(us[i]))
+                    value = getattr(st, kind)
+                    texts[name] = (  # as xspace reads a text stat (its upb path)
+                        stat_names.get(value, "")
+                        if kind == "ref_value"
+                        else text(value)
+                        if isinstance(value, bytes)
+                        else str(value)
+                    )
+                label = next((texts[s] for s in OP_STATS if texts.get(s)), "")
+                if not label:
+                    continue
+                us = e.duration_ps / 1e6
+                name, op_type = parse_op(label)
+                _, n, total = found.ops.get(name, (op_type, 0, 0.0))
+                found.ops[name] = (op_type, n + 1, total + us)
+                kernel = event_names.get(e.metadata_id, "")
+                _count(found.by_kernel.setdefault(kernel, {}), name, us)
+                if m := _SHAPE.search(texts.get("kernel_details", "")):
+                    shape = (kernel, m.group(1), m.group(2))
+                    _count(found.by_shape.setdefault(shape, {}), name, us)
     return found
 
 
@@ -132,16 +143,13 @@ def needs_device_ops(ops: Sequence[OpStat], kernels: Sequence[KernelStat]) -> bo
 
 
 def with_device_ops(
-    paths: Sequence[Path],
-    ops: list[OpStat],
-    kernels: list[KernelStat],
-    scans: Scans | None = None,
+    paths: Sequence[Path], ops: list[OpStat], kernels: list[KernelStat]
 ) -> tuple[list[OpStat], list[KernelStat]]:
     """The converter's ops and kernels, completed from the annotations where it has GPU kernels
     but no device op and no kernel's op (see the module's contract)."""
     if not needs_device_ops(ops, kernels):
         return ops, kernels
-    found = device_ops(paths, scans)
+    found = device_ops(paths)
     if not found.ops:
         return ops, kernels
     merged = ops + found.top_ops()

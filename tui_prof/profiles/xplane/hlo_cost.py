@@ -127,7 +127,12 @@ class _Module:
         """(FLOPs of one execution, number format of its inputs); (0, "") where no math."""
         got = self._memo.get(inst.id)
         if got is None:
-            got = self._memo[inst.id] = self._flops(inst)
+            self._memo[inst.id] = (0.0, "")  # a fusion that calls itself (a damaged file) stops
+            try:
+                got = self._flops(inst)
+            except (IndexError, KeyError, TypeError, ValueError):  # dimensions out of range
+                got = (0.0, "")
+            self._memo[inst.id] = got
         return got
 
     def _flops(self, inst: Any) -> tuple[float, str]:

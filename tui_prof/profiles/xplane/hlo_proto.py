@@ -120,7 +120,9 @@ def _build() -> dict[str, Any]:
     }
 
 
-HloProto = _build()["HloProto"]
+_CLASSES = _build()
+HloProto = _CLASSES["HloProto"]
+HloModuleProto = _CLASSES["HloModuleProto"]
 
 # xla_data.proto's PrimitiveType: bytes per element (sub-byte types as one), for bytes accessed
 ELEMENT_BYTES: dict[int, int] = {

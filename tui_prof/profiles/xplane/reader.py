@@ -48,9 +48,10 @@ from tui_prof.profiles.xplane.memory import memory_use
 if TYPE_CHECKING:
     from tui_prof.profiles.xplane.hlo_cost import HloFlops
     from tui_prof.profiles.xplane.steps import FoundSteps
-    from tui_prof.profiles.xplane.xspace import Scans
 
 OFFICIAL_DETAIL = "steps from TensorBoard's converter (official step markers)"
+# The plane that keeps the programs' HLO (hlo_cost.METADATA_PLANE, whose import brings numpy)
+METADATA_PLANE_BYTES = b"/host:metadata"
 # Program runs that leave the device idle for more than this share of the time between them.
 IDLE_BETWEEN_RUNS = 0.3
 
@@ -187,10 +188,7 @@ def summarize(
             else (converter.MEMORY_PROFILE,)
         )
 
-    scans: Scans = {}  # where the planes lie in each file, found once for both below
-    capability = _Beside(
-        lambda ps: _compute_capability(ps, scans), paths if _names_gpu_planes(paths) else []
-    )
+    capability = _Beside(_compute_capability, paths if _names_gpu_planes(paths) else [])
     converted: dict[str, Any] = {}
 
     def tables_meanwhile(first: dict[str, Any]) -> None:
@@ -199,9 +197,7 @@ def summarize(
         raw = tb_tables.kernels(first[converter.KERNEL_STATS])
         ops = tb_tables.top_ops(first[converter.OP_STATS])
         converted["raw_kernels"] = raw
-        if raw:
-            capability.result()  # its scan of the files is done (and in `scans`)
-        converted["ops"], converted["kernels"] = _with_device_ops(paths, ops, raw, scans)
+        converted["ops"], converted["kernels"] = _with_device_ops(paths, ops, raw)
         converted["hlo"] = _hlo_flops(paths, gpu=bool(raw))  # GPU kernels: count the HLO's math
 
     tables = converter.convert(paths, then=hlo_if_no_steps, meanwhile=tables_meanwhile)
@@ -327,36 +323,37 @@ def _summarize_streaming(
 
 def _hlo_flops(paths: Sequence[Path], gpu: bool) -> HloFlops | None:
     """The GPUs' FLOPs from the profile's own HLO (xplane/hlo_cost.py), where it keeps it; the
-    raw decoder is imported only for a GPU profile."""
-    if not gpu or not paths:
+    raw decoder (and numpy with it) is imported only for a GPU profile whose bytes name the
+    plane that keeps the HLO."""
+    if not gpu or not paths or not _mentions(paths, METADATA_PLANE_BYTES):
         return None
     from tui_prof.profiles.xplane.hlo_cost import has_hlo, hlo_flops
 
-    return hlo_flops(paths) if has_hlo(paths) else None
+    try:
+        return hlo_flops(paths) if has_hlo(paths) else None
+    except ProfileError:  # a damaged device line: the rest of the summary stands without it
+        return None
 
 
-def _compute_capability(paths: Sequence[Path], scans: Scans | None = None) -> str:
-    """The GPU planes' compute capability; the raw decoder (and numpy with it) is imported only
-    for a GPU profile, so a CPU session's first screen does not wait for it."""
+def _compute_capability(paths: Sequence[Path]) -> str:
+    """The GPU planes' compute capability, read only for a GPU profile (gpu_planes: upb, no
+    numpy), so a CPU session's first screen does not wait for it."""
     if not paths:
         return ""
-    from tui_prof.profiles.xplane.xspace import cuda_compute_capability
+    from tui_prof.profiles.xplane.gpu_planes import compute_capability
 
-    return cuda_compute_capability(paths, scans)
+    return compute_capability(paths)
 
 
 def _with_device_ops(
-    paths: Sequence[Path],
-    ops: list[OpStat],
-    kernels: list[KernelStat],
-    scans: Scans | None = None,
+    paths: Sequence[Path], ops: list[OpStat], kernels: list[KernelStat]
 ) -> tuple[list[OpStat], list[KernelStat]]:
     """`device_ops.with_device_ops`, imported only where there are GPU kernels to complete."""
     if not kernels:
         return ops, kernels
     from tui_prof.profiles.xplane.device_ops import with_device_ops
 
-    return with_device_ops(paths, ops, kernels, scans)
+    return with_device_ops(paths, ops, kernels)
 
 
 class _Beside:
@@ -380,14 +377,19 @@ class _Beside:
 
 
 def _names_gpu_planes(paths: Sequence[Path]) -> bool:
-    """Whether a host file names a GPU plane (`/device:GPU:0`): a byte search of the mapped
-    file (milliseconds), so a CPU session never imports the raw decoder."""
+    """Whether a host file names a GPU plane (`/device:GPU:0`), so a CPU session never reads
+    its planes."""
+    return _mentions(paths, b"/device:GPU:")
+
+
+def _mentions(paths: Sequence[Path], needle: bytes) -> bool:
+    """Whether a host file holds these bytes: a search of the mapped file (milliseconds)."""
     for p in paths:
         with (
             contextlib.suppress(OSError, ValueError),
             open(p, "rb") as f,
             mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m,
         ):
-            if m.find(b"/device:GPU:") >= 0:
+            if m.find(needle) >= 0:
                 return True
     return False

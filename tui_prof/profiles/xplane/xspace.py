@@ -23,6 +23,9 @@ from typing import Any
 import numpy as np
 
 from tui_prof.model import UnreadableProfile, os_reason
+from tui_prof.profiles.xplane.gpu_planes import DERIVED_LINE_IDS as DERIVED_LINE_IDS
+from tui_prof.profiles.xplane.gpu_planes import stat_value as stat_value
+from tui_prof.profiles.xplane.gpu_planes import text as text
 from tui_prof.profiles.xplane.line_events import LineEvents, StatColumns
 from tui_prof.profiles.xplane.proto import RAW_CLASSES
 from tui_prof.profiles.xplane.wire import decode_line
@@ -30,11 +33,6 @@ from tui_prof.profiles.xplane.wire import decode_line
 HOST_PLANE_NAME = "/host:CPU"
 _DEVICE_RE = re.compile(r"^/device:([A-Z]+):(\d+)")
 _PlaneMsg, _LineMsg = RAW_CLASSES["XPlane"], RAW_CLASSES["XLine"]
-
-
-def text(raw: bytes) -> str:
-    """Decode a name from a profile; never fails."""
-    return raw.decode("utf-8", "replace")
 
 
 def _varint(buf: Any, pos: int, end: int) -> tuple[int, int]:
@@ -109,26 +107,10 @@ class PlaneMeta:
     stats: dict[str, Any]
 
 
-def stat_value(stat: Any, stat_names: dict[int, str]) -> Any:
-    """An XStat's value; ref_value (a string interned as stat metadata) resolves to that name."""
-    kind = stat.WhichOneof("value")
-    if kind is None:
-        return None
-    if kind == "ref_value":
-        return stat_names.get(stat.ref_value, "")
-    value = getattr(stat, kind)
-    return text(value) if kind == "str_value" else value
-
-
-# Where each file's planes lie, by path, for readers that open the same files in turn within
-# one analysis (compute capability, then device ops): the caller owns it and drops it after.
-Scans = dict[str, tuple[tuple["PlaneRef", ...], tuple[str, ...]]]
-
-
 class XSpaceFile:
     """One memory-mapped XSpace; planes are located at open and parsed line by line on demand."""
 
-    def __init__(self, path: Path | str, scans: Scans | None = None) -> None:
+    def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
         try:
             with open(self.path, "rb") as fh:
@@ -141,10 +123,6 @@ class XSpaceFile:
         self.size = size
         self.hostnames: list[str] = []
         self.planes: list[PlaneRef] = []
-        known = scans.get(str(self.path)) if scans is not None else None
-        if known is not None:  # scanned earlier in this analysis (PlaneRefs are not changed)
-            self.planes, self.hostnames = list(known[0]), list(known[1])
-            return
         try:
             self._scan()
         except (ValueError, IndexError) as exc:
@@ -155,8 +133,6 @@ class XSpaceFile:
         if not self.planes:
             self.close()
             raise UnreadableProfile(f"{self.path.name}: not a readable XSpace profile (no planes)")
-        if scans is not None:
-            scans[str(self.path)] = (tuple(self.planes), tuple(self.hostnames))
 
     def _scan(self) -> None:
         mm = self._mm
@@ -381,24 +357,6 @@ def plane_summary(paths: Sequence[Path | str]) -> dict[str, Any]:
     }
 
 
-def cuda_compute_capability(paths: Sequence[Path | str], scans: Scans | None = None) -> str:
-    """The first NVIDIA GPU plane's compute capability ("7.0"), from its plane stats
-    (`compute_cap_major`/`_minor`); "" where there is none. AMD planes carry ROCm's own
-    major.minor (gfx942 as 9.4), which is not CUDA's and is left out."""
-    for p in paths:
-        with XSpaceFile(p, scans) as space:
-            for plane in space.planes:
-                if not (plane.device and plane.device[0] == "GPU"):
-                    continue
-                stats = space.metadata(plane).stats
-                if str(stats.get("device_vendor") or "Nvidia").lower() != "nvidia":
-                    return ""
-                major, minor = stats.get("compute_cap_major"), stats.get("compute_cap_minor")
-                if isinstance(major, int) and isinstance(minor, int):
-                    return f"{major}.{minor}"
-    return ""
-
-
 # ROCm's major.minor of the gfx targets the hardware table knows, as XLA names the device type
 _AMD_TYPES = {(9, 4): "AMD GPU - gfx942", (9, 0): "AMD GPU - gfx90a"}
 
@@ -416,11 +374,6 @@ def amd_device_type(paths: Sequence[Path | str]) -> str:
                     caps = (stats.get("compute_cap_major"), stats.get("compute_cap_minor"))
                     return _AMD_TYPES.get(caps, "")  # type: ignore[arg-type]
     return ""
-
-
-# tsl's derived lines ("Steps", "TensorFlow Ops", ...) use thread ids from 0xdeadbeef (as int32) up.
-_DERIVED_MIN = -559038737
-DERIVED_LINE_IDS = range(_DERIVED_MIN, _DERIVED_MIN + 64)
 
 
 @dataclass

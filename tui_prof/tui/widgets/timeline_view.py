@@ -22,6 +22,7 @@ from tui_prof.render.timeline import (
     View,
     axis_line,
     cells_for,
+    growth_line,
     header_line,
     label_width,
     legend_line,
@@ -90,7 +91,8 @@ class TimelineView(Widget, can_focus=True):
             "partner",
             "Partner",
             show=False,
-            tooltip="Jump to the kernel a launch started, or the launch that started a kernel",
+            tooltip="Jump from a kernel to the call that launched it; from a call or an op to "
+            "the (first) kernel it launched",
         ),
         Binding(
             "g",
@@ -373,30 +375,26 @@ class TimelineView(Widget, can_focus=True):
             self._show_step(self.timeline.slowest(self.source))
         self.refresh()
 
-    def _versus(self, width: int, rows: int) -> list[Text]:
-        """Under the slowest step: the median step, then the tracks that grew most."""
+    def _versus(self, width: int, tracks: int, grown: int) -> list[Text]:
+        """Under the slowest step: the median step (`tracks` rows) in the same window, so their
+        lengths compare cell for cell, then the `grown` tracks that grew most; every line one
+        line of `width`."""
         from tui_prof.profiles.timeline.compare import compare_median
 
         assert self.timeline is not None
         c = compare_median(self.timeline, self.source)
-        median_view = View.fit(c.median)
+        median_view = self.view  # the slow step's window: both on one time scale, aligned
         lines = [header_line(c.median, median_view, width, " (median)")]
-        lines += [track_line(t, median_view, width) for t in c.median.tracks[: max(rows // 2, 1)]]
+        lines += [track_line(t, median_view, width) for t in c.median.tracks[:tracks]]
         lines.append(
             Text(
-                f"Step {c.slow.step} is {c.delta_us / 1000:+.2f} ms against the median step "
+                f"Step {c.slow.step}: {c.delta_us / 1000:+.2f} ms against the median step "
                 f"{c.median.step}; busy time per track, most grown first:",
                 style="bold",
             )
         )
-        for r in c.tracks[: max(rows - len(lines), 1)]:
-            lines.append(
-                Text(
-                    f"{r.delta_us / 1000:+8.2f} ms  {r.median_us / 1000:7.2f} → "
-                    f"{r.slow_us / 1000:7.2f} ms  {r.name}"
-                )
-            )
-        return lines
+        lines += [growth_line(r, width) for r in c.tracks[:grown]]
+        return [x if x.cell_len <= width else x[: width - 1] + Text("…") for x in lines]
 
     def _detail(self, width: int) -> Text:
         """The selected event: its name (two lines at most), then one line each for where and
@@ -411,8 +409,9 @@ class TimelineView(Widget, can_focus=True):
             name = name[: 2 * width - 1] + "…"
         dur = float(t.end[i] - t.start[i])
         out = Text(name, style="bold", overflow="fold")
+        long = f"{dur / 1000:,.3f} ms" if dur >= 1000 else f"{dur:,.1f} µs"
         where = (
-            f"{t.name} · {float(t.start[i]) / 1000:.3f} ms · {dur:,.1f} µs · "
+            f"{t.name} · at {float(t.start[i]) / 1000:.3f} ms · {long} long · "
             f"{CATEGORY_LABELS[CATEGORIES[int(t.cat[i])]]}"
         )
         for line in (where, st.info(self.track, i), self._partner_line(st, i, width)):
@@ -439,7 +438,7 @@ class TimelineView(Widget, can_focus=True):
             return fit(
                 "launched by (p): ",
                 what,
-                f" · {track_label(call.name, 16)} {float(call.start[j]) / 1000:.3f} ms",
+                f" · {track_label(call.name, 20)} {float(call.start[j]) / 1000:.3f} ms",
             )
         found = st.launched(self.track, i)
         if not found:
@@ -450,7 +449,7 @@ class TimelineView(Widget, can_focus=True):
         return fit(
             "launched (p): ",
             st.event_name(int(dev.nid[j])),
-            f"{more} · {track_label(dev.name, 16)} {float(dev.start[j]) / 1000:.3f} ms",
+            f"{more} · {track_label(dev.name, 20)} {float(dev.start[j]) / 1000:.3f} ms",
         )
 
     def render(self) -> RenderableType:
@@ -462,8 +461,10 @@ class TimelineView(Widget, can_focus=True):
         # the detail's own height (a long kernel name folds), so its last lines are never cut
         tall = len(detail.wrap(self.app.console, width)) if width else 1
         rows = max(self.size.height - FIXED_LINES - tall, 1)
-        if self.versus:
-            rows = max(rows // 2, 1)
+        grown = 0
+        if self.versus:  # no detail: the slowest and the median step's tracks, what grew
+            grown = min(3, max(self.size.height // 5, 1))
+            rows = max((self.size.height - FIXED_LINES - 2 - grown) // 2, 1)
         first = max(0, min(self.track - rows + 1, len(st.tracks) - rows)) if st.tracks else 0
         cells = cells_for(width)
         span = max(self.view.hi - self.view.lo, 1e-9)
@@ -486,7 +487,8 @@ class TimelineView(Widget, can_focus=True):
             lines.append(line)
         lines.append(axis_line(self.view, width))
         lines.append(legend_line(st, width))
-        lines.append(detail)
         if self.versus:
-            lines += self._versus(width, max(self.size.height - len(lines) - 2, 3))
+            lines += self._versus(width, rows, grown)
+        else:
+            lines.append(detail)
         return Group(*lines)
