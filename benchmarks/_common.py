@@ -97,6 +97,7 @@ class Sample:
     seconds: float
     peak_rss_mb: float
     rc: int
+    cpu_s: float = float("nan")  # user + system of the child and the children it waited for
 
 
 def run_timed(
@@ -139,7 +140,8 @@ def run_timed(
             f"  ! {' '.join(map(str, cmd))[:120]} exited {proc.returncode}: {err.strip()[-400:]}",
             file=sys.stderr,
         )
-    return Sample(elapsed, rss_kb / 1024, proc.returncode)
+    cpu = usage.ru_utime + usage.ru_stime  # wait4's: the child's and its reaped descendants'
+    return Sample(elapsed, rss_kb / 1024, proc.returncode, cpu)
 
 
 @dataclass
@@ -159,6 +161,7 @@ class Series:
             "min_s": min(t),
             "max_s": max(t),
             "runs": len(t),
+            "cpu_s_median": statistics.median(s.cpu_s for s in self.samples),
             "peak_rss_mb_median": statistics.median(rss),
             "peak_rss_mb_max": max(rss),
         }
@@ -186,11 +189,17 @@ def interleaved(
 def ratio(a: Series, b: Series) -> dict[str, float]:
     """a/b: of medians, and the spread of per-round ratios (rounds ran back to back)."""
     per_round = [x / y for x, y in zip(a.times, b.times, strict=False)]
+    cpu = [x.cpu_s / y.cpu_s for x, y in zip(a.samples, b.samples, strict=False)]
     return {
         "of_medians": statistics.median(a.times) / statistics.median(b.times),
         "per_round_median": statistics.median(per_round),
         "per_round_min": min(per_round),
         "per_round_max": max(per_round),
+        # CPU seconds (user + system, children included): steadier than wall time where other
+        # work shares the cores, and blind to what runs in parallel
+        "cpu_per_round_median": statistics.median(cpu),
+        "cpu_per_round_min": min(cpu),
+        "cpu_per_round_max": max(cpu),
     }
 
 
@@ -235,5 +244,6 @@ def fmt_series(label: str, s: Series) -> str:
     st = s.stats()
     return (
         f"{label:<44} median {st['median_s'] * 1000:8.0f} ms  (min {st['min_s'] * 1000:.0f}, "
-        f"max {st['max_s'] * 1000:.0f}, n={st['runs']})  peak RSS {st['peak_rss_mb_median']:.0f} MB"
+        f"max {st['max_s'] * 1000:.0f}, n={st['runs']})  CPU {st['cpu_s_median'] * 1000:.0f} ms  "
+        f"peak RSS {st['peak_rss_mb_median']:.0f} MB"
     )

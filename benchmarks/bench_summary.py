@@ -102,6 +102,10 @@ def main() -> int:
         f"tuiprof / converter: {r['of_medians']:.2f}x (per-round median {r['per_round_median']:.2f}, "
         f"min {r['per_round_min']:.2f}, max {r['per_round_max']:.2f}); aim <= 1.5x"
     )
+    print(
+        f"tuiprof / converter, CPU time: per-round median {r['cpu_per_round_median']:.2f} "
+        f"(min {r['cpu_per_round_min']:.2f}, max {r['cpu_per_round_max']:.2f})"
+    )
     result: dict[str, object] = {
         "profile": str(f),
         "profile_bytes": f.stat().st_size,

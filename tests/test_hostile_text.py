@@ -92,6 +92,35 @@ def test_the_sanitizer() -> None:
     )
 
 
+def test_the_whole_summary_check_finds_every_character_it_must_replace() -> None:
+    """printable_fields looks at msgspec's JSON of the whole first: every C0 character, DEL and
+    C1 must send it to the walk, and names that only look escaped must not change."""
+    from dataclasses import dataclass, field
+
+    from tui_prof.printable import printable_fields
+
+    @dataclass(frozen=True)
+    class Row:
+        name: str
+        tags: tuple[str, ...] = ()
+        by: dict[str, str] = field(default_factory=dict)
+
+    for c in [*map(chr, range(0x20)), "\x7f", *map(chr, range(0x80, 0xA0))]:
+        for row in (Row("a\\" + c), Row("x", ("ok", '"' + c)), Row("x", by={c: "v"})):
+            out = printable_fields(row)
+            assert out is not row and not _obeyable(repr((out.name, out.tags, out.by))), repr(c)
+    for name in ("back\\nslash", '"quoted"', "\\u001b as text", "ünïcode µs\u00a0", "a/b"):
+        row = Row(name, (name,), {name: name})
+        assert printable_fields(row) is row
+
+
+def test_indented_json_is_jsons_own_text() -> None:
+    doc = {"a": [], "b": {}, "c": [1, 2.5, None, True, "é\u2028" + H], "d": {"e": [[], [{}]]}}
+    assert strict_json(doc) == json.dumps(doc, indent=2, ensure_ascii=True)
+    assert strict_json(doc, indent=None) == json.dumps(doc, ensure_ascii=True)
+    assert strict_json(doc, indent=0) == json.dumps(doc, indent=0, ensure_ascii=True)
+
+
 def test_every_reader_makes_names_printable(logdir: Path) -> None:
     k = summarize_session(next((logdir / ("a" + H)).glob("*.json")).parent)
     assert any(o.name == "aten::" + SHOWN for o in k.top_ops)

@@ -37,9 +37,19 @@ def _clean_multiline(text: str) -> bool:
 
 
 # What msgspec's JSON makes of the characters `printable` replaces: C0 escaped (`\n`, `\u001b`),
-# DEL and C1 (U+0080-U+009F) as they are, in UTF-8. Any backslash (a real one in a name too) or
-# a C1 character sends the value to the walk, which decides.
+# DEL and C1 (U+0080-U+009F) as they are, in UTF-8. Its other escapes are `\"` and `\\`.
+_C0_ESCAPES = (b"\\b", b"\\f", b"\\n", b"\\r", b"\\t", b"\\u")
 _C1_IN_UTF8 = re.compile(rb"\xc2[\x80-\x9f]")
+
+
+def _has_control(data: bytes) -> bool:
+    """Whether msgspec's JSON holds a character `printable` replaces."""
+    if b"\x7f" in data or (b"\xc2" in data and _C1_IN_UTF8.search(data) is not None):
+        return True
+    if b"\\" not in data:
+        return False
+    bare = data.replace(b"\\\\", b"")  # escaped backslashes out: each escape left is one
+    return any(e in bare for e in _C0_ESCAPES)
 
 
 def printable_fields(obj: T) -> T:
@@ -55,8 +65,7 @@ def printable_fields(obj: T) -> T:
     except (TypeError, ValueError, msgspec.EncodeError):
         pass  # a value JSON cannot hold: walk it
     else:
-        clean = b"\\" not in data and b"\x7f" not in data
-        if clean and (b"\xc2" not in data or _C1_IN_UTF8.search(data) is None):
+        if not _has_control(data):
             return obj
     return cast(T, _walk(obj))
 

@@ -96,9 +96,15 @@ def _int(v: object) -> int | None:
     return None
 
 
-def _ids_where(c: Collector, ids: Array, rule: Callable[[str], bool]) -> Array:
-    """The distinct name ids among `ids` whose name satisfies `rule`."""
-    return np.array([i for i in np.unique(ids) if rule(c.names[int(i)])], dtype=np.float64)
+def _named(c: Collector, ids: Array, rule: Callable[[str], bool]) -> npt.NDArray[np.bool_]:
+    """Which rows' names (name ids, as floats) satisfy `rule`: a table over the trace's names,
+    looked up (np.isin sorted the 2.8 M runtime calls of a 2 GiB trace, four times)."""
+    table = np.fromiter(map(rule, c.names), dtype=bool, count=len(c.names))
+    return table[ids.astype(np.intp)] if len(table) else np.zeros(len(ids), dtype=bool)
+
+
+def _waits(name: str) -> bool:
+    return WAIT_CALL.search(name) is not None
 
 
 def _roles(c: Collector, dev: Device, base: float) -> Generator[list[Ranges]]:
@@ -107,10 +113,10 @@ def _roles(c: Collector, dev: Device, base: float) -> Generator[list[Ranges]]:
     vocabulary's are held while its steps are split."""
     k = dev.kernels
     by_ext = np.isin(k[:, 4], np.fromiter(c.comm_ext, dtype=np.float64, count=len(c.comm_ext)))
-    by_name = np.isin(k[:, 2], _ids_where(c, k[:, 2], names.is_collective))
+    by_name = _named(c, k[:, 2], names.is_collective)
     collective = by_ext | by_name
     rt = dev.runtimes
-    waits = np.isin(rt[:, 3], _ids_where(c, rt[:, 3], lambda n: WAIT_CALL.search(n) is not None))
+    waits = _named(c, rt[:, 3], _waits)
     startup = ~waits & _startup_rows(c, rt)
 
     def span(rows: Array, where: npt.NDArray[np.bool_] | None = None) -> Ranges:
@@ -148,14 +154,14 @@ def _roles(c: Collector, dev: Device, base: float) -> Generator[list[Ranges]]:
 
 def _startup_rows(c: Collector, rt: Array) -> npt.NDArray[np.bool_]:
     """Runtime calls that are start-up: by name, or a call too long to be launch overhead."""
-    by_name = np.isin(rt[:, 3], _ids_where(c, rt[:, 3], names.is_startup_call))
+    by_name = _named(c, rt[:, 3], names.is_startup_call)
     return by_name | (rt[:, 1] - rt[:, 0] >= LONG_CALL_US)
 
 
 def _startup_calls(c: Collector, dev: Device, spans: list[tuple[float, float]]) -> dict[str, float]:
     """Each start-up call's time inside the steps (ms), by name."""
     rt = dev.runtimes
-    waits = np.isin(rt[:, 3], _ids_where(c, rt[:, 3], lambda n: WAIT_CALL.search(n) is not None))
+    waits = _named(c, rt[:, 3], _waits)
     rt = rt[~waits & _startup_rows(c, rt)]
     lo, hi = spans[0][0], spans[-1][1]
     inside = np.clip(np.minimum(rt[:, 1], hi) - np.maximum(rt[:, 0], lo), 0.0, None)

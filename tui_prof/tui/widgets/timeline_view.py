@@ -409,8 +409,9 @@ class TimelineView(Widget, can_focus=True):
             name = name[: 2 * width - 1] + "…"
         dur = float(t.end[i] - t.start[i])
         out = Text(name, style="bold", overflow="fold")
+        long = f"{dur / 1000:,.3f} ms" if dur >= 1000 else f"{dur:,.1f} µs"
         where = (
-            f"{t.name} · {float(t.start[i]) / 1000:.3f} ms · {dur:,.1f} µs · "
+            f"{t.name} · at {float(t.start[i]) / 1000:.3f} ms · {long} long · "
             f"{CATEGORY_LABELS[CATEGORIES[int(t.cat[i])]]}"
         )
         for line in (where, st.info(self.track, i), self._partner_line(st, i, width)):
