@@ -2,8 +2,9 @@
 
     python benchmarks/ray_overhead.py [--runs 20] [--many 200] [--workers 2] [--json]
 
-Everything runs against a real Ray cluster on 127.0.0.1 (tests/ray_cluster.py: a head that runs
-nothing, plus `--workers` worker nodes of `--cpus` CPUs each), started inside a network namespace
+Everything runs against a real Ray cluster on loopback (tests/ray_cluster.py: a head that runs
+nothing, plus `--workers` worker nodes of `--cpus` CPUs each, each node with its own 127.0.0.x
+address, temp dir and ports), started inside a network namespace
 of its own: this script re-executes itself under `unshare -n` with loopback up, and what it
 started is killed by process id when it is done (never `ray stop`). Without `unshare -n` or
 Ray it says so in one line and exits 2.
@@ -19,7 +20,10 @@ Ray it says so in one line and exits 2.
      `tail_job_logs` (how tuiprof reads a run: live), and until that stream closed: the floors
      a job per run costs on this cluster, whoever submits it;
    - tuiprof on Ray: the Runner with the Ray backend (after one unmeasured warm-up experiment
-     that put tuiprof's py_modules on every node).
+     that put tuiprof's py_modules on every node);
+   - a warm actor: the alternative to a job per run, a long-lived actor on a worker node that
+     runs the job as a subprocess and returns its exit, wall time, output and metrics as the
+     call's result (a driver joined to the cluster, `ray.init`), timed per call; its start once.
    As in runner_overhead.py, the cost of a run is the time between consecutive runs'
    completions (the experiment's start counts as the first), so the runner's own work between
    runs is included; overhead = median(Ray) - median(local), and their ratio. A tuiprof Ray
@@ -92,7 +96,10 @@ def p90(xs: list[float]) -> float | None:
     return sorted(xs)[int(0.9 * (len(xs) - 1))] if xs else None
 
 
-def write_spec(work: Path, name: str, repeats: int, ray: str | None, variants: int = 1) -> Path:
+def write_spec(
+    work: Path, name: str, repeats: int, ray: str | None, variants: int = 1, gcs: str | None = None
+) -> Path:
+    """A spec of the tiny job; `ray`: on that cluster, `gcs`: in the actor mode there."""
     path = work / f"{name}.toml"
     text = f'name = "{name}"\ncommand = {json.dumps(JOB)}\nrepeats = {repeats}\n'
     text += 'metrics = ["value"]\n'
@@ -100,6 +107,8 @@ def write_spec(work: Path, name: str, repeats: int, ray: str | None, variants: i
         text += f'[variants.{v}]\nenv = {{ VARIANT = "{v}" }}\n'
     if ray:
         text += f'[backend]\nkind = "ray"\naddress = "{ray}"\n'
+        if gcs:
+            text += f'mode = "actors"\ngcs_address = "{gcs}"\n'
     path.write_text(text)
     return path
 
@@ -133,10 +142,10 @@ def ray_jobs(address: str, prefix: str) -> dict[str, Any]:
 
 
 def via_runner(
-    work: Path, name: str, runs: int, address: str | None, parallel: int
+    work: Path, name: str, runs: int, address: str | None, parallel: int, gcs: str | None = None
 ) -> dict[str, Any]:
     """Run a spec through tuiprof's Runner: completion gaps, per-run phases (medians)."""
-    spec = load_spec(write_spec(work, name, runs, address))
+    spec = load_spec(write_spec(work, name, runs, address, gcs=gcs))
     t0 = time.perf_counter()
     backend = TimedBackend(get_backend(spec.backend))  # connects, sends tuiprof's py_modules
     ends: list[float] = []
@@ -162,7 +171,7 @@ def via_runner(
     if bad:
         raise RuntimeError(f"{name}: runs did not finish: {bad[:3]}")
     walls = {r.run_id: r.wall_time_s or 0.0 for r in exp.runs}
-    jobs = ray_jobs(address, f"tuiprof-{experiment_id}-") if address else {}
+    jobs = ray_jobs(address, f"tuiprof-{experiment_id}-") if address and not gcs else {}
     phases: dict[str, list[float]] = {"submit": [], "job": [], "in_ray": [], "to_recorded": []}
     for rid, (a, b) in backend.launches.items():
         phases["submit"].append(b - a)
@@ -267,6 +276,51 @@ def bare_ray(address: str, runs: int) -> dict[str, Any]:
             raise RuntimeError(f"bare Ray job ended {info.status}: {client.get_job_logs(sid)}")
         in_ray.append((info.end_time - info.start_time) / 1e3)
     return {**{k: med(v) for k, v in out.items()}, "in_ray": med(in_ray)}
+
+
+def warm_actor(gcs: str, runs: int) -> dict[str, Any]:
+    """The alternative to a job per run: a long-lived actor on a worker node (as Ray Tune keeps
+    its trial actors) that runs the same job as a subprocess and returns its exit, wall time,
+    output and metrics as the call's result, one call per run, from a driver joined to the
+    cluster. Timed from the call until its result is here; the actor's start once, apart."""
+    import ray
+
+    ray.init(address=gcs, logging_level="WARNING", log_to_driver=False)
+    try:
+
+        @ray.remote(num_cpus=1)
+        class Runner:
+            def run(self, argv: list[str]) -> dict[str, Any]:
+                import os
+                import subprocess
+                import tempfile
+                import time
+
+                with tempfile.TemporaryDirectory() as d:
+                    metrics = os.path.join(d, "metrics.jsonl")
+                    env = {**os.environ, "TUIPROF_METRICS_FILE": metrics}
+                    t0 = time.perf_counter()
+                    p = subprocess.run(argv, env=env, capture_output=True, stdin=subprocess.DEVNULL)
+                    wall = time.perf_counter() - t0
+                    with open(metrics) as f:
+                        lines = f.read()
+                return {"exit": p.returncode, "wall": wall, "out": p.stdout, "metrics": lines}
+
+        t0 = time.perf_counter()
+        actor = Runner.remote()  # type: ignore[attr-defined]
+        ray.get(actor.__ray_ready__.remote())
+        start = time.perf_counter() - t0
+        times = []
+        for _ in range(runs):
+            t0 = time.perf_counter()
+            res = ray.get(actor.run.remote(JOB))
+            times.append(time.perf_counter() - t0)
+            if res["exit"] != 0 or '"value"' not in res["metrics"]:
+                raise RuntimeError(f"the warm actor's run failed: {res}")
+        ray.kill(actor)
+        return {"per_run": med(times), "p90": p90(times), "actor_start": start}
+    finally:
+        ray.shutdown()
 
 
 # ---------------------------------------------------------------- 2. many runs
@@ -381,7 +435,7 @@ def check_store(directory: Path, planned: int) -> dict[str, Any]:
 
 
 def inside(args: argparse.Namespace, work: Path) -> dict[str, Any]:
-    from ray_cluster import ADDRESS, Cluster
+    from ray_cluster import ADDRESS, GCS_PORT, Cluster
 
     out: dict[str, Any] = {"loadavg_start": os.getloadavg()}
     if args.hide_module:
@@ -395,7 +449,7 @@ def inside(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         os.environ["PYTHONPATH"] = os.pathsep.join(
             [str(shim), *filter(None, [os.environ.get("PYTHONPATH")])]
         )  # the nodes, their workers and jobs, and the CLI inherit it
-    cluster = Cluster()
+    cluster = Cluster(hide_slow_imports=False)  # as installed here (--hide-module hides)
     try:
         t0 = time.perf_counter()
         cluster.start_head()
@@ -421,7 +475,14 @@ def inside(args: argparse.Namespace, work: Path) -> dict[str, Any]:
             bare = bare_ray(ADDRESS, n)
             log(f"{n} runs one at a time, tuiprof on Ray ...")
             ray = via_runner(work, "ray", n, ADDRESS, 1)
+            log(f"{n} runs one at a time through a warm actor on a worker node ...")
+            actor = warm_actor(f"127.0.0.1:{GCS_PORT}", n)
+            log(f"{n} runs one at a time, tuiprof on Ray in the actor mode (warm agents) ...")
+            gcs = f"127.0.0.1:{GCS_PORT}"
+            via_runner(work, "actors-warmup", capacity, ADDRESS, capacity, gcs=gcs)
+            actors = via_runner(work, "actors", n, ADDRESS, 1, gcs=gcs)
             m_local, m_ray = statistics.median(local["gaps"]), statistics.median(ray["gaps"])
+            m_act = statistics.median(actors["gaps"])
             out["per_run"] = {
                 "runs": n,
                 "job_alone_s": statistics.median(job),
@@ -436,6 +497,13 @@ def inside(args: argparse.Namespace, work: Path) -> dict[str, Any]:
                 "ratio": m_ray / m_local,
                 "within_aim": m_ray - m_local < 1.0,
                 "bare_ray_s": bare,
+                "warm_actor_s": actor,
+                "actors_s": m_act,
+                "actors_p90_s": p90(actors["gaps"]),
+                "actors_overhead_s": m_act - m_local,
+                "actors_ratio": m_act / m_local,
+                "actors_within_aim": m_act - m_local < 1.0,
+                "actors_runner_create_s": actors["create_s"],
                 "tuiprof_beyond_bare_ray_s": m_ray - bare["output_here"],
                 "ray_phases_s": ray["phases"],
                 "ray_between_runs_s": ray["between_runs"],
@@ -479,6 +547,13 @@ def report(res: dict[str, Any]) -> None:
                 r["ray_s"],
                 f"p90 {r['ray_p90_s']:.2f}, {r['ray_min_s']:.2f}-{r['ray_max_s']:.2f}",
             ),
+            (
+                "a warm actor per node, one call per run",
+                r["warm_actor_s"]["per_run"],
+                f"p90 {r['warm_actor_s']['p90']:.2f}; its start once "
+                f"{r['warm_actor_s']['actor_start']:.2f}",
+            ),
+            ("tuiprof, Ray backend, mode = actors", r["actors_s"], f"p90 {r['actors_p90_s']:.2f}"),
         ]
         for label, value, note in rows:
             print(f"   {label:<42} {value:6.2f}  {note}")
@@ -486,6 +561,11 @@ def report(res: dict[str, Any]) -> None:
             f"   overhead Ray - local: {r['overhead_s']:.2f} s/run, ratio {r['ratio']:.0f}x: "
             f"{'ok' if r['within_aim'] else 'MISSED'} (aim < 1 s); tuiprof beyond a bare Ray job "
             f"(until its output is here): {r['tuiprof_beyond_bare_ray_s']:+.2f} s"
+        )
+        print(
+            f"   overhead actors - local: {r['actors_overhead_s']:.2f} s/run, ratio "
+            f"{r['actors_ratio']:.1f}x: {'ok' if r['actors_within_aim'] else 'MISSED'} (aim < 1 s); "
+            f"once per experiment: joining the cluster {r['actors_runner_create_s']:.2f} s"
         )
         print(
             f"   a tuiprof Ray run: submit_job {ph['submit']:.2f}, submitted -> ended by Ray's "

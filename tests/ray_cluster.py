@@ -1,10 +1,15 @@
-"""A real multi-node Ray cluster on 127.0.0.1, for tests and benchmarks, inside a network namespace.
+"""A real multi-node Ray cluster on loopback, for tests and benchmarks, inside a network namespace.
 
 Ray listens on every interface and probes outside addresses, so a cluster is only ever started
 inside a network namespace of its own (`in_namespace` re-runs a script there with loopback up):
 nothing leaves loopback. Each node is `ray start --block` in a session of its own, started
-here, with custom resources standing in for GPU models (`accelerator_type:A100`, which is what
-Ray gives a node with that GPU). A node is removed by killing the processes it started (its
+here, made like a machine of its own: its own address (the head 127.0.0.1, workers 127.0.0.2,
+127.0.0.3, ...), its own temp dir (its logs, as on a separate disk) and its own ports (one
+network namespace is one port space; real machines each have theirs). Custom resources stand in
+for GPU models (`accelerator_type:A100`, which is what Ray gives a node with that GPU). The
+head runs nothing (`head_cpus = 0`, as a dedicated head) or jobs too (Ray's default).
+`agent_port` gives a worker the head's dashboard agent port, as two default `ray start`s on one
+machine do: its agent's HTTP server cannot bind, so the dashboard cannot serve its job logs. A node is removed by killing the processes it started (its
 process tree, found from the pid we started); the whole cluster is stopped by killing every
 process in the namespace, which holds only what this script started. Never `ray stop`, never
 anything by name.
@@ -57,42 +62,84 @@ def _ray() -> str:
     return exe
 
 
-def _node_env() -> dict[str, str]:
+# An optional import that costs each Ray process about a second of CPU (jsonschema's format
+# checker builds a grammar on import; Ray's runtime-env schema check pulls it in): on a loaded
+# 2-core machine, a node's dozen processes then take minutes to start. The nodes' processes find
+# a module of that name that raises ImportError, as where it is not installed (jsonschema skips
+# the format then; benchmarks/README.md section 7 measured it).
+SLOW_OPTIONAL_IMPORTS = ("rfc3987_syntax",)
+
+
+def _node_env(shim: Path | None = None) -> dict[str, str]:
     env = dict(os.environ)
+    if shim is not None:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(shim), env.get("PYTHONPATH")]))
     env["RAY_USAGE_STATS_ENABLED"] = "0"
     # Jobs' `python3` is this interpreter (its site-packages has Ray and tuiprof's dependencies).
     env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
     env.pop("RAY_ADDRESS", None)
+    # A loaded machine starts a raylet slower than Ray's default 60 s wait for its registration.
+    env.setdefault("RAY_raylet_start_wait_time_s", "180")
+    env.setdefault("RAY_agent_register_timeout_ms", "180000")
     return env
 
 
 class Cluster:
-    """Head (no CPUs: runs nothing) plus workers; see the module docstring."""
+    """A head plus workers, each like a machine of its own; see the module docstring."""
 
-    def __init__(self) -> None:
+    def __init__(
+        self,
+        gcs_port: int = GCS_PORT,
+        dashboard_port: int = DASHBOARD_PORT,
+        port_base: int = 52400,
+        hide_slow_imports: bool = True,
+    ) -> None:
         if [name for _, name in socket.if_nameindex()] != ["lo"]:
             raise RuntimeError("refusing to start Ray outside a private network namespace")
         self.temp = Path(tempfile.mkdtemp(prefix="trc", dir="/tmp"))  # short: unix socket paths
+        self.shim = self.temp / "shim"
+        self.shim.mkdir()
+        for name in SLOW_OPTIONAL_IMPORTS if hide_slow_imports else ():
+            (self.shim / f"{name}.py").write_text(f"raise ImportError('{name}: not here')\n")
         self.nodes: dict[str, subprocess.Popen[bytes]] = {}
-        self._port = 52400
+        self.ips: dict[str, str] = {}
+        self.agent_ports: dict[str, int] = {}  # node -> its dashboard agent's HTTP port
+        self.gcs_port, self.dashboard_port = gcs_port, dashboard_port
+        self.address = f"127.0.0.1:{dashboard_port}"
+        self._port = port_base
+        self._how: dict[str, tuple[list[str], dict[str, str] | None, int | None]] = {}
+        self._restarts: dict[str, int] = {}
 
-    def _start(self, name: str, args: list[str], extra_env: dict[str, str] | None = None) -> None:
+    def _start(
+        self,
+        name: str,
+        args: list[str],
+        extra_env: dict[str, str] | None = None,
+        agent_port: int | None = None,
+    ) -> None:
+        self._how[name] = (args, extra_env, agent_port)
         self._port += 10
         p = self._port
+        ip = self.ips.setdefault(name, f"127.0.0.{len(self.ips) + 1}")
+        self.agent_ports[name] = agent_port or p
         ports = [
-            "--dashboard-agent-listen-port", str(p),
+            "--dashboard-agent-listen-port", str(agent_port or p),
             "--dashboard-agent-grpc-port", str(p + 1),
             "--runtime-env-agent-port", str(p + 2),
             "--metrics-export-port", str(p + 3),
         ]  # fmt: skip
-        log = open(self.temp / f"{name}.out", "wb")  # noqa: SIM115 - the node's life
+        temp = self.temp / name
+        temp.mkdir(exist_ok=True)
+        log = open(self.temp / f"{name}.out", "ab")  # noqa: SIM115 - the node's life
         self.nodes[name] = subprocess.Popen(
             [
                 _ray(),
                 "start",
                 "--block",
                 "--node-ip-address",
-                "127.0.0.1",
+                ip,
+                "--temp-dir",
+                str(temp),
                 "--disable-usage-stats",
                 "--object-store-memory",
                 "80000000",
@@ -101,42 +148,48 @@ class Cluster:
                 *ports,
                 *args,
             ],
-            env={**_node_env(), **(extra_env or {})},
+            env={**_node_env(self.shim), **(extra_env or {})},
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
 
-    def start_head(self) -> None:
+    def start_head(self, cpus: int = 0) -> None:
+        """The head: no CPUs (runs nothing but Ray's own processes) or `cpus` (runs jobs too)."""
         self._start(
             "head",
             [
                 "--head",
                 "--port",
-                str(GCS_PORT),
+                str(self.gcs_port),
                 "--dashboard-host",
                 "127.0.0.1",
                 "--dashboard-port",
-                str(DASHBOARD_PORT),
+                str(self.dashboard_port),
                 "--include-dashboard",
                 "true",
                 "--num-cpus",
-                "0",
+                str(cpus),
                 "--num-gpus",
                 "0",
-                "--temp-dir",
-                str(self.temp),
             ],
             HEAD_ENV,
         )
 
-    def add_worker(self, name: str, gpu_model: str | None = None, cpus: int = 1) -> None:
+    def add_worker(
+        self,
+        name: str,
+        gpu_model: str | None = None,
+        cpus: int = 1,
+        agent_port: int | None = None,
+    ) -> None:
+        """A worker at the next 127.0.0.x; `agent_port`: its dashboard agent's (see the module)."""
         resources = {f"accelerator_type:{gpu_model}": 1} if gpu_model else {}
         self._start(
             name,
             [
                 "--address",
-                f"127.0.0.1:{GCS_PORT}",
+                f"127.0.0.1:{self.gcs_port}",
                 "--num-cpus",
                 str(cpus),
                 "--num-gpus",
@@ -144,29 +197,39 @@ class Cluster:
                 "--resources",
                 json.dumps(resources),
             ],
+            agent_port=agent_port,
         )
 
-    def wait_for(self, names: Sequence[str], timeout_s: float = 240.0) -> dict[str, str]:
+    def wait_for(self, names: Sequence[str], timeout_s: float = 600.0) -> dict[str, str]:
         """Until these nodes are alive: name -> Ray node id."""
         from ray.util.state import list_nodes
 
         deadline = time.monotonic() + timeout_s
         while True:
-            for name, proc in self.nodes.items():
+            for name, proc in list(self.nodes.items()):
                 if proc.poll() is not None and name in names:
-                    raise RuntimeError(
-                        f"node {name} exited: {(self.temp / f'{name}.out').read_text()[-2000:]}"
-                    )
+                    text = (self.temp / f"{name}.out").read_text()
+                    # Ray waits a fixed 30 s for a new raylet to register: on a loaded machine
+                    # that can pass. Start the node again (new ports), at most twice.
+                    if "timed out during startup" in text and self._restarts.get(name, 0) < 2:
+                        self._restarts[name] = self._restarts.get(name, 0) + 1
+                        self.kill_node(name)
+                        self._start(name, *self._how[name])
+                        continue
+                    raise RuntimeError(f"node {name} exited: {text[-2000:]}")
             with contextlib.suppress(Exception):
                 alive = {
                     n.node_name: n.node_id
-                    for n in list_nodes(address=f"http://{ADDRESS}", raise_on_missing_output=False)
+                    for n in list_nodes(
+                        address=f"http://{self.address}", raise_on_missing_output=False
+                    )
                     if n.state == "ALIVE"
                 }
                 if all(n in alive for n in names):
                     return {n: alive[n] for n in names}
             if time.monotonic() > deadline:
-                raise RuntimeError(f"nodes {list(names)} not up after {timeout_s:.0f} s")
+                tails = {n: (self.temp / f"{n}.out").read_text()[-600:] for n in names}
+                raise RuntimeError(f"nodes {list(names)} not up after {timeout_s:.0f} s: {tails}")
             time.sleep(0.5)
 
     def kill_node(self, name: str) -> None:
@@ -175,6 +238,8 @@ class Cluster:
         for pid in [proc.pid, *_descendants(proc.pid)]:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError):  # what outlived `ray start` in its session
+            os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(10)
 
     def stop(self) -> None:

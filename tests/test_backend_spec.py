@@ -26,6 +26,9 @@ HEAD = 'name = "x"\ncommand = ["true"]\n'
         ('kind = "slurm"', "backend.kind"),
         ('kind = "ray"\nplacement = "random"', "backend.placement"),
         ('kind = "ray"\nflavour = 1', "unknown field"),
+        ('kind = "ray"\nmode = "tasks"', "backend.mode"),
+        ('kind = "ray"\ngcs_address = "10.0.0.1:6379"', "backend.gcs_address: only for mode"),
+        ('mode = "actors"\nupload_workdir = true', "backend.upload_workdir: only for mode"),
     ],
 )
 def test_absurd_backend_values_name_the_field(tmp_path: Path, table: str, says: str) -> None:
@@ -41,6 +44,19 @@ def test_ray_keys_alone_choose_ray(tmp_path: Path) -> None:
     backend = load_spec(spec).backend
     assert backend.kind == "ray" and backend.remote and backend.accelerator_type == "H100"
     assert BackendSpec.from_dict(backend.to_dict()) == backend
+
+
+def test_the_actor_mode_round_trips_through_the_store_and_spec_toml(tmp_path: Path) -> None:
+    spec = tmp_path / "s.toml"
+    spec.write_text(HEAD + '[backend]\nmode = "actors"\ngcs_address = "10.0.0.1:6380"\n')
+    backend = load_spec(spec).backend
+    assert (backend.kind, backend.mode, backend.gcs_address) == ("ray", "actors", "10.0.0.1:6380")
+    assert BackendSpec.from_dict(backend.to_dict()) == backend
+    lines = backend.toml_lines(lambda v: f'"{v}"')
+    assert 'mode = "actors"' in lines and 'gcs_address = "10.0.0.1:6380"' in lines
+    again = tmp_path / "again.toml"
+    again.write_text(HEAD + "\n".join(lines) + "\n")
+    assert load_spec(again).backend == backend
 
 
 @pytest.mark.parametrize("address", ["http://[bad::addr", "http://127.0.0.1:99999"])

@@ -7,8 +7,10 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
+
 from tui_prof.comparison.report import compare_experiment
-from tui_prof.experiments.noise import LOADED_CORES, gpu_state, noise_reasons
+from tui_prof.experiments.noise import LOADED_CORES, gpu_state, noise_reasons, parse_rocm_smi
 from tui_prof.experiments.runner import Runner
 from tui_prof.experiments.spec import load_spec
 from tui_prof.experiments.store import load_experiment
@@ -109,3 +111,87 @@ def test_runs_under_load_ask_for_a_quiet_machine_not_more_repeats() -> None:
     quiet = compare_experiment(experiment({"others_cores": 0.0, "cpus": 2}))
     (c,) = quiet.metric("wall_time_s").comparisons
     assert c.repeats_needed is not None and not quiet.comparability.noisy
+
+
+# Real `rocm-smi --json` output, as posted by users (the fields shown, in their order; the
+# firmware and identity lines that follow them left out):
+# - an Instinct MI200 node, wandb/wandb pull request 5449 (github.com/wandb/wandb/pull/5449);
+# - a Radeon 780M with rocm-smi-lib 6.2.4, sebhildebrandt/systeminformation pull request 960
+#   (github.com/sebhildebrandt/systeminformation/pull/960);
+# - an older rocm-smi (`-f -t -P --json`), lower-case "(c)" and no clocks, RainbowMiner issue 749
+#   (github.com/RainbowMiner/RainbowMiner/issues/749), whole.
+ROCM_MI200 = (
+    '{"card0": {"GPU ID": "0x7408", "Unique ID": "0xa32343daf897162a", "VBIOS version": '
+    '"113-D65201-046", "Temperature (Sensor edge) (C)": "56.0", "Temperature (Sensor junction) '
+    '(C)": "61.0", "Temperature (Sensor memory) (C)": "65.0", "Temperature (Sensor HBM 0) (C)": '
+    '"65.0", "Temperature (Sensor HBM 1) (C)": "63.0", "Temperature (Sensor HBM 2) (C)": "62.0", '
+    '"Temperature (Sensor HBM 3) (C)": "63.0", "fclk clock speed:": "(0Mhz)", "fclk clock '
+    'level:": "0", "mclk clock speed:": "(1600Mhz)", "mclk clock level:": "3", "sclk clock '
+    'speed:": "(1700Mhz)", "sclk clock level:": "1", "socclk clock speed:": "(1090Mhz)", '
+    '"socclk clock level:": "3", "Performance Level": "auto", "GPU OverDrive value (%)": "0", '
+    '"GPU Memory OverDrive value (%)": "0", "Max Graphics Package Power (W)": "560.0", '
+    '"Average Graphics Package Power (W)": "144.0", "GPU use (%)": "100"}}'
+)
+ROCM_780M = """{
+    "card0": {
+        "Device Name": "Phoenix3",
+        "Device ID": "0x1900",
+        "Device Rev": "0x01",
+        "Subsystem ID": "0xe001",
+        "GUID": "45560",
+        "Unique ID": "N/A",
+        "VBIOS version": "113-PHXGENERIC-001",
+        "Temperature (Sensor edge) (C)": "31.0",
+        "fclk clock speed:": "(400Mhz)",
+        "fclk clock level:": "0",
+        "mclk clock speed:": "(400Mhz)",
+        "mclk clock level:": "0",
+        "sclk clock speed:": "(800Mhz)",
+        "sclk clock level:": "0",
+        "socclk clock speed:": "(400Mhz)",
+        "socclk clock level:": "0",
+        "Performance Level": "auto",
+        "Current Socket Graphics Package Power (W)": "7.222",
+        "GPU use (%)": "19",
+        "GPU Memory Allocated (VRAM%)": "87"
+    }
+}"""
+ROCM_OLD = (
+    '{"card0": {"Fan Speed (%)": "45", "Average Graphics Package Power (W)": "222.0", '
+    '"Temperature (Sensor mem) (c)": "79.0", "Fan Speed (level)": "117", "Temperature (Sensor '
+    'junction) (c)": "103.0", "Temperature (Sensor edge) (c)": "77.0"}}'
+)
+
+
+def test_rocm_smi_output_gives_each_amd_gpus_clock_and_temperature() -> None:
+    assert parse_rocm_smi(ROCM_MI200) == [
+        {"sm_clock_mhz": 1700.0, "temperature_c": 56.0, "perf_level": "auto"}
+    ]
+    assert parse_rocm_smi(ROCM_780M) == [
+        {"sm_clock_mhz": 800.0, "temperature_c": 31.0, "perf_level": "auto"}
+    ]
+    assert parse_rocm_smi(ROCM_OLD) == [{"sm_clock_mhz": None, "temperature_c": 77.0}]
+    two = f'{{"card1": {ROCM_780M[:-1].split(":", 1)[1]}, "card0": {ROCM_MI200[10:-1]}}}'
+    assert [g["sm_clock_mhz"] for g in parse_rocm_smi(two)] == [1700.0, 800.0]  # card order
+    for junk in ("", "ERROR: GPU[0] : No such file", "[1, 2]", '{"system": {}}', "{"):
+        assert parse_rocm_smi(junk) == []
+    # No throttle reasons are read from rocm-smi, so an AMD GPU never makes a run "throttled".
+    assert noise_reasons({"gpus": parse_rocm_smi(ROCM_MI200)}) == []
+
+
+def test_without_nvidia_smi_the_gpus_are_read_from_rocm_smi(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The call itself: rocm-smi found on PATH, its arguments, its output parsed. The program
+    here prints the MI200's real output (no AMD GPU on the test machines)."""
+    exe = tmp_path / "rocm-smi"
+    exe.write_text(
+        f"#!{sys.executable}\nimport sys\n"
+        "assert sys.argv[1:] == ['--showtemp', '--showclocks', '--showperflevel', '--json']\n"
+        f"print({ROCM_MI200!r})\n"
+    )
+    exe.chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert gpu_state() == parse_rocm_smi(ROCM_MI200) != []
+    exe.unlink()
+    assert gpu_state() == []

@@ -94,7 +94,8 @@ def register(subparsers: Any) -> None:
     ray = p.add_argument_group(
         "cluster",
         "Run on a Ray cluster instead of this machine (pip install 'tuiprof[ray]'): each run is "
-        "a Ray job that goes on if tuiprof exits; --resume reattaches. Also [backend] in a spec.",
+        "a Ray job (or, with --ray-mode actors, a process a warm agent per node starts) that goes "
+        "on if tuiprof exits; --resume reattaches. Also [backend] in a spec.",
     )
     ray.add_argument(
         "--backend",
@@ -119,6 +120,12 @@ def register(subparsers: Any) -> None:
         "--accelerator-type",
         metavar="MODEL",
         help="run every run on this GPU model, e.g. H100 (Ray's accelerator_type)",
+    )
+    ray.add_argument(
+        "--ray-mode",
+        choices=("jobs", "actors"),
+        help="jobs (default): a Ray job per run, seconds each; actors: a warm agent per node "
+        "starts each run in a fraction of a second, but tuiprof joins the cluster (docs/ray.md)",
     )
     p.set_defaults(func=run_command)
 
@@ -158,6 +165,7 @@ def _backend_options(args: argparse.Namespace) -> dict[str, Any]:
         "gpus_per_run": args.gpus_per_run,
         "cpus_per_run": args.cpus_per_run,
         "accelerator_type": args.accelerator_type,
+        "mode": args.ray_mode,
     }
 
 

@@ -17,6 +17,8 @@ machine; `kind = "ray"` submits each run to a Ray cluster (tui_prof.experiments.
     storage = "/shared/tuiprof"  # optional: artifacts go through this shared directory
     upload_workdir = false       # true: ship `workdir` to the cluster (Ray's working_dir)
     python = "python3"           # the interpreter on the nodes that runs tuiprof's run wrapper
+    mode = "jobs"                # or "actors": a warm agent per node starts each run (see docs)
+    gcs_address = "10.0.0.1:6379"  # actors only: the cluster's GCS; default the head's IP:6379
 
 Nothing here imports Ray: a spec naming it is read and checked without it.
 """
@@ -31,6 +33,7 @@ from typing import Any
 
 KINDS = ("local", "ray")
 PLACEMENTS = ("blocked", "spread")
+MODES = ("jobs", "actors")
 MAX_RETRIES = 3  # node losses per run: more means the cluster, not the run, needs attention
 MAX_RESOURCE = 1024.0  # GPUs or CPUs per run: more is a typo (one node has at most a few hundred)
 MAX_PENDING_S = 7 * 24 * 3600.0
@@ -47,6 +50,8 @@ _RAY_KEYS = {
     "pending_timeout_s",
     "upload_workdir",
     "python",
+    "mode",
+    "gcs_address",
 }
 _KEYS = {"kind", *_RAY_KEYS}
 
@@ -66,6 +71,8 @@ class BackendSpec:
     pending_timeout_s: float = DEFAULT_PENDING_S
     upload_workdir: bool = False
     python: str = "python3"
+    mode: str = "jobs"  # "actors": a long-lived agent per node runs them (backends/ray/actors.py)
+    gcs_address: str | None = None  # actors: HOST:PORT of the GCS (default: the head's :6379)
 
     @property
     def remote(self) -> bool:
@@ -92,6 +99,8 @@ class BackendSpec:
             "pending_timeout_s": self.pending_timeout_s,
             "upload_workdir": self.upload_workdir,
             "python": self.python,
+            "mode": self.mode,
+            "gcs_address": self.gcs_address,
         }
 
     @classmethod
@@ -112,6 +121,8 @@ class BackendSpec:
             pending_timeout_s=float(d.get("pending_timeout_s", DEFAULT_PENDING_S)),
             upload_workdir=bool(d.get("upload_workdir", False)),
             python=str(d.get("python", default.python)),
+            mode=str(d.get("mode", default.mode)),
+            gcs_address=d.get("gcs_address"),
         )
 
     def toml_lines(self, quote: Any) -> list[str]:
@@ -135,7 +146,10 @@ class BackendSpec:
             f"pending_timeout_s = {_num(self.pending_timeout_s)}",
             f"upload_workdir = {'true' if self.upload_workdir else 'false'}",
             f"python = {quote(self.python)}",
+            f"mode = {quote(self.mode)}",
         ]
+        if self.gcs_address:
+            lines.append(f"gcs_address = {quote(self.gcs_address)}")
         return lines
 
 
@@ -219,6 +233,14 @@ def parse_backend(table: Any, path: Path | str, base: Path | None = None) -> Bac
             )
         storage = str(((base or Path.cwd()) / os.path.expanduser(storage)).resolve())
     accel = table.get("accelerator_type")
+    mode = table.get("mode", default.mode)
+    if mode not in MODES:
+        raise _fail(path, "mode", f'expected "jobs" or "actors", got {mode!r}')
+    gcs = _text(path, "gcs_address", table["gcs_address"]) if "gcs_address" in table else None
+    if gcs is not None and mode != "actors":
+        raise _fail(path, "gcs_address", 'only for mode = "actors" (jobs go through the dashboard)')
+    if upload and mode == "actors":
+        raise _fail(path, "upload_workdir", 'only for mode = "jobs" (an agent has no working_dir)')
     return BackendSpec(
         kind=kind,
         address=address,
@@ -231,6 +253,8 @@ def parse_backend(table: Any, path: Path | str, base: Path | None = None) -> Bac
         pending_timeout_s=float(pending),
         upload_workdir=upload,
         python=_text(path, "python", table.get("python", default.python)),
+        mode=mode,
+        gcs_address=gcs,
     )
 
 
@@ -242,6 +266,7 @@ def with_options(
     gpus_per_run: float | None = None,
     cpus_per_run: float | None = None,
     accelerator_type: str | None = None,
+    mode: str | None = None,
     source: str = "--backend",
 ) -> BackendSpec:
     """The spec's backend with the command line's choices over it (`tuiprof run --backend …`)."""
@@ -250,6 +275,7 @@ def with_options(
         "gpus_per_run": gpus_per_run,
         "cpus_per_run": cpus_per_run,
         "accelerator_type": accelerator_type,
+        "mode": mode,
     }
     given = {k: v for k, v in given.items() if v is not None}
     final = kind or spec.kind

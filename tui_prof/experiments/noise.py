@@ -10,18 +10,24 @@ after it ended return the run's `machine_state` (stored in its environment):
                         and tuiprof's), e.g. 1.2
     cpu_governor        the CPU frequency governors in use, where /sys says ("performance")
     gpus                per GPU where nvidia-smi answers: SM clock and its maximum (MHz),
-                        temperature (°C), active throttle reasons (nvidia-smi's names)
-Reading it costs two small /proc reads and one nvidia-smi call after the run (none during it),
-so the observer stays out of the measurement. `noise_reasons(state)` says why a run is suspect:
-"under load" when other processes used at least `LOADED_CORES` cores on average, "GPU
-throttled (…)" when a GPU reports a power or thermal slowdown. Both are empty for runs measured
-elsewhere (a cluster's node) or before tuiprof recorded this.
+                        temperature (°C), active throttle reasons (nvidia-smi's names); else
+                        where rocm-smi answers: shader clock (sclk, MHz), temperature (°C, edge
+                        sensor, else junction) and performance level, no throttle reasons
+                        (rocm-smi's JSON has none that can be trusted: some cards always set
+                        the hotspot bit of `throttle_status`, so `throttle` is left out)
+Reading it costs two small /proc reads and one nvidia-smi (or rocm-smi) call after the run (none
+during it), so the observer stays out of the measurement. `noise_reasons(state)` says why a run
+is suspect: "under load" when other processes used at least `LOADED_CORES` cores on average,
+"GPU throttled (…)" when a GPU reports a power or thermal slowdown. Both are empty for runs
+measured elsewhere (a cluster's node) or before tuiprof recorded this.
 """
 
 from __future__ import annotations
 
 import glob
+import json
 import os
+import re
 import resource
 import shutil
 import subprocess
@@ -67,10 +73,10 @@ def cpu_governors() -> list[str]:
 
 
 def gpu_state(timeout_s: float = 5.0) -> list[dict[str, Any]]:
-    """Clocks, temperature and active slowdowns per GPU from nvidia-smi ([] where it does not
-    answer; rocm-smi has no comparable one-line query, so AMD GPUs are not read yet)."""
+    """Clocks, temperature and active slowdowns per GPU from nvidia-smi, else clocks and
+    temperature from rocm-smi ([] where neither answers)."""
     if shutil.which("nvidia-smi") is None:
-        return []
+        return rocm_state(timeout_s)
     try:
         out = subprocess.run(
             ["nvidia-smi", f"--query-gpu={_GPU_QUERY}", "--format=csv,noheader,nounits"],
@@ -94,6 +100,60 @@ def gpu_state(timeout_s: float = 5.0) -> list[dict[str, Any]]:
                 "throttle": [r for r, c in zip(SLOWING, cells[3:], strict=True) if c == "Active"],
             }
         )
+    return gpus
+
+
+def rocm_state(timeout_s: float = 5.0) -> list[dict[str, Any]]:
+    """Shader clock, temperature and performance level per AMD GPU from rocm-smi ([] where it
+    is absent or does not answer)."""
+    if shutil.which("rocm-smi") is None:
+        return []
+    try:
+        out = subprocess.run(
+            ["rocm-smi", "--showtemp", "--showclocks", "--showperflevel", "--json"],
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            check=False,
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return parse_rocm_smi(out)
+
+
+def parse_rocm_smi(text: str) -> list[dict[str, Any]]:
+    """rocm-smi's `--json` document ({"card0": {"sclk clock speed:": "(1700Mhz)",
+    "Temperature (Sensor edge) (C)": "56.0", ...}, "system": {...}}) as one dict per card, in
+    card order; [] for anything else (rocm-smi prints warnings as text where it cannot read)."""
+    start = text.find("{")
+    try:
+        doc = json.loads(text[start:]) if start >= 0 else None
+    except ValueError:
+        return []
+    if not isinstance(doc, dict):
+        return []
+    cards = sorted(
+        (int(m.group(1)), v)
+        for k, v in doc.items()
+        if (m := re.fullmatch(r"card(\d+)", k)) and isinstance(v, dict)
+    )
+    gpus = []
+    for _, card in cards:
+        fields = {str(k).lower(): str(v) for k, v in card.items()}
+        clock = re.search(r"(\d+(?:\.\d+)?)\s*mhz", fields.get("sclk clock speed:", ""), re.I)
+        temp = None
+        for sensor in ("edge", "junction"):
+            temp = _num(fields.get(f"temperature (sensor {sensor}) (c)", ""))
+            if temp is not None:
+                break
+        gpu: dict[str, Any] = {
+            "sm_clock_mhz": float(clock.group(1)) if clock else None,
+            "temperature_c": temp,
+        }
+        level = fields.get("performance level")
+        if level:
+            gpu["perf_level"] = level
+        gpus.append(gpu)
     return gpus
 
 

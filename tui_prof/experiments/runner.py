@@ -12,7 +12,7 @@ The backend (the spec's `[backend]`, see backends/) is connected before the expe
 is made, so a cluster that is not there costs one line and nothing else. A cluster's runs outlive
 the runner: `resume` reattaches the ones still in flight (collecting those that ended meanwhile)
 before it starts anything new, and `resume(..., attach_only=True)` only reattaches. A run whose
-node was lost is retried on another node up to `[backend] retries` times.
+node was lost is retried on another node up to `[backend] retries` times (unread ones: once).
 """
 
 from __future__ import annotations
@@ -465,7 +465,8 @@ class Runner:
         metrics[WALL_TIME] = wall  # tuiprof's own measurement always wins
         tail = tail_text(request.log_path, LOG_TAIL_LINES)
         status, error = launch.ending(outcome, out, self.spec.timeout_s, tail)
-        retry = out.lost and self._retried.get(run_id, 0) < self.spec.backend.retries
+        allowed = max(self.spec.backend.retries, 1 if out.unread else 0)  # unread: at least once
+        retry = out.lost and self._retried.get(run_id, 0) < allowed
         if retry:
             error = f"{error}; retrying on another node"
         rec = self.store.run(run_id)

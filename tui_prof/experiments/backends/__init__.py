@@ -68,6 +68,7 @@ class RunOutcome:
     wall_time_s: float | None = None  # measured where it ran; None: the runner measures
     error: str | None = None  # the engine's reason when the job could not say ("node lost: …")
     lost: bool = False  # the node died under it: a retry may help
+    unread: bool = False  # it ran, but nothing of it could be read back: worth one retry anyway
     timed_out: bool = False  # the engine enforced the spec's timeout
     stopped: bool = False  # stopped on request (tuiprof's or the cluster's)
     ran: bool = True  # False: it ended before it ever started (never placed, never launched)

@@ -1,11 +1,16 @@
-"""The Ray backend: each run is a Ray job (Jobs API), so runs outlive tuiprof.
+"""The Ray backend: each run is a Ray job (Jobs API), or with `mode = "actors"` a process that a
+long-lived agent per node starts; either way runs outlive tuiprof.
 
-    client.py     RayBackend and its run handles: submit, follow, stop, reattach (imports ray)
+    client.py     RayBackend: connect, submit, reattach, the log streams and the watcher (imports ray)
+    actors.py     RayActorBackend: the agents, submit, reattach, a long-poll per node (imports ray)
+    agent.py      the agent on each node: runs as subprocesses, their logs kept (stdlib only)
+    handle.py     one run: its state, its end when Ray says the job is over, its stop
+    logs.py       a finished job's whole log, from the Jobs API or the node's own log file
     placement.py  which nodes fit a run, blocks of runs pinned to one node (pure)
     stream.py     a run's job log back into its output, metrics and files (pure)
     node.py       the wrapper each job runs on its node (stdlib only; shipped as py_modules)
 
-Only client.py imports ray, and only when the backend is chosen (`connect`).
+Only client.py and actors.py import ray, and only when the backend is chosen (`connect`).
 """
 
 from __future__ import annotations
@@ -18,19 +23,25 @@ from tui_prof.experiments.backends import BackendError
 
 if TYPE_CHECKING:
     from tui_prof.experiments.backend_spec import BackendSpec
+    from tui_prof.experiments.backends.ray.actors import RayActorBackend
     from tui_prof.experiments.backends.ray.client import RayBackend
 
 
-def connect(spec: BackendSpec) -> RayBackend:
+def connect(spec: BackendSpec) -> RayBackend | RayActorBackend:
     """A backend connected to the spec's cluster; BackendError (one line) if it is not there,
     Ray is not installed, or no node can run what the spec asks for."""
     reachable(spec.resolved_address())  # before importing Ray: a wrong address costs no seconds
     try:
         from tui_prof.experiments.backends.ray.client import RayBackend
+
+        if spec.mode == "actors":
+            from tui_prof.experiments.backends.ray.actors import RayActorBackend
     except ImportError as exc:
         raise BackendError(
             f"the ray backend needs Ray on this machine ({exc.msg}): pip install 'tuiprof[ray]'"
         ) from None
+    if spec.mode == "actors":
+        return RayActorBackend.connect(spec)
     return RayBackend.connect(spec)
 
 

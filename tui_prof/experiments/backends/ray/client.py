@@ -12,11 +12,11 @@ the address and that some alive node can run what a run asks for (BackendError, 
 not). `launch` submits with the run's resources (`entrypoint_num_cpus/gpus`, the accelerator
 type), pinned by the node-id label to its block's node when `placement = "blocked"`, and
 `py_modules` carrying tuiprof itself (nothing to install on the nodes). The job's log streams
-back (`tail_job_logs`) into the run's local files (stream.py); a monitor thread checks, once a
-second, that each run's node is alive (else: ended, "node lost"), that a queued run has been
-placed within `pending_timeout_s` (else: stopped, with what is missing), and concludes runs whose
-stream ended. `terminate` is `stop_job` (Ray sends SIGTERM, then SIGKILL after its
-RAY_JOB_STOP_WAIT_TIME_S). `close` lets go of the cluster and leaves the jobs running.
+back (`tail_job_logs`) into the run's local files (stream.py) while it runs; a watcher thread
+checks every WATCH_EVERY_S each run's node, placement and job status (handle.py), and a run ends
+as soon as Ray reports its job terminal, its whole log read once (logs.py). `terminate` is
+`stop_job` (Ray sends SIGTERM, then SIGKILL after its RAY_JOB_STOP_WAIT_TIME_S). `close` lets
+go of the cluster and leaves the jobs running.
 """
 
 from __future__ import annotations
@@ -29,22 +29,17 @@ import logging
 import secrets
 import threading
 import time
+import urllib.parse
 from pathlib import Path
 from typing import Any
 
-from ray.job_submission import JobStatus, JobSubmissionClient
+from ray.job_submission import JobSubmissionClient
 
 import tui_prof
 from tui_prof.experiments.backend_spec import BackendSpec
-from tui_prof.experiments.backends import (
-    ENDED,
-    QUEUED,
-    RUNNING,
-    BackendError,
-    LaunchRequest,
-    RunOutcome,
-)
+from tui_prof.experiments.backends import BackendError, LaunchRequest
 from tui_prof.experiments.backends.ray import placement as pl
+from tui_prof.experiments.backends.ray.handle import RayRunHandle, one_line, run_payload
 from tui_prof.experiments.backends.ray.node import PAYLOAD_VAR
 from tui_prof.experiments.backends.ray.stream import Demux
 
@@ -54,24 +49,12 @@ for _name in ("ray", "ray.dashboard.modules.dashboard_sdk", "ray.dashboard.modul
 
 ENTRY_MODULE = "tui_prof.experiments.backends.ray.node"
 NODES_EVERY_S = 2.0  # how stale the node list may be
-WATCH_EVERY_S = 1.0
-RETAILS = 3  # a broken log stream is picked up again this often
-LOCAL_ONLY = (
-    "TUIPROF_RUN_DIR",
-    "TUIPROF_METRICS_FILE",
-    "TUIPROF_EXPERIMENT_DIR",
-    "TUIPROF_PROFILER_PORT",
-)
-
-
-def one_line(exc: BaseException | str, limit: int = 300) -> str:
-    text = str(exc).strip()
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    # Ray's HTTP errors carry a server traceback: its last line says what went wrong.
-    line = (
-        lines[-1] if len(lines) > 1 and "Traceback" in text else (lines[0] if lines else repr(exc))
-    )
-    return line[:limit]
+WATCH_EVERY_S = 0.1
+STREAM_EVERY_S = 0.2  # how often a node's agent looks for new lines of a run's log
+# Each run's status is asked for every POLL_S, slower with many runs in flight, so that the
+# dashboard sees at most about 1 / POLL_PER_RUN_S requests a second however many there are.
+POLL_S = 0.2
+POLL_PER_RUN_S = 0.05
 
 
 def list_nodes(address: str) -> list[pl.Node]:
@@ -105,6 +88,7 @@ class RayBackend:
         self._nodes: list[pl.Node] = []
         self._nodes_at = 0.0
         self._handles: dict[str, RayRunHandle] = {}
+        self._streams: dict[str, Any] = {}  # run id -> the future of its log stream
         self._closed = threading.Event()
         self._loop = asyncio.new_event_loop()
         threading.Thread(
@@ -198,18 +182,7 @@ class RayBackend:
         with self._lock:
             node = self.placement.choose(request.block, nodes)
             self.placement.submitted(node.node_id if node else None)
-        payload = {
-            "token": token,
-            "argv": list(request.argv),
-            "cwd": None if self.spec.upload_workdir else str(request.cwd),
-            "env": {k: v for k, v in request.env.items() if k not in LOCAL_ONLY},
-            "timeout_s": request.timeout_s,
-            "kill_grace_s": request.kill_grace_s,
-            "profiler_port": request.profiler_port,
-            "storage": f"{self.spec.storage}/{request.experiment_id}/{sid}.tar.gz"
-            if self.spec.storage
-            else None,
-        }
+        payload = run_payload(self.spec, request, sid, token)
         kwargs: dict[str, Any] = {"entrypoint_num_cpus": self.spec.cpus_per_run}
         if self.spec.gpus_per_run:
             kwargs["entrypoint_num_gpus"] = self.spec.gpus_per_run
@@ -241,9 +214,7 @@ class RayBackend:
                 if again is not None:
                     return again
             raise OSError(f"the Ray cluster refused the run: {one_line(exc)}") from None
-        handle = RayRunHandle(
-            self, sid, token, request, node.node_id if node else None, pinned=node is not None
-        )
+        handle = RayRunHandle(self, sid, token, request, node.node_id if node else None)
         self._follow(handle)
         return handle
 
@@ -268,9 +239,7 @@ class RayBackend:
         for path in (request.log_path, request.metrics_path):  # the stream replays from the start
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(b"")
-        handle = RayRunHandle(
-            self, ref, token, request, node_id, pinned=bool(meta.get("tuiprof_node"))
-        )
+        handle = RayRunHandle(self, ref, token, request, node_id)
         self._follow(handle)
         return handle
 
@@ -285,7 +254,50 @@ class RayBackend:
         self.tail(handle)
 
     def tail(self, handle: RayRunHandle) -> None:
-        asyncio.run_coroutine_threadsafe(self._tail(handle, handle.demux), self._loop)
+        """Follow the run's log: from its node's own file where the node is known, else through
+        the Jobs API (whose copy may be another node's: see logs.py)."""
+        handle.streamed_from = handle.node_id
+        if handle.node_id:
+            coro = self._tail_node(handle, handle.demux, handle.node_id)
+        else:
+            coro = self._tail(handle, handle.demux)
+        future = asyncio.run_coroutine_threadsafe(coro, self._loop)
+        with self._lock:
+            self._streams[handle.sid] = future
+
+    async def _tail_node(self, handle: RayRunHandle, demux: Demux, node_id: str) -> None:
+        """The job's log as its node writes it, through the state API's log stream (the node's
+        agent reads its own file every STREAM_EVERY_S), until the run ends."""
+        import codecs
+
+        import aiohttp
+
+        query = urllib.parse.urlencode(
+            {
+                "node_id": node_id,
+                "filename": f"job-driver-{handle.sid}.log",
+                "lines": -1,
+                "interval": STREAM_EVERY_S,
+            }
+        )
+        url = f"{self.address.rstrip('/')}/api/v0/logs/stream?{query}"
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        try:
+            async with aiohttp.ClientSession() as session, session.get(url) as resp:
+                if resp.status != 200:
+                    raise OSError(f"HTTP {resp.status}: {one_line(await resp.text())}")
+                async for data in resp.content.iter_any():
+                    text = decoder.decode(data)
+                    if text:
+                        handle.feed(text, demux)
+                    if handle.ended or demux is not handle.demux:
+                        return
+        except asyncio.CancelledError:
+            return
+        except Exception as exc:  # the watcher decides what a broken stream means
+            handle.stream_closed(demux, one_line(exc))
+            return
+        handle.stream_closed(demux, None)
 
     async def _tail(self, handle: RayRunHandle, demux: Demux) -> None:
         try:
@@ -306,16 +318,25 @@ class RayBackend:
                 by_id = {n.node_id: n for n in self.nodes()}
             except Exception:  # the dashboard hiccuped: try again next round
                 continue
+            poll_every = max(POLL_S, POLL_PER_RUN_S * len(handles))
             for h in handles:
                 try:
-                    h.check(by_id)
+                    h.check(by_id, poll_every)
                 except Exception as exc:
                     h.note(f"tuiprof could not check {h.sid}: {one_line(exc)}")
+
+    def unreadable(self, node_id: str, why: str) -> None:
+        """A run's results could not be read from this node: place no new block there."""
+        with self._lock:
+            self.placement.avoid.add(node_id)
 
     def done(self, handle: RayRunHandle) -> None:
         with self._lock:
             self._handles.pop(handle.sid, None)
             self.placement.ended(handle.placed_on)
+            stream = self._streams.pop(handle.sid, None)
+        if stream is not None:
+            stream.cancel()  # a node's log stream follows the file forever
 
     def close(self) -> None:
         """Let go of the cluster; its jobs go on (reattach with `tuiprof run --resume`)."""
@@ -333,213 +354,3 @@ class RayBackend:
             t.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         asyncio.get_running_loop().call_soon(asyncio.get_running_loop().stop)
-
-
-class RayRunHandle:
-    """One submitted run: its state from its log stream, its end from the stream or the watcher."""
-
-    pid: int | None = None
-    pgid: int | None = None
-
-    def __init__(
-        self,
-        backend: RayBackend,
-        sid: str,
-        token: str,
-        request: LaunchRequest,
-        node_id: str | None,
-        *,
-        pinned: bool,
-    ) -> None:
-        self.backend, self.sid, self.token, self.request = backend, sid, token, request
-        self.node_id = node_id
-        self.placed_on = node_id  # what placement counted this run against
-        self._driver_known = False
-        self.demux = Demux(token, request.log_path, request.metrics_path, request.run_dir)
-        self._start_seen: dict[str, Any] | None = None  # a broken stream's start record
-        self._lock = threading.RLock()
-        self._ended = threading.Event()
-        self._outcome: RunOutcome | None = None
-        self._since = time.monotonic()
-        self._stream_error: str | None = None
-        self._stream_done = False
-        self._retails = 0
-        self._stopping = False
-
-    @property
-    def ended(self) -> bool:
-        return self._ended.is_set()
-
-    @property
-    def start_record(self) -> dict[str, Any] | None:
-        """The wrapper's start record: the run began on its node. Kept when a broken log stream
-        is picked up again, whose fresh reader has not yet reached it (the run did not stop
-        having started: a node lost then is lost mid-run, not before it)."""
-        return self.demux.start if self.demux.start is not None else self._start_seen
-
-    # -- the runner's side ---------------------------------------------------------------
-    def state(self) -> str:
-        if self._ended.is_set():
-            return ENDED
-        return RUNNING if self.start_record is not None else QUEUED
-
-    def wait(self, timeout: float | None = None) -> int | None:
-        if not self._ended.wait(timeout):
-            return None
-        return self.outcome().exit_code
-
-    def terminate(self, grace_s: float) -> None:
-        self._stopping = True
-        with contextlib.suppress(Exception):
-            self.backend.client.stop_job(self.sid)
-
-    def outcome(self) -> RunOutcome:
-        return self._outcome or RunOutcome(-9, ran=False, error="still running")
-
-    def node(self) -> str | None:
-        n = self.backend.node(self.node_id)
-        return n.name if n is not None else (f"node/{self.node_id[:6]}" if self.node_id else None)
-
-    def environment(self) -> dict[str, Any] | None:
-        start = self.start_record
-        if start is None:
-            return None
-        env = dict(start.get("environment") or {})
-        n = self.backend.node(self.node_id)
-        if n is not None:
-            env["node"] = n.name
-            env["ray_node_id"] = n.node_id
-            env["ray_accelerator_type"] = n.accelerator
-            if not env.get("gpu_model") and n.accelerator:
-                env["gpu_model"] = n.accelerator  # no nvidia-smi there: the model Ray knows it by
-        return env
-
-    # -- the stream's side ---------------------------------------------------------------
-    def feed(self, text: str, demux: Demux) -> None:
-        with self._lock:
-            if demux is not self.demux or self._ended.is_set():
-                return
-            demux.feed(text)
-            if demux.ended:
-                self._conclude(self._from_records())
-
-    def stream_closed(self, demux: Demux, error: str | None) -> None:
-        with self._lock:
-            if demux is self.demux:
-                self._stream_done, self._stream_error = True, error
-
-    def note(self, line: str) -> None:
-        with self._lock, contextlib.suppress(OSError), open(self.request.log_path, "ab") as f:
-            f.write(f"[tuiprof] {line}\n".encode())
-
-    # -- the watcher's side --------------------------------------------------------------
-    def check(self, nodes: dict[str, pl.Node]) -> None:
-        """Once a second: node alive, placed in time, stream still flowing (see the contract)."""
-        if self._ended.is_set():
-            return
-        if self.start_record is not None and not self._driver_known:
-            info = self.backend.client.get_job_info(self.sid)
-            if info.driver_node_id:
-                self.node_id, self._driver_known = info.driver_node_id, True
-        node = nodes.get(self.node_id or "")
-        if node is not None and not node.alive:
-            with contextlib.suppress(Exception):
-                self.backend.client.stop_job(self.sid)
-            why = node.message or "it stopped answering"
-            ran = self.start_record is not None
-            when = "" if ran else " before the run started"
-            self.note(f"node lost{when}: {node.name} ({why})")
-            self._conclude(
-                RunOutcome(-9, error=f"node lost{when}: {node.name} ({why})", lost=True, ran=ran)
-            )
-            return
-        waited = time.monotonic() - self._since
-        if (
-            self.start_record is None
-            and not self._stream_done
-            and waited > self.backend.spec.pending_timeout_s
-        ):
-            with contextlib.suppress(Exception):
-                self.backend.client.stop_job(self.sid)
-            missing = pl.describe_missing(self.backend.spec, list(nodes.values()))
-            pinned = f" on node {node.name}" if node is not None else ""
-            self._conclude(
-                RunOutcome(
-                    -9,
-                    error=f"not placed{pinned} after {waited:.0f} s (pending_timeout_s): {missing}",
-                    ran=False,
-                )
-            )
-            return
-        if self._stream_done:
-            self._after_stream()
-
-    def _after_stream(self) -> None:
-        info = self.backend.client.get_job_info(self.sid)
-        if not info.status.is_terminal():
-            if self._retails < RETAILS:  # the stream broke while it runs: pick it up again
-                self._retails += 1
-                self._restart(None)
-            return
-        if not self.demux.ended:
-            with contextlib.suppress(Exception):  # the whole log once more, for what is missing
-                self._restart(self.backend.client.get_job_logs(self.sid))
-        if not self.demux.ended:
-            self._conclude(self._from_info(info))
-
-    def _restart(self, whole_log: str | None) -> None:
-        with self._lock:
-            old = self.demux
-            if old.start is not None:
-                self._start_seen = old.start
-            fresh = Demux(
-                self.token,
-                self.request.log_path,
-                self.request.metrics_path,
-                self.request.run_dir,
-                skip_output=old.output_chars,
-                skip_metrics=old.metric_lines,
-            )
-            old.close()
-            self.demux, self._stream_done, self._stream_error = fresh, False, None
-            if whole_log is None:
-                self.backend.tail(self)
-                return
-            fresh.feed(whole_log)
-            if fresh.ended:
-                self._conclude(self._from_records())
-
-    def _from_records(self) -> RunOutcome:
-        ex = self.demux.exit or {}
-        wall = ex.get("wall_time_s")
-        return RunOutcome(
-            exit_code=int(ex.get("exit_code", 1)),
-            wall_time_s=float(wall) if isinstance(wall, (int, float)) else None,
-            error=ex.get("error") or None,
-            timed_out=bool(ex.get("timed_out")),
-            stopped=bool(ex.get("stopped")) or self._stopping,
-            ran=bool(ex.get("ran", True)),
-        )
-
-    def _from_info(self, info: Any) -> RunOutcome:
-        ran = self.start_record is not None
-        if self.demux.exit is not None:
-            self.note("the run's files were cut off before they all arrived")
-            return self._from_records()
-        if info.status == JobStatus.STOPPED:
-            return RunOutcome(-15, stopped=True, ran=ran)
-        said = one_line(info.message or "") or "no reason given"
-        if not ran and self.demux.preamble:
-            said += f" ({self.demux.preamble[-1].strip()[:200]})"
-        return RunOutcome(1, error=f"the Ray job {info.status.value.lower()}: {said}", ran=ran)
-
-    def _conclude(self, outcome: RunOutcome) -> None:
-        with self._lock:
-            if self._ended.is_set():
-                return
-            self.demux.close()
-            for line in self.demux.problems:
-                self.note(line)
-            self._outcome = outcome
-            self.backend.done(self)
-            self._ended.set()

@@ -8,7 +8,8 @@ Contract (pure; the nodes come from Ray's state API, read by client.py):
 - `Placement.choose(block, nodes)` gives a block (one repeat of every variant) one node and
   keeps it there while that node lives, so the variants of a repeat share a node and node-to-node
   differences cancel in the comparison ("blocked"); a new block goes to the eligible node with
-  the most free slots (this experiment's runs in flight counted), ties broken by name.
+  the most free slots (this experiment's runs in flight counted), ties broken by name. Nodes in
+  `avoid` (whose runs' results could not be read back) get no new block while others fit.
 - `describe_missing(spec, nodes)` says, in one line, what no node offers.
 - A node's `name` tells nodes apart even on one host: Ray's node name (its IP unless started
   with `--node-name`) and the start of its node id.
@@ -141,12 +142,14 @@ class Placement:
     spec: BackendSpec
     blocks: dict[Hashable, str] = field(default_factory=dict)  # block -> node id
     in_flight: Counter[str] = field(default_factory=Counter)  # node id -> runs submitted there
+    avoid: set[str] = field(default_factory=set)  # nodes whose runs' results could not be read
 
     def choose(self, block: Hashable, nodes: Sequence[Node]) -> Node | None:
         """The node for a run of `block` (None: no eligible node; spread: let Ray choose)."""
         if self.spec.placement != "blocked":
             return None
         fit = eligible(nodes, self.spec)
+        fit = [n for n in fit if n.node_id not in self.avoid] or fit
         by_id = {n.node_id: n for n in fit}
         if block in self.blocks and self.blocks[block] in by_id:
             return by_id[self.blocks[block]]
