@@ -61,7 +61,9 @@ async def _log_of_a_run_selected_before_its_output(tmp_path: Path, lines: int) -
         (tmp_path / "go0").touch()  # the run is selected: now it may print
         runner = next(iter(app.runners.values()))
         await until(pilot, lambda: runner.done)
-        await pilot.pause(0.3)  # the last flush
+        # The last flush comes a timer's tick later (later still on a loaded machine): wait for
+        # the job's last line, not for a guessed time.
+        await until(pilot, lambda: _shown(app)[-1:] == [f"line {lines}"])
         return _shown(app)
 
 
@@ -98,7 +100,7 @@ async def test_a_flood_selected_afterwards_shows_its_kept_tail_and_says_what_it_
         assert not any(s.startswith("line ") for s in _shown(app))  # r1's log: nothing yet
         await pilot.press("up")
         await until(pilot, lambda: _selected(app) == "default-r0")
-        await pilot.pause(0.1)
+        await until(pilot, lambda: _shown(app)[-1:] == ["line 20000"])  # its log drawn
         shown = _shown(app)
         (tmp_path / "go1").touch()
         await until(pilot, lambda: next(iter(app.runners.values())).done)

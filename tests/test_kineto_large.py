@@ -97,6 +97,20 @@ def test_a_cut_inside_a_name_sends_the_read_back_to_this_process(tmp_path: Path)
     assert len(there.breakdowns) == 120 and _facts(there) == _facts(here)
 
 
+@pytest.mark.parametrize("python", ["/nonexistent/python", "/bin/false"])
+def test_workers_that_cannot_start_or_end_at_once_leave_the_read_to_this_process(
+    python: str,
+) -> None:
+    """No interpreter to start, or one that exits before reading its part: the same result,
+    read in this process."""
+    path = TRACES[0]
+    here = analyse_file(path, "r", workers=0)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(sys, "executable", python)
+        there = analyse_file(path, "r", workers=2, parallel_from=0, chunk_bytes=256 * 1024)
+    assert here.breakdowns and _facts(there) == _facts(here)
+
+
 def test_the_sample_and_shared_traces_are_all_here() -> None:
     assert len([p for p in TRACES if p.is_relative_to(SAMPLES)]) >= 4
     if not A100.exists():

@@ -20,26 +20,38 @@ from tui_prof.tui.app import TuiprofApp
 
 
 class LagMeter:
-    """How late the app's own timer fires: the event loop's responsiveness, as a user feels it."""
+    """How late the app's own timer fires: the event loop's responsiveness, as a user feels it.
+
+    Each gap is measured twice: in wall time, and in the CPU time the UI thread spent in it. On a
+    loaded machine the OS or a worker holding the GIL can keep the UI thread off the CPU for most
+    of a second; that is wall time only. Work done on the UI thread (rows added in one go) is
+    CPU time of that thread as well, wherever the machine is."""
 
     def __init__(self, app: TuiprofApp, every: float = 0.02) -> None:
         self.every = every
         self.gaps: list[float] = []
-        self._last = time.perf_counter()
+        self.cpu_gaps: list[float] = []
+        self._last, self._last_cpu = time.perf_counter(), time.thread_time()
         app.set_interval(every, self._tick)
 
     def _tick(self) -> None:
-        now = time.perf_counter()
+        now, cpu = time.perf_counter(), time.thread_time()  # the timer runs on the UI thread
         self.gaps.append(now - self._last)
-        self._last = now
+        self.cpu_gaps.append(cpu - self._last_cpu)
+        self._last, self._last_cpu = now, cpu
 
     def reset(self) -> None:
         self.gaps.clear()
-        self._last = time.perf_counter()
+        self.cpu_gaps.clear()
+        self._last, self._last_cpu = time.perf_counter(), time.thread_time()
 
     @property
     def worst(self) -> float:
         return max(self.gaps, default=0.0)
+
+    @property
+    def worst_cpu(self) -> float:
+        return max(self.cpu_gaps, default=0.0)
 
 
 def _text(renderable: object) -> str:
@@ -130,7 +142,15 @@ async def test_quitting_with_stop_keeps_drawing_while_runs_end(tmp_path: Path) -
         await until(pilot, lambda: bool(runner.active))
         meter = LagMeter(app)
         await pilot.press("q")
-        await until(pilot, lambda: isinstance(app.screen, QuitDialog))
+        # The dialog is the screen before its buttons are mounted and laid out: wait for the one
+        # the test clicks (clicking at once failed on a loaded machine: no '#stop' yet).
+        await until(
+            pilot,
+            lambda: (
+                isinstance(app.screen, QuitDialog)
+                and any(b.region for b in app.screen.query("#stop"))
+            ),
+        )
         dialog = app.screen
         assert isinstance(dialog, QuitDialog) and (dialog.running, dialog.waiting) == (1, 0)
         meter.reset()
@@ -141,8 +161,9 @@ async def test_quitting_with_stop_keeps_drawing_while_runs_end(tmp_path: Path) -
         await until(pilot, lambda: app.return_code == 0)
     assert waited >= grace * 0.9  # the job really made the quit wait ...
     # ... and the UI did not: the timer kept firing (waiting on the UI thread gave one gap as
-    # long as the wait). Relative bounds, so a loaded machine does not make it fail.
-    assert meter.worst < 0.25 * waited, f"event loop stalled {meter.worst:.2f} of {waited:.1f} s"
+    # long as the wait). Wall time (a blocked wait costs no CPU), relative to the wait, with room
+    # for the OS's gaps on a loaded machine (0.76 s seen) and well under the wait's own length.
+    assert meter.worst < 0.5 * waited, f"event loop stalled {meter.worst:.2f} of {waited:.1f} s"
     assert len(meter.gaps) > 10
 
 
@@ -172,16 +193,20 @@ async def test_a_big_experiment_loads_while_the_screen_keeps_drawing(tmp_path: P
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         meter = LagMeter(app)
-        started = time.perf_counter()
+        started, started_cpu = time.perf_counter(), time.thread_time()
         await pilot.press("e")
         table = app.experiments.query_one(RunTable)
         await until(pilot, lambda: table.row_count == runs, timeout=120)
-        took = time.perf_counter() - started
+        took, took_cpu = time.perf_counter() - started, time.thread_time() - started_cpu
         await settle(pilot)
         assert "wall_time_s" in _text(app.experiments.query_one("#comparison", Static).content)
     # Reading the store and adding every row in one go stalled the loop for about half the time
     # it took (1.8 of 3.5 s for 3,000 runs); in steps, no stall is more than a fraction of it.
-    assert meter.worst < 0.25 * took, f"event loop stalled {meter.worst:.2f} of {took:.1f} s"
+    # Counted in the UI thread's CPU time: wall-clock gaps on a loaded machine (0.76 of 2.9 s)
+    # are the OS's and the GIL's, not this code's.
+    assert meter.worst_cpu < 0.25 * took_cpu, (
+        f"event loop busy {meter.worst_cpu:.2f} s at once, of {took_cpu:.2f} s CPU ({took:.1f} s)"
+    )
     assert len(meter.gaps) > 10
 
 

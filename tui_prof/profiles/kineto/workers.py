@@ -10,8 +10,9 @@ stdin/stdout pipes) and hands them its 16 MB parts undecoded, round robin; each 
 threads to this collector's ids). Why: msgspec's decode holds the GIL and is ≈ 1.5× `zcat`'s
 CPU alone, so one process cannot come within 2× of `zcat` (benchmarks/README.md, section 9).
 A cut that is not between two events (`},{` inside a name) fails to decode in its worker; the
-read then starts over in this process alone, where stream.py tries earlier cuts. The workers
-are killed when the read ends, fails or is cancelled (they also exit when their stdin closes).
+read then starts over in this process alone, where stream.py tries earlier cuts, as it does
+when a worker cannot start or ends before its part is done. The workers are killed when the
+read ends, fails or is cancelled (they also exit when their stdin closes).
 """
 
 from __future__ import annotations
@@ -30,7 +31,6 @@ from typing import IO, Any
 
 import msgspec
 
-from tui_prof.model import ProfileError
 from tui_prof.profiles.kineto.collect import Collector, Part
 from tui_prof.profiles.kineto.events import Event
 from tui_prof.profiles.kineto.extras import Extras
@@ -38,14 +38,18 @@ from tui_prof.profiles.kineto.stream import TraceStream, decode_events
 
 PARALLEL_FROM = 64 * 2**20  # JSON bytes decoded in this process before workers take over
 START_FROM = PARALLEL_FROM // 2  # when the workers are started (they take ≈ 0.3 s to import)
-MAX_WORKERS = 8
+# Four keep up with the parts the main process hands out (their 12-15 s of CPU on the 2 GiB
+# trace, a quarter each, against its own 3-4 s) and hold 60-85 MB each: more would add memory
+# rather than speed.
+MAX_WORKERS = 4
 IN_FLIGHT = 2  # parts per worker: one it decodes, one waiting in its pipe
 ENV = "TUIPROF_READ_WORKERS"  # how many; 0 reads in this process alone
 _HEADER = struct.Struct("<Q")
 
 
 class BadCut(Exception):
-    """A part handed to a worker was not a list of events: read again, in this process."""
+    """A part handed to a worker was not a list of events, or a worker could not start or
+    ended: read again, in this process."""
 
 
 @dataclass
@@ -121,6 +125,8 @@ class _Pool:
     def __init__(self, n: int, c: Collector, extras: Extras, stream: TraceStream) -> None:
         self.c, self.extras, self.stream = c, extras, stream
         self.procs: list[subprocess.Popen[bytes]] = []
+        self.sent = 0
+        self.waiting: collections.deque[subprocess.Popen[bytes]] = collections.deque()
         try:
             for _ in range(n):
                 self.procs.append(
@@ -131,11 +137,9 @@ class _Pool:
                         stderr=subprocess.DEVNULL,
                     )
                 )
-        except OSError as exc:
+        except OSError as exc:  # no interpreter to start (a frozen app), no processes left
             self.close()
-            raise ProfileError(f"{stream.name}: cannot start a reading process ({exc})") from exc
-        self.sent = 0
-        self.waiting: collections.deque[subprocess.Popen[bytes]] = collections.deque()
+            raise BadCut() from exc
 
     def submit(self, part: memoryview) -> None:
         proc = self.procs[self.sent % len(self.procs)]
@@ -146,8 +150,8 @@ class _Pool:
             proc.stdin.write(_HEADER.pack(len(part)))
             proc.stdin.write(part)
             proc.stdin.flush()
-        except OSError as exc:
-            raise ProfileError(f"{self.stream.name}: a reading process ended ({exc})") from exc
+        except OSError as exc:  # it ended (could not import, killed): read in this process
+            raise BadCut() from exc
         self.sent += 1
         self.waiting.append(proc)
 
@@ -161,7 +165,7 @@ class _Pool:
         assert proc.stdout is not None
         blob = _read_frame(proc.stdout)
         if blob is None:
-            raise ProfileError(f"{self.stream.name}: a reading process ended unexpectedly")
+            raise BadCut()
         folded = pickle.loads(blob)
         if folded is None:
             raise BadCut()
