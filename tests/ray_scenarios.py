@@ -1,7 +1,7 @@
 """The Ray backend's scenarios, run inside a network namespace of their own against real Ray
 clusters (tests/ray_cluster.py): `python tests/ray_scenarios.py WORKDIR` starts each cluster,
 drives `tuiprof run` and `tuiprof compare` as a user would, kills what it started and prints one
-JSON document, which tests/test_ray.py and tests/test_ray_actors.py read. A scenario that raises
+JSON document, which tests/integration/test_ray.py and tests/test_ray_actors.py read. A scenario that raises
 is recorded under "error" with its traceback.
 
 Waits are on states (a row in the store, a line in a log, a job's status), never on a time that a

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parents[1]  # tests/: the helpers beside conftest
 REPO = HERE.parent
 # The clusters' start dominates, and a loaded machine starts Ray nodes slowly (the scenarios'
 # own waits are on states); the first test carries the module's fixture.
