@@ -22,10 +22,12 @@ import contextlib
 import os
 import pickle
 import queue
+import select
 import struct
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import IO, Any
 
@@ -45,6 +47,7 @@ MAX_WORKERS = 4
 IN_FLIGHT = 2  # parts per worker: one it decodes, one waiting in its pipe
 ENV = "TUIPROF_READ_WORKERS"  # how many; 0 reads in this process alone
 _HEADER = struct.Struct("<Q")
+_POLL = 0.05  # seconds between looks at the cancel flag while a worker decodes
 
 
 class BadCut(Exception):
@@ -135,6 +138,7 @@ class _Pool:
                         stdin=subprocess.PIPE,
                         stdout=subprocess.PIPE,
                         stderr=subprocess.DEVNULL,
+                        bufsize=0,  # raw pipes: select() sees every byte not yet read
                     )
                 )
         except OSError as exc:  # no interpreter to start (a frozen app), no processes left
@@ -147,13 +151,18 @@ class _Pool:
             self._merge_oldest()
         assert proc.stdin is not None
         try:
-            proc.stdin.write(_HEADER.pack(len(part)))
-            proc.stdin.write(part)
-            proc.stdin.flush()
+            _write_all(proc.stdin, _HEADER.pack(len(part)))
+            _write_all(proc.stdin, part)
         except OSError as exc:  # it ended (could not import, killed): read in this process
             raise BadCut() from exc
         self.sent += 1
         self.waiting.append(proc)
+
+    def _wait(self, f: IO[bytes]) -> None:
+        """Until `f` can be read, noticing a cancelled read within a poll (a worker may be in
+        the middle of a part for a second on a busy machine)."""
+        while not select.select([f], [], [], _POLL)[0]:
+            self.stream._check()
 
     def drain(self) -> None:
         while self.waiting:
@@ -163,7 +172,7 @@ class _Pool:
         self.stream._check()
         proc = self.waiting.popleft()
         assert proc.stdout is not None
-        blob = _read_frame(proc.stdout)
+        blob = _read_frame(proc.stdout, self._wait)
         if blob is None:
             raise BadCut()
         folded = pickle.loads(blob)
@@ -189,19 +198,40 @@ class _Pool:
         self.waiting.clear()
 
 
-def _read_frame(f: IO[bytes]) -> bytes | None:
-    head = f.read(_HEADER.size)
-    if len(head) < _HEADER.size:
+def _read_frame(f: IO[bytes], wait: Callable[[IO[bytes]], None] | None = None) -> bytearray | None:
+    """One length-prefixed frame; None at the end of the stream. `wait(f)` before each read."""
+    head = _read_exact(f, _HEADER.size, wait)
+    if head is None:
         return None
     (size,) = _HEADER.unpack(head)
-    data = f.read(size)
-    return data if len(data) == size else None
+    return _read_exact(f, size, wait)
+
+
+def _read_exact(f: IO[bytes], n: int, wait: Callable[[IO[bytes]], None] | None) -> bytearray | None:
+    buf = bytearray(n)
+    got = 0
+    with memoryview(buf) as view:
+        while got < n:
+            if wait is not None:
+                wait(f)
+            k = f.readinto(view[got:])  # type: ignore[attr-defined]
+            if not k:
+                return None
+            got += k
+    return buf
+
+
+def _write_all(f: IO[bytes], data: bytes | memoryview) -> None:
+    with memoryview(data) as view:
+        done = 0
+        while done < len(view):
+            done += f.write(view[done:]) or 0
 
 
 # -- the worker process --------------------------------------------------------------------
 
 
-def fold(data: bytes, extras: Extras) -> Folded | None:
+def fold(data: bytes | bytearray, extras: Extras) -> Folded | None:
     """One part decoded and collected; None where it is not a list of events (a bad cut)."""
     try:
         events, skipped = decode_events(data)
@@ -214,7 +244,7 @@ def fold(data: bytes, extras: Extras) -> Folded | None:
 
 def _serve(inp: IO[bytes], out: IO[bytes]) -> None:
     """Fold parts from `inp` until it closes; a thread reads the next part while one folds."""
-    parts: queue.Queue[bytes | None] = queue.Queue(maxsize=1)
+    parts: queue.Queue[bytearray | None] = queue.Queue(maxsize=1)
 
     def reader() -> None:
         while True:
