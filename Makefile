@@ -27,6 +27,6 @@ test:
 quick:
 	$(PY) -m pytest -q -m quick
 
-# docs/keys.md from the key bindings (tests/test_docs.py fails when it drifts).
+# docs/keys.md from the key bindings (tests/unit/test_docs.py fails when it drifts).
 keys:
 	$(PY) -m tui_prof.tui.screens.help > docs/keys.md

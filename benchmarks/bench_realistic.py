@@ -55,7 +55,7 @@ def main() -> None:
     tuiprof = [PYTHON, "-m", "tui_prof.cli", "summary", f, "--json", "--no-cache"]
     cmds = {  # name: (command, environment)
         "zcat": (["sh", "-c", 'exec zcat "$0" > /dev/null', f], quiet_env()),
-        "tuiprof": (tuiprof, quiet_env()),  # worker processes: one per core (up to 8)
+        "tuiprof": (tuiprof, quiet_env()),  # worker processes: one per core (up to 4)
         "one process": (tuiprof, quiet_env(TUIPROF_READ_WORKERS="0")),
     }
     if args.workers is not None:

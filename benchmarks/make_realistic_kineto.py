@@ -7,7 +7,7 @@ every copy's steps are steps of their own and every kernel still links to its la
 (`M`) events and everything after them are written once. Output is gzip at level 6 (zlib's
 default, what Python's and Kineto's writers produce with no level given; the A100 source
 itself is level 6, 18.6:1), so the file compresses as traces from the field do (≈ 16–19:1, vs
-the 100:1 of the synthetic file tests/test_kineto_bad_input.py builds for the memory bound).
+the 100:1 of the synthetic file tests/unit/test_kineto_bad_input.py builds for the memory bound).
 
     python benchmarks/make_realistic_kineto.py --size-gb 2 --out /tmp/a100_2g.json.gz
 

@@ -40,32 +40,17 @@ MI250 = SHARED_TRACES / "kineto" / "mi250_minitoy_train.json.gz"
 # Committed samples (examples/train_torch.py on an H100, PyTorch 2.11): no ../shared needed.
 H100_SAMPLES = sorted(SAMPLES.glob("torch_cuda_*/*.pt.trace.json.gz"))
 
-# Modules that run real jobs, servers, frameworks or whole TUI sessions: everything else is the
-# `quick` inner loop (`pytest -m quick`, under two minutes on 2 cores). A new module is quick
-# until it is named here.
+# The `quick` inner loop (`pytest -m quick`, under two minutes on 2 cores): everything but
+# tests/integration (whole processes: jobs, servers, frameworks, the CLI as a subprocess), the
+# unit and TUI modules named here (whole TUI sessions, simulations) and the slow or torch tests.
+# A new unit or TUI module is quick until it is named here.
 NOT_QUICK = frozenset(
     {
-        "test_capture",
-        "test_capture_cli",
-        "test_compare_cli",
         "test_experiments_live_log",
-        "test_fallback_steps",
-        "test_hlo_cost",
-        "test_follow",
-        "test_instrument",
-        "test_jax",
         "test_keys",
-        "test_kineto_references",
-        "test_kineto_torch",
         "test_new_experiment",
-        "test_ray",
-        "test_run_cli",
-        "test_run_variants",
-        "test_runner",
         "test_snapshots",
         "test_stats_simulation",
-        "test_summary_official",
-        "test_torch_job",
         "test_tui",
         "test_tui_diff",
         "test_tui_efficiency",
@@ -73,6 +58,7 @@ NOT_QUICK = frozenset(
         "test_tui_xla",
     }
 )
+INTEGRATION = TESTS / "integration"
 
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects
@@ -80,7 +66,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         module = item.path.stem
         slow = any(item.get_closest_marker(name) for name in ("slow", "torch"))
-        if module not in NOT_QUICK and not slow:
+        integration = item.path.is_relative_to(INTEGRATION)
+        if module not in NOT_QUICK and not slow and not integration:
             item.add_marker(pytest.mark.quick)
 
 

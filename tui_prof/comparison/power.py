@@ -9,7 +9,7 @@ Contract:
 - Paired design: the same on the per-repeat log-ratios (or differences), s_d their standard
   deviation, ν = n - 1.
   The t + t rule is the usual approximation of the noncentral t power (within a few points of 80%
-  at these sizes; tests/test_power.py checks it by simulation).
+  at these sizes; tests/unit/test_power.py checks it by simulation).
 - "Too small to matter": a difference under the smallest difference that matters (the
   comparison's `min_effect`: 5% for times by default, else `MIN_EFFECT`, 1%). For a smaller
   observed difference the number is the repeats that would resolve that much, with a note.

@@ -2,7 +2,7 @@
 
 Contract: pure functions of a name, one place for each rule, used by every reader (Kineto
 traces, XSpace kernel stats, TensorBoard's saved tool files). Lists cite where they come from;
-tests/test_kernel_names.py holds real kernel names from public traces, issues and libraries.
+tests/unit/test_kernel_names.py holds real kernel names from public traces, issues and libraries.
 - Matrix units (NVIDIA Tensor Cores, AMD Matrix Cores):
   * torch-tb-profiler's TC_Allowlist (tensor_core.py, from NVIDIA PyProf tc.py): h884, s884,
     h1688, s1688, hmma, i8816, 16816, xmma_*, c1688 and cuDNN's special-purpose conv kernels;

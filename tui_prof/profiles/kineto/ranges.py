@@ -42,6 +42,36 @@ def union(x: Ranges) -> Ranges:
     return np.column_stack([x[first, 0], np.maximum.reduceat(x[:, 1], first)])
 
 
+def spans_union(
+    starts: npt.NDArray[np.float64], ends: npt.NDArray[np.float64], base: float
+) -> Ranges:
+    """union(column_stack([starts, ends]) - base), to the bit, without that array: the starts
+    and ends are sorted as two columns and shifted once sorted, and each merged range ends at
+    the running maximum of the ends at its last member (every range ends at or after its start,
+    so nothing before a merged range reaches past its start). For the 2.8 M runtime calls of a
+    2 GiB trace that holds ≈ 90 MB fewer at once."""
+    if len(starts) < 2:
+        return np.column_stack([starts, ends]) - base
+    if (starts[1:] < starts[:-1]).any():
+        order = np.argsort(starts, kind="stable")
+        s, e = starts[order], ends[order]
+        del order
+    else:
+        s, e = starts.copy(), ends
+    s -= base
+    reach = np.maximum.accumulate(e)
+    del e
+    reach -= base
+    new = s[1:] > reach[:-1]
+    out = np.empty((int(new.sum()) + 1, 2))
+    out[0, 0] = s[0]
+    out[1:, 0] = s[1:][new]
+    del s
+    out[:-1, 1] = reach[:-1][new]
+    out[-1, 1] = reach[-1]
+    return out
+
+
 def partition(
     roles: Sequence[Ranges], steps: Ranges, window: int = WINDOW_STEPS
 ) -> npt.NDArray[np.float64]:

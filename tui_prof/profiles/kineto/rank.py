@@ -32,7 +32,7 @@ from tui_prof.profiles.kineto.collect import Array, Collector, Device
 from tui_prof.profiles.kineto.extras import Extras, RankExtras
 from tui_prof.profiles.kineto.gpu_metrics import gpu_metrics
 from tui_prof.profiles.kineto.ops import OpsResult, analyse_ops
-from tui_prof.profiles.kineto.ranges import Ranges, as_ranges, partition, union
+from tui_prof.profiles.kineto.ranges import Ranges, as_ranges, partition, spans_union, union
 from tui_prof.profiles.kineto.steps import Steps, find_steps
 from tui_prof.profiles.kineto.stream import TraceStream
 from tui_prof.profiles.kineto.workers import PARALLEL_FROM, read
@@ -122,10 +122,8 @@ def _roles(c: Collector, dev: Device, base: float) -> Generator[list[Ranges]]:
     def span(rows: Array, where: npt.NDArray[np.bool_] | None = None) -> Ranges:
         """The union of the rows' spans (of those `where` says): only their two times copied."""
         if where is None:
-            return union(rows[:, :2] - base)
-        x = rows[:, :2][where]
-        x -= base
-        return union(x)
+            return spans_union(rows[:, 0], rows[:, 1], base)
+        return spans_union(rows[:, 0][where], rows[:, 1][where], base)
 
     memcpy, memset = span(dev.memcpy), span(dev.memset)
     host_comm = as_ranges(c.comm_host, base)

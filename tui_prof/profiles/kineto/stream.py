@@ -87,7 +87,7 @@ def _unshared(part: memoryview, buf: bytearray, end: int) -> bytes | memoryview:
     return bytes(part) if _has_raw(buf, end) else part
 
 
-def decode_events(part: bytes | memoryview) -> tuple[list[Event], int]:
+def decode_events(part: bytes | bytearray | memoryview) -> tuple[list[Event], int]:
     """One part's events and how many were dropped for fields of the wrong type; DecodeError
     where the part is not JSON (a cut that is not between two events)."""
     try:

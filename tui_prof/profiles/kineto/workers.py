@@ -10,8 +10,9 @@ stdin/stdout pipes) and hands them its 16 MB parts undecoded, round robin; each 
 threads to this collector's ids). Why: msgspec's decode holds the GIL and is ≈ 1.5× `zcat`'s
 CPU alone, so one process cannot come within 2× of `zcat` (benchmarks/README.md, section 9).
 A cut that is not between two events (`},{` inside a name) fails to decode in its worker; the
-read then starts over in this process alone, where stream.py tries earlier cuts. The workers
-are killed when the read ends, fails or is cancelled (they also exit when their stdin closes).
+read then starts over in this process alone, where stream.py tries earlier cuts, as it does
+when a worker cannot start or ends before its part is done. The workers are killed when the
+read ends, fails or is cancelled (they also exit when their stdin closes).
 """
 
 from __future__ import annotations
@@ -21,16 +22,17 @@ import contextlib
 import os
 import pickle
 import queue
+import select
 import struct
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import IO, Any
 
 import msgspec
 
-from tui_prof.model import ProfileError
 from tui_prof.profiles.kineto.collect import Collector, Part
 from tui_prof.profiles.kineto.events import Event
 from tui_prof.profiles.kineto.extras import Extras
@@ -38,14 +40,19 @@ from tui_prof.profiles.kineto.stream import TraceStream, decode_events
 
 PARALLEL_FROM = 64 * 2**20  # JSON bytes decoded in this process before workers take over
 START_FROM = PARALLEL_FROM // 2  # when the workers are started (they take ≈ 0.3 s to import)
-MAX_WORKERS = 8
+# Four keep up with the parts the main process hands out (their 12-15 s of CPU on the 2 GiB
+# trace, a quarter each, against its own 3-4 s) and hold 60-85 MB each: more would add memory
+# rather than speed.
+MAX_WORKERS = 4
 IN_FLIGHT = 2  # parts per worker: one it decodes, one waiting in its pipe
 ENV = "TUIPROF_READ_WORKERS"  # how many; 0 reads in this process alone
 _HEADER = struct.Struct("<Q")
+_POLL = 0.05  # seconds between looks at the cancel flag while a worker decodes
 
 
 class BadCut(Exception):
-    """A part handed to a worker was not a list of events: read again, in this process."""
+    """A part handed to a worker was not a list of events, or a worker could not start or
+    ended: read again, in this process."""
 
 
 @dataclass
@@ -121,6 +128,8 @@ class _Pool:
     def __init__(self, n: int, c: Collector, extras: Extras, stream: TraceStream) -> None:
         self.c, self.extras, self.stream = c, extras, stream
         self.procs: list[subprocess.Popen[bytes]] = []
+        self.sent = 0
+        self.waiting: collections.deque[subprocess.Popen[bytes]] = collections.deque()
         try:
             for _ in range(n):
                 self.procs.append(
@@ -129,13 +138,12 @@ class _Pool:
                         stdin=subprocess.PIPE,
                         stdout=subprocess.PIPE,
                         stderr=subprocess.DEVNULL,
+                        bufsize=0,  # raw pipes: select() sees every byte not yet read
                     )
                 )
-        except OSError as exc:
+        except OSError as exc:  # no interpreter to start (a frozen app), no processes left
             self.close()
-            raise ProfileError(f"{stream.name}: cannot start a reading process ({exc})") from exc
-        self.sent = 0
-        self.waiting: collections.deque[subprocess.Popen[bytes]] = collections.deque()
+            raise BadCut() from exc
 
     def submit(self, part: memoryview) -> None:
         proc = self.procs[self.sent % len(self.procs)]
@@ -143,13 +151,18 @@ class _Pool:
             self._merge_oldest()
         assert proc.stdin is not None
         try:
-            proc.stdin.write(_HEADER.pack(len(part)))
-            proc.stdin.write(part)
-            proc.stdin.flush()
-        except OSError as exc:
-            raise ProfileError(f"{self.stream.name}: a reading process ended ({exc})") from exc
+            _write_all(proc.stdin, _HEADER.pack(len(part)))
+            _write_all(proc.stdin, part)
+        except OSError as exc:  # it ended (could not import, killed): read in this process
+            raise BadCut() from exc
         self.sent += 1
         self.waiting.append(proc)
+
+    def _wait(self, f: IO[bytes]) -> None:
+        """Until `f` can be read, noticing a cancelled read within a poll (a worker may be in
+        the middle of a part for a second on a busy machine)."""
+        while not select.select([f], [], [], _POLL)[0]:
+            self.stream._check()
 
     def drain(self) -> None:
         while self.waiting:
@@ -159,9 +172,9 @@ class _Pool:
         self.stream._check()
         proc = self.waiting.popleft()
         assert proc.stdout is not None
-        blob = _read_frame(proc.stdout)
+        blob = _read_frame(proc.stdout, self._wait)
         if blob is None:
-            raise ProfileError(f"{self.stream.name}: a reading process ended unexpectedly")
+            raise BadCut()
         folded = pickle.loads(blob)
         if folded is None:
             raise BadCut()
@@ -185,19 +198,40 @@ class _Pool:
         self.waiting.clear()
 
 
-def _read_frame(f: IO[bytes]) -> bytes | None:
-    head = f.read(_HEADER.size)
-    if len(head) < _HEADER.size:
+def _read_frame(f: IO[bytes], wait: Callable[[IO[bytes]], None] | None = None) -> bytearray | None:
+    """One length-prefixed frame; None at the end of the stream. `wait(f)` before each read."""
+    head = _read_exact(f, _HEADER.size, wait)
+    if head is None:
         return None
     (size,) = _HEADER.unpack(head)
-    data = f.read(size)
-    return data if len(data) == size else None
+    return _read_exact(f, size, wait)
+
+
+def _read_exact(f: IO[bytes], n: int, wait: Callable[[IO[bytes]], None] | None) -> bytearray | None:
+    buf = bytearray(n)
+    got = 0
+    with memoryview(buf) as view:
+        while got < n:
+            if wait is not None:
+                wait(f)
+            k = f.readinto(view[got:])  # type: ignore[attr-defined]
+            if not k:
+                return None
+            got += k
+    return buf
+
+
+def _write_all(f: IO[bytes], data: bytes | memoryview) -> None:
+    with memoryview(data) as view:
+        done = 0
+        while done < len(view):
+            done += f.write(view[done:]) or 0
 
 
 # -- the worker process --------------------------------------------------------------------
 
 
-def fold(data: bytes, extras: Extras) -> Folded | None:
+def fold(data: bytes | bytearray, extras: Extras) -> Folded | None:
     """One part decoded and collected; None where it is not a list of events (a bad cut)."""
     try:
         events, skipped = decode_events(data)
@@ -210,7 +244,7 @@ def fold(data: bytes, extras: Extras) -> Folded | None:
 
 def _serve(inp: IO[bytes], out: IO[bytes]) -> None:
     """Fold parts from `inp` until it closes; a thread reads the next part while one folds."""
-    parts: queue.Queue[bytes | None] = queue.Queue(maxsize=1)
+    parts: queue.Queue[bytearray | None] = queue.Queue(maxsize=1)
 
     def reader() -> None:
         while True:

@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.lazy import Lazy
 from textual.widgets import Header, TabbedContent, Tree
@@ -27,6 +26,7 @@ from tui_prof.tui.messages import (
     ProfileLoaded,
 )
 from tui_prof.tui.screens.base import KeysFooter, TuiprofScreen
+from tui_prof.tui.screens.browse_keys import BROWSE_KEYS
 from tui_prof.tui.widgets.profile_tree import NodeData, ProfileTree
 from tui_prof.tui.widgets.session_view import SessionView
 
@@ -63,99 +63,7 @@ def empty_message(root: Path, samples: Path | None) -> str:
 
 
 class BrowseScreen(TuiprofScreen):
-    BINDINGS = [
-        Binding(
-            "f5,ctrl+r",
-            "rescan",
-            "Rescan",
-            id="rescan",
-            show=False,  # the tree follows the logdir by itself; the key stays for network mounts
-            tooltip="List the logdir again",
-        ),
-        Binding(
-            "tab", "app.focus_next", "Next pane", show=False, tooltip="Tree, tabs, tables in turn"
-        ),
-        Binding(
-            "1",
-            "tab('tab-overview')",
-            "Overview tab",
-            id="tab_overview",
-            show=False,
-            tooltip="Headline, breakdown bars, averages, precision, advice",
-        ),
-        Binding(
-            "2", "tab('tab-steps')", "Steps tab", id="tab_steps", show=False, tooltip="Per step"
-        ),
-        Binding(
-            "3",
-            "tab('tab-ops')",
-            "Top ops tab",
-            id="tab_ops",
-            show=False,
-            tooltip="Framework ops by self time",
-        ),
-        Binding(
-            "4",
-            "tab('tab-kernels')",
-            "Kernels tab",
-            id="tab_kernels",
-            show=False,
-            tooltip="GPU kernels, Tensor Core / Matrix Core use, launch shape",
-        ),
-        Binding(
-            "5",
-            "tab('tab-timeline')",
-            "Timeline tab",
-            id="tab_timeline",
-            show=False,
-            tooltip="One step's host threads and device streams; the slowest first",
-        ),
-        Binding(
-            "w",
-            "toggle_notes",
-            "Notes",
-            id="notes",
-            show=False,
-            tooltip="Show the verdict's notes and caveats in full, or fold them to one line",
-        ),
-        Binding(
-            "F",
-            "toggle_fallback",
-            "Own steps",
-            id="fallback",
-            tooltip="Ignore official step markers and use tuiprof's own step finder",
-        ),
-        Binding(
-            "P",
-            "choose_step_program",
-            "Step program",
-            id="step_program",
-            show=False,
-            tooltip="Steps from the runs of an XLA program (JAX): pick which one",
-        ),
-        Binding(
-            "T",
-            "set_peak",
-            "Peak",
-            id="set_peak",
-            show=False,
-            tooltip="The dense peak TFLOP/s per device MFU divides by (--peak-tflops)",
-        ),
-        Binding(
-            "m",
-            "mark_diff",
-            "Mark A",
-            id="mark_diff",
-            tooltip="Mark the selected session as A for a diff (again: unmark)",
-        ),
-        Binding(
-            "d",
-            "diff",
-            "Diff with A",
-            id="diff",
-            tooltip="Compare the marked session (A) with the selected one (B), op by op",
-        ),
-    ]
+    BINDINGS = BROWSE_KEYS
 
     def __init__(self, root: Path, prefetch: Prefetch | None = None) -> None:
         super().__init__()

@@ -20,7 +20,7 @@ from tui_prof.profiles.timeline.load import load_timeline
 from tui_prof.profiles.timeline.model import make_track
 from tui_prof.profiles.timeline.nesting import parents
 
-SAMPLES = Path(__file__).resolve().parent.parent / "sample_traces"
+SAMPLES = Path(__file__).resolve().parents[2] / "sample_traces"
 PLUGIN_TRACE = SHARED_TRACES / "kineto_tb_plugin" / "worker0.1623143089861.pt.trace.json.gz"
 INPUT = CATEGORIES.index("input")
 HOST = CATEGORIES.index("host_compute")

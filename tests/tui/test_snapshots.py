@@ -1,7 +1,7 @@
 """How every view and dialog looks, at an SSH terminal's 80×24 and at 120×40 (SVG snapshots).
 
-Regenerate after an intended change: `python -m pytest tests/test_snapshots.py --snapshot-update`,
-then look at the SVGs (tests/__snapshots__/test_snapshots/) before committing them. Snapshots
+Regenerate after an intended change: `python -m pytest tests/tui/test_snapshots.py --snapshot-update`,
+then look at the SVGs (tests/tui/__snapshots__/test_snapshots/) before committing them. Snapshots
 hold nothing that changes between runs or clones: paths are relative to the repository root (the
 tests run from there), no clocks, no timings, and each waits for its workers to settle.
 """

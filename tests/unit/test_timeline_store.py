@@ -14,7 +14,7 @@ from tui_prof.profiles.timeline import store
 from tui_prof.profiles.timeline.load import load_timeline
 from tui_prof.profiles.timeline.model import Timeline
 
-SAMPLES = Path(__file__).resolve().parent.parent / "sample_traces"
+SAMPLES = Path(__file__).resolve().parents[2] / "sample_traces"
 
 
 def _same(a: Timeline, b: Timeline) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from tui_prof.tui.screens.help import keys_page
 
-DOCS = Path(__file__).resolve().parents[1] / "docs"
+DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 
 def test_keys_page_matches_the_bindings() -> None:

@@ -2,7 +2,7 @@
 
 The TensorFlow profiler server binds all interfaces, so the jobs and the captures that talk to
 them run inside a private network namespace (`unshare -n`, loopback only): this file re-runs
-itself there as a script (`python tests/test_capture.py SCENARIO WORKDIR`) and the tests read the
+itself there as a script (`python tests/integration/test_capture.py SCENARIO WORKDIR`) and the tests read the
 JSON it prints. Fast error cases (bad address, nothing listening, a silent listener) need no job
 and bind 127.0.0.1 only.
 """

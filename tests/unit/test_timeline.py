@@ -22,7 +22,7 @@ from tui_prof.profiles.timeline.bins import IDLE, bin_track
 from tui_prof.profiles.timeline.load import load_timeline
 from tui_prof.profiles.timeline.model import NoEvents, make_track
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 SAMPLES = REPO / "sample_traces"
 KINETO_SAMPLES = ["torch_cuda_float32", "torch_cuda_autocast", "torch_float32"]
 DEVICE_COMPUTE = CATEGORIES.index("device_compute")

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from conftest import REPO, SAMPLES, SHARED_TRACES, settle
 from kineto_factory import SGEMM, Trace, two_steps
@@ -26,6 +27,7 @@ from textual.widgets import Static
 
 from tui_prof.profiles.discover import Session
 from tui_prof.profiles.kineto import workers
+from tui_prof.profiles.kineto.ranges import spans_union, union
 from tui_prof.profiles.kineto.rank import RankResult, analyse_file
 from tui_prof.profiles.kineto.stream import TraceStream
 from tui_prof.profiles.load import summarize_session
@@ -95,6 +97,41 @@ def test_a_cut_inside_a_name_sends_the_read_back_to_this_process(tmp_path: Path)
         there = analyse_file(path, "r", workers=2, parallel_from=0, chunk_bytes=4096)
     assert len(streams) == 1, "no part was cut inside a name: the test tests nothing"
     assert len(there.breakdowns) == 120 and _facts(there) == _facts(here)
+
+
+@pytest.mark.parametrize("python", ["/nonexistent/python", "/bin/false"])
+def test_workers_that_cannot_start_or_end_at_once_leave_the_read_to_this_process(
+    python: str,
+) -> None:
+    """No interpreter to start, or one that exits before reading its part: the same result,
+    read in this process."""
+    path = TRACES[0]
+    here = analyse_file(path, "r", workers=0)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(sys, "executable", python)
+        there = analyse_file(path, "r", workers=2, parallel_from=0, chunk_bytes=256 * 1024)
+    assert here.breakdowns and _facts(there) == _facts(here)
+
+
+def test_the_union_of_spans_without_their_array_equals_union_to_the_bit() -> None:
+    """spans_union (the lean one the role split uses for runtime calls) against union on
+    thousands of random sets: nested, touching, zero-length, repeated and unsorted spans,
+    epoch-sized times shifted by a base, every subset a mask picks."""
+    rng = np.random.default_rng(7)
+    for _ in range(3000):
+        n = int(rng.integers(0, 50))
+        base = 1.7e15 + float(rng.integers(0, 1000))
+        start = base + np.round(rng.uniform(0, 1e5, n), int(rng.integers(0, 3)))
+        dur = np.round(rng.exponential(rng.choice([0.5, 5.0, 3000.0]), n), 1) * (
+            rng.random(n) > 0.2
+        )
+        rows = np.column_stack([start, start + dur])
+        if rng.random() < 0.3:
+            rows = rows[np.argsort(rows[:, 0], kind="stable")]
+        where = rng.random(n) < 0.6
+        assert np.array_equal(union(rows - base), spans_union(rows[:, 0], rows[:, 1], base))
+        x = rows[where] - base
+        assert np.array_equal(union(x), spans_union(rows[where, 0], rows[where, 1], base))
 
 
 def test_the_sample_and_shared_traces_are_all_here() -> None:

@@ -92,7 +92,7 @@ async def test_timeline_tab_keys_move_step_zoom_pan_and_cursor() -> None:
 
 
 async def test_legacy_session_says_it_has_no_events() -> None:
-    legacy = Path(__file__).parent / "data" / "legacy_tf22"
+    legacy = Path(__file__).parents[1] / "data" / "legacy_tf22"
     app = TuiprofApp(legacy)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
