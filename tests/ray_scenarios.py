@@ -1,7 +1,7 @@
 """The Ray backend's scenarios, run inside a network namespace of their own against real Ray
 clusters (tests/ray_cluster.py): `python tests/ray_scenarios.py WORKDIR` starts each cluster,
 drives `tuiprof run` and `tuiprof compare` as a user would, kills what it started and prints one
-JSON document, which tests/integration/test_ray.py and tests/test_ray_actors.py read. A scenario that raises
+JSON document, which tests/integration/test_ray.py reads. A scenario that raises
 is recorded under "error" with its traceback.
 
 Waits are on states (a row in the store, a line in a log, a job's status), never on a time that a
@@ -383,8 +383,8 @@ def _actors(work: Path, cluster: Any, out: dict[str, Any]) -> None:
     r = _cli(
         "run", str(_spec(work, "actors", extra, repeats=3)), *ray, "--output", str(exp), cwd=work
     )
-    attempts = _db(exp, "SELECT record FROM run_attempts")
-    out["actors"] = {**r, "record": _record(exp), "attempts": len(attempts)}
+    archived = _db(exp, "SELECT record FROM run_attempts")
+    out["actors"] = {**r, "record": _record(exp), "attempts": len(archived)}
 
     gate, tally = work / "actors-killed.go", work / "actors-tally"
     tally.mkdir()
@@ -406,6 +406,64 @@ def _actors(work: Path, cluster: Any, out: dict[str, Any]) -> None:
         "record": _record(exp),
         "starts": {f.name: f.read_text().count("started") for f in tally.iterdir()},
     }
+
+    # Ctrl+C stops the runs on their nodes: no process of theirs is left there.
+    gate = work / "actors-stop.go"  # never opened: only a stop ends them
+    spec = _spec(work, "actors-stop", extra, gate=str(gate))
+    exp = work / "actors-stop"
+    p = subprocess.Popen(
+        [sys.executable, "-m", "tui_prof.cli", "run", str(spec), *ray, "--output", str(exp)],
+        cwd=work, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    _wait_db(exp, "SELECT run_id FROM runs WHERE status = 'running'")
+    _wait("a job process", lambda: _gated(gate))
+    p.send_signal(signal.SIGINT)
+    _, stderr = p.communicate(timeout=300)
+    _wait("the stopped jobs' processes gone", lambda: not _gated(gate), timeout=60)
+    out["actors_stopped"] = {"rc": p.returncode, "stderr": stderr, "record": _record(exp)}
+
+    # A node dies mid-run: its agent's runs end "node lost" and run again elsewhere (retries).
+    gate = work / "actors-lost.go"
+    spec = _spec(work, "actors-lost", extra + "retries = 1\n", repeats=3, gate=str(gate))
+    exp = work / "actors-lost"
+    p = subprocess.Popen(
+        [sys.executable, "-m", "tui_prof.cli", "run", str(spec), *ray, "--output", str(exp)],
+        cwd=work, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    (victim,) = _wait_db(
+        exp, "SELECT run_id FROM runs WHERE status = 'running' AND node LIKE 'wclash/%'"
+    )[0]
+    log = exp / "runs" / victim / "output.log"
+    _wait(
+        f"{victim}'s first line",
+        lambda: f"start {victim} " in (log.read_text() if log.exists() else ""),
+    )
+    cluster.kill_node("wclash")
+    gate.touch()
+    _, stderr = p.communicate(timeout=300)
+    attempts = [json.loads(row[0]) for row in _db(exp, "SELECT record FROM run_attempts")]
+    out["actors_lost"] = {
+        "victim": victim,
+        "rc": p.returncode,
+        "stderr": stderr,
+        "record": _record(exp),
+        "attempts": [{k: a[k] for k in ("run_id", "status", "error", "node")} for a in attempts],
+    }
+
+
+def _gated(gate: Path) -> list[int]:
+    """The processes whose environment names this gate file (a scenario's jobs), from /proc."""
+    needle = f"JOB_GATE={gate}".encode()
+    found = []
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                with open(f"/proc/{entry.name}/environ", "rb") as f:
+                    if needle in f.read().split(b"\0"):
+                        found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
 
 
 if __name__ == "__main__":  # inside the namespace: python tests/ray_scenarios.py WORKDIR

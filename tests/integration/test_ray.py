@@ -244,3 +244,25 @@ def test_the_actor_mode_outlives_a_killed_tuiprof_and_runs_each_run_once(
         assert run["log"].count(f"start {run_id} ") == 1 and run["log"].endswith("end\n")
         assert run["metrics"]["accuracy"] > 0 and run["files"], run_id
     assert k["starts"] == {run_id: 1 for run_id in k["record"]}  # none started twice
+
+
+def test_ctrl_c_stops_the_actor_modes_runs_on_their_nodes(cluster_run: dict[str, Any]) -> None:
+    s = cluster_run["actors_stopped"]  # the scenario waited until no job process was left
+    assert "stopping the runs" in s["stderr"], s["stderr"][-2000:]
+    statuses = {run["status"] for run in s["record"].values()}
+    assert "stopped" in statuses and "finished" not in statuses, s["record"]
+
+
+def test_a_lost_node_ends_its_agents_runs_and_they_run_again_elsewhere(
+    cluster_run: dict[str, Any],
+) -> None:
+    lost = cluster_run["actors_lost"]
+    victim = lost["victim"]
+    assert lost["rc"] == 0, lost["stderr"][-3000:]
+    (attempt,) = [a for a in lost["attempts"] if a["run_id"] == victim]
+    assert attempt["status"] == "failed" and attempt["error"].startswith("node lost: wclash/")
+    assert attempt["error"].endswith("retrying on another node"), attempt["error"]
+    for run_id, run in lost["record"].items():
+        assert run["status"] == "finished", (run_id, run)
+        assert not run["node"].startswith("wclash/"), (run_id, run)
+    assert lost["record"][victim]["attempt"] == 2

@@ -441,6 +441,7 @@ class RayActorBackend:
         )
         with self._lock:
             self._agents.pop(node_id, None)
+            self.placement.avoid.add(node_id)  # no new block there (Ray may not know it dead yet)
         for h in handles:
             h.lost(why)
 
