@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+from conftest import REPO, run_cli
 
 from tui_prof.experiments.store import load_experiment
 from tui_prof.model import RUN_FAILED, RUN_FINISHED
@@ -38,13 +38,7 @@ def spec_file(
 
 
 def tuiprof(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "tui_prof.cli", "run", *args],
-        env=ENV,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return run_cli("run", *args, timeout=120)
 
 
 def test_headless_runs_everything_and_prints_the_directory_last(tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import GPU_LOGDIR, REPO, SAMPLES, needs_shared
+from conftest import GPU_LOGDIR, REPO, SAMPLES, needs_shared, run_cli
 from rich.console import Console
 
 from tui_prof.experiments.diff_targets import diff_targets, path_target, variant_target
@@ -197,14 +197,7 @@ def test_kernel_names_stay_distinct_at_80_columns() -> None:
 
 # -- the command --------------------------------------------------------------------------
 def tuiprof_diff(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "tui_prof.cli", "diff", *args],
-        env=ENV,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=REPO,
-    )
+    return run_cli("diff", *args, cwd=REPO)
 
 
 def test_cli_json_contract(tmp_path: Path) -> None:
