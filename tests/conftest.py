@@ -150,7 +150,7 @@ async def settle(pilot: Pilot[Any]) -> None:
     from tui_prof.tui.screens.browse import FOLLOW_GROUP
 
     quiet = 0
-    for _ in range(50):
+    for _ in range(50):  # three rounds settle every screen in the tests (measured)
         workers = [w for w in pilot.app.workers if w.group != FOLLOW_GROUP]
         busy = any(w.is_running for w in workers)
         # Failed and cancelled workers end too; the app's handler reports failures.
@@ -159,6 +159,8 @@ async def settle(pilot: Pilot[Any]) -> None:
         quiet = 0 if busy else quiet + 1
         if quiet >= 2:
             return
+    # Going on unsettled made a test check (or a snapshot draw) a screen still changing.
+    raise AssertionError("the app never settled: workers kept starting for 50 rounds")
 
 
 def script_env(**extra: str) -> dict[str, str]:

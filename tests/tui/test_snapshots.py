@@ -48,6 +48,22 @@ def _steady(pilot: Pilot[int]) -> None:
         area.refresh()
 
 
+async def _still(pilot: Pilot[int]) -> None:
+    """Cursors steady, then the screen unchanged over two looks 0.1 s apart. Workers done is not
+    enough: the tabs a summary brings mount over several turns of the event loop, and on a loaded
+    machine a picture once caught the Overview's tab with its parts not yet drawn."""
+    _steady(pilot)
+    await pilot.pause()
+    before = pilot.app.export_screenshot()
+    for _ in range(50):
+        await pilot.pause(0.1)
+        now = pilot.app.export_screenshot()
+        if now == before:
+            return
+        before = now
+    raise AssertionError("the screen kept changing for 5 s")
+
+
 def _keys(*keys: str) -> Before:
     """Settle, press the keys, settle again; cursors steady."""
 
@@ -56,8 +72,7 @@ def _keys(*keys: str) -> Before:
         for key in keys:
             await pilot.press(key)
             await settle(pilot)
-        _steady(pilot)
-        await pilot.pause()
+        await _still(pilot)
 
     return run
 
@@ -116,8 +131,7 @@ def test_start_experiment_dialog(snap_compare: SnapCompare, size: tuple[int, int
         # "Run in" shows the absolute working directory, which differs from clone to clone.
         pilot.app.screen.query_one("#workdir", Input).value = "/srv/project"
         await settle(pilot)
-        _steady(pilot)
-        await pilot.pause()
+        await _still(pilot)
 
     assert snap_compare(TuiprofApp(_rel(SAMPLES)), terminal_size=size, run_before=run)
 
@@ -150,8 +164,7 @@ def test_command_palette(snap_compare: SnapCompare, size: tuple[int, int]) -> No
         await settle(pilot)
         await pilot.press(*"tab")
         await settle(pilot)
-        _steady(pilot)  # the filter's cursor
-        await pilot.pause()
+        await _still(pilot)  # the filter's cursor steady too
 
     assert snap_compare(TuiprofApp(_rel(SAMPLES)), terminal_size=size, run_before=palette)
 

@@ -19,7 +19,7 @@ from tui_prof.model import Environment
 from tui_prof.profiles.cache import decode, encode
 from tui_prof.profiles.discover import discover
 from tui_prof.profiles.efficiency import efficiency, with_peak
-from tui_prof.profiles.hardware import SPECS
+from tui_prof.profiles.hardware_table import SPECS
 from tui_prof.profiles.kineto.flop_models import flops, is_math_op, number_format
 from tui_prof.profiles.load import load_summary
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from tui_prof.profiles.hardware import FORMATS, SPECS, device_spec, vendor_of
+from tui_prof.profiles.hardware import device_spec, vendor_of
+from tui_prof.profiles.hardware_table import FORMATS, SPECS
 
 # (name a profile gives, the row's model name)
 NAMES = [

@@ -30,7 +30,7 @@ from tui_prof.model import (
 from tui_prof.profiles import advice
 from tui_prof.profiles.assemble import average, device_row, facts
 from tui_prof.profiles.discover import discover
-from tui_prof.profiles.hardware import SPECS, DeviceSpec
+from tui_prof.profiles.hardware_table import SPECS, DeviceSpec
 from tui_prof.profiles.load import summarize_session
 from tui_prof.render.summary import precision_text
 

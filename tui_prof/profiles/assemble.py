@@ -28,7 +28,8 @@ from tui_prof.model import (
 )
 from tui_prof.profiles import advice, remedies
 from tui_prof.profiles.discover import Session, display_path
-from tui_prof.profiles.hardware import DeviceSpec, row_of, vendor_of
+from tui_prof.profiles.hardware import row_of, vendor_of
+from tui_prof.profiles.hardware_table import DeviceSpec
 from tui_prof.profiles.kernel_names import says_its_type
 
 

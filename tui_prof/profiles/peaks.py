@@ -1,7 +1,7 @@
 """The hardware table's row for a profile's device, in the terms efficiency needs.
 
 Contract: `device_row(env)` returns the devices' row (name, dense peak TFLOP/s per number
-format, memory bandwidth) from profiles/hardware.py, or None where the table knows none of the
+format, memory bandwidth) from the hardware table (profiles/hardware.py), or None where the table knows none of the
 profile's device names or its device type. The one place efficiency meets the hardware table.
 NVIDIA's "fp32" is the CUDA cores' peak (its Tensor Cores run fp32 math only as tf32). Peaks are
 per framework device: half an MI250's for one of its GCDs, half a TPU v3 chip's for one core.

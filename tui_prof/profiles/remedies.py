@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tui_prof.model import Precision
-from tui_prof.profiles.hardware import DeviceSpec
+from tui_prof.profiles.hardware_table import DeviceSpec
 
 # Mixed precision is advice only below this share of 16-bit device compute.
 ALREADY_16BIT_PERCENT = 90.0
