@@ -211,7 +211,12 @@ class Cluster:
                     text = (self.temp / f"{name}.out").read_text()
                     # Ray waits a fixed 30 s for a new raylet to register: on a loaded machine
                     # that can pass. Start the node again (new ports), at most twice.
-                    if "timed out during startup" in text and self._restarts.get(name, 0) < 2:
+                    # Or it gave up on the GCS after 60 s of a starved machine (the head lives:
+                    # the restart finds it, or fails the same way and says so).
+                    starved = (
+                        "timed out during startup" in text or "Failed to connect to GCS" in text
+                    )
+                    if starved and self._restarts.get(name, 0) < 2:
                         self._restarts[name] = self._restarts.get(name, 0) + 1
                         self.kill_node(name)
                         self._start(name, *self._how[name])

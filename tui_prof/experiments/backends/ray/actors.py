@@ -251,15 +251,17 @@ class RayActorBackend:
                 f"the actor mode needs the cluster's GCS, and nothing answers at {gcs} "
                 f"({getattr(exc, 'strerror', None) or exc}): give [backend] gcs_address"
             ) from None
+        # Ray's notes would cut into tuiprof's output or the TUI's screen (from the TUI's worker
+        # thread, ray.init warns that it set no SIGTERM handler: tuiprof keeps its own anyway).
         for name in ("ray", "ray._private.worker"):
-            logging.getLogger(name).setLevel(logging.WARNING)
+            logging.getLogger(name).setLevel(logging.ERROR)
         try:
             if not ray.is_initialized():  # else this process joined already (a notebook)
                 ray.init(
                     address=gcs,
                     namespace=NAMESPACE,
                     log_to_driver=False,
-                    logging_level=logging.WARNING,
+                    logging_level=logging.ERROR,
                 )
                 backend._joined = True
             # tuiprof itself goes to the cluster once, as a package the agents' runtime_env names
