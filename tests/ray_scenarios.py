@@ -11,6 +11,7 @@ loaded machine may not keep; jobs that must still be running at some point wait 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -343,7 +344,10 @@ def _machines(work: Path, out: dict[str, Any]) -> None:
 
     cluster = Cluster(gcs_port=6392, dashboard_port=8276, port_base=52600)
     try:
-        cluster.start_head(cpus=2)
+        # The head runs jobs, with one CPU: a block (both variants of a repeat) placed there has a
+        # run waiting, so the next blocks go to the workers, "wok" included, whatever the timing
+        # (with two, a fast first block freed the head and a later block went there, not to wok).
+        cluster.start_head(cpus=1)
         cluster.wait_for(["head"])
         cluster.add_worker("wok", cpus=2)
         cluster.wait_for(["wok"])
@@ -418,9 +422,25 @@ def _actors(work: Path, cluster: Any, out: dict[str, Any]) -> None:
     _wait_db(exp, "SELECT run_id FROM runs WHERE status = 'running'")
     _wait("a job process", lambda: _gated(gate))
     p.send_signal(signal.SIGINT)
-    _, stderr = p.communicate(timeout=300)
+    try:
+        _, stderr = p.communicate(timeout=300)
+        hung = False
+    except subprocess.TimeoutExpired:
+        # Seen once in CI: tuiprof still waiting 300 s after Ctrl+C. Record it (the test says
+        # so) instead of failing every Ray test; stop what this scenario started, by pid.
+        p.kill()
+        _, stderr = p.communicate()
+        for pid in _gated(gate):
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        hung = True
     _wait("the stopped jobs' processes gone", lambda: not _gated(gate), timeout=60)
-    out["actors_stopped"] = {"rc": p.returncode, "stderr": stderr, "record": _record(exp)}
+    out["actors_stopped"] = {
+        "rc": p.returncode,
+        "stderr": stderr,
+        "record": _record(exp),
+        "hung": hung,
+    }
 
     # A node dies mid-run: its agent's runs end "node lost" and run again elsewhere (retries).
     gate = work / "actors-lost.go"

@@ -106,9 +106,16 @@ class ActorRunHandle:
         return self.outcome().exit_code
 
     def terminate(self, grace_s: float) -> None:
+        """Ask the agent to stop the run, again while the call fails (a busy or restarting agent):
+        a stop asked once and lost left tuiprof waiting for a run that never ends."""
         self._stopping = True
-        with contextlib.suppress(Exception):
-            ray.get(self.backend.agent(self.node_id).stop.remote(self.sid, grace_s), timeout=30)
+        deadline = time.monotonic() + max(120.0, 4 * grace_s)
+        while not self._ended.is_set() and time.monotonic() < deadline:
+            try:
+                ray.get(self.backend.agent(self.node_id).stop.remote(self.sid, grace_s), timeout=30)
+                return
+            except Exception:  # Ray's errors (a timeout, a dead or restarting actor) vary
+                self._ended.wait(1.0)
 
     def outcome(self) -> RunOutcome:
         return self._outcome or RunOutcome(-9, ran=False, error="still running")
