@@ -52,7 +52,7 @@ from tui_prof.experiments.backends.ray import agent as agent_module
 from tui_prof.experiments.backends.ray import node as node_module
 from tui_prof.experiments.backends.ray import placement as pl
 from tui_prof.experiments.backends.ray.agent import NodeAgent
-from tui_prof.experiments.backends.ray.client import list_nodes
+from tui_prof.experiments.backends.ray.client import NodeList
 from tui_prof.experiments.backends.ray.handle import environment_there, one_line, run_payload
 from tui_prof.experiments.backends.ray.stream import Demux
 
@@ -170,16 +170,7 @@ class ActorRunHandle:
             f.write(f"[tuiprof] {line}\n".encode())
 
     def _from_records(self) -> RunOutcome:
-        ex = self.demux.exit or {}
-        wall = ex.get("wall_time_s")
-        return RunOutcome(
-            exit_code=int(ex.get("exit_code", 1)),
-            wall_time_s=float(wall) if isinstance(wall, (int, float)) else None,
-            error=ex.get("error") or None,
-            timed_out=bool(ex.get("timed_out")),
-            stopped=bool(ex.get("stopped")) or self._stopping,
-            ran=bool(ex.get("ran", True)),
-        )
+        return self.demux.outcome(self._stopping)
 
     def _unfinished(self, news: dict[str, Any]) -> RunOutcome:
         """The wrapper ended without its end record: stopped while queued, or it failed."""
@@ -220,8 +211,7 @@ class RayActorBackend:
         self.placement = pl.Placement(spec)
         self.version = code_version()
         self._lock = threading.Lock()
-        self._nodes: list[pl.Node] = []
-        self._nodes_at = 0.0
+        self._node_list = NodeList(self.address)
         self._agents: dict[str, Any] = {}
         self._handles: dict[str, ActorRunHandle] = {}
         self._followers: dict[str, threading.Event] = {}
@@ -283,14 +273,7 @@ class RayActorBackend:
 
     # -- the cluster ---------------------------------------------------------------------
     def nodes(self, fresh: bool = False) -> list[pl.Node]:
-        with self._lock:
-            stale = fresh or time.monotonic() - self._nodes_at > NODES_EVERY_S
-        if stale:
-            found = list_nodes(self.address)
-            with self._lock:
-                self._nodes, self._nodes_at = found, time.monotonic()
-        with self._lock:
-            return list(self._nodes)
+        return self._node_list.get(fresh)
 
     def node(self, node_id: str | None) -> pl.Node | None:
         for n in self.nodes() if node_id else ():

@@ -70,6 +70,27 @@ def list_nodes(address: str) -> list[pl.Node]:
     return out
 
 
+class NodeList:
+    """The cluster's nodes, read from the state API again once older than NODES_EVERY_S (or
+    when asked `fresh`): both Ray backends place runs by it."""
+
+    def __init__(self, address: str) -> None:
+        self.address = address
+        self._lock = threading.Lock()
+        self._nodes: list[pl.Node] = []
+        self._at = 0.0
+
+    def get(self, fresh: bool = False) -> list[pl.Node]:
+        with self._lock:
+            stale = fresh or time.monotonic() - self._at > NODES_EVERY_S
+        if stale:
+            found = list_nodes(self.address)
+            with self._lock:
+                self._nodes, self._at = found, time.monotonic()
+        with self._lock:
+            return list(self._nodes)
+
+
 def _missing(exc: Exception) -> bool:
     text = str(exc)
     return "does not exist" in text or "404" in text
@@ -85,8 +106,7 @@ class RayBackend:
         self.spec, self.client, self.address = spec, client, address
         self.placement = pl.Placement(spec)
         self._lock = threading.Lock()
-        self._nodes: list[pl.Node] = []
-        self._nodes_at = 0.0
+        self._node_list = NodeList(self.address)
         self._handles: dict[str, RayRunHandle] = {}
         self._streams: dict[str, Any] = {}  # run id -> the future of its log stream
         self._closed = threading.Event()
@@ -140,14 +160,7 @@ class RayBackend:
 
     # -- the cluster ---------------------------------------------------------------------
     def nodes(self, fresh: bool = False) -> list[pl.Node]:
-        with self._lock:
-            stale = fresh or time.monotonic() - self._nodes_at > NODES_EVERY_S
-        if stale:
-            found = list_nodes(self.address)
-            with self._lock:
-                self._nodes, self._nodes_at = found, time.monotonic()
-        with self._lock:
-            return list(self._nodes)
+        return self._node_list.get(fresh)
 
     def node(self, node_id: str | None) -> pl.Node | None:
         if not node_id:

@@ -277,16 +277,7 @@ class RayRunHandle:
                 self._conclude(self._from_records())
 
     def _from_records(self) -> RunOutcome:
-        ex = self.demux.exit or {}
-        wall = ex.get("wall_time_s")
-        return RunOutcome(
-            exit_code=int(ex.get("exit_code", 1)),
-            wall_time_s=float(wall) if isinstance(wall, (int, float)) else None,
-            error=ex.get("error") or None,
-            timed_out=bool(ex.get("timed_out")),
-            stopped=bool(ex.get("stopped")) or self._stopping,
-            ran=bool(ex.get("ran", True)),
-        )
+        return self.demux.outcome(self._stopping)
 
     def _from_info(self, info: Any, failed: list[str], own: bool) -> RunOutcome:
         """The end when no copy of the log holds the wrapper's `end` record. `own`: the node's

@@ -25,6 +25,7 @@ from collections import deque
 from pathlib import Path, PurePosixPath
 from typing import IO, Any
 
+from tui_prof.experiments.backends import RunOutcome
 from tui_prof.experiments.backends.ray.node import (
     CHUNK,
     END,
@@ -70,6 +71,20 @@ class Demux:
         self._metrics: IO[bytes] | None = None
 
     # -- reading -------------------------------------------------------------------------
+
+    def outcome(self, stopping: bool) -> RunOutcome:
+        """The run's outcome from the wrapper's end record; `stopping`: tuiprof asked for it."""
+        ex = self.exit or {}
+        wall = ex.get("wall_time_s")
+        return RunOutcome(
+            exit_code=int(ex.get("exit_code", 1)),
+            wall_time_s=float(wall) if isinstance(wall, (int, float)) else None,
+            error=ex.get("error") or None,
+            timed_out=bool(ex.get("timed_out")),
+            stopped=bool(ex.get("stopped")) or stopping,
+            ran=bool(ex.get("ran", True)),
+        )
+
     def feed(self, text: str) -> None:
         buf = self._buf + text
         while buf:
