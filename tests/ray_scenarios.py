@@ -487,5 +487,10 @@ def _gated(gate: Path) -> list[int]:
 
 
 if __name__ == "__main__":  # inside the namespace: python tests/ray_scenarios.py WORKDIR
+    # A run started in the background by a non-interactive shell (`cmd &`, as CI may be) has
+    # SIGINT ignored, and the tuiprof processes started here would inherit that: Ctrl+C sent to
+    # them would do nothing (Python installs no KeyboardInterrupt handler where SIGINT is ignored
+    # at start). A handler, unlike "ignored", is reset to the default in a child: they get Ctrl+C.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     sys.path.insert(0, str(HERE))
     print(json.dumps(scenarios(Path(sys.argv[1]))))

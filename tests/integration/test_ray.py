@@ -248,10 +248,10 @@ def test_the_actor_mode_outlives_a_killed_tuiprof_and_runs_each_run_once(
 
 def test_ctrl_c_stops_the_actor_modes_runs_on_their_nodes(cluster_run: dict[str, Any]) -> None:
     s = cluster_run["actors_stopped"]  # the scenario waited until no job process was left
-    if s["hung"]:
-        # Known and open: once (CI, 2026-11-26) tuiprof in actor mode had not ended 300 s after
-        # Ctrl+C. Named here with what it printed, not hidden; any other fault still fails.
-        pytest.xfail("actor mode: tuiprof did not end after Ctrl+C: " + s["stderr"][-1500:])
+    # A hang is a failure with what tuiprof printed (the scenario killed it by pid); one seen in
+    # CI was SIGINT ignored by the shell that started the suite in the background (see the
+    # scenario's main), not tuiprof's.
+    assert not s["hung"], "tuiprof did not end 300 s after Ctrl+C: " + s["stderr"][-1500:]
     assert "stopping the runs" in s["stderr"], s["stderr"][-2000:]
     statuses = {run["status"] for run in s["record"].values()}
     assert "stopped" in statuses and "finished" not in statuses, s["record"]
