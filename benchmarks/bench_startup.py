@@ -18,6 +18,10 @@ then their median.
   headless  (with --headless) the same app under Textual's headless driver (App.run_test) in a
             fresh process, cold and warm, and when its first frame came.
 Also load_summary() served from the cache, in-process (the analysis step of a second open).
+Every process may cache its bytecode (a private PYTHONPYCACHEPREFIX, filled by the unmeasured
+first round), as an installed package has it; `--env-bytecode` keeps this environment's setting
+(with PYTHONDONTWRITEBYTECODE, tuiprof's modules are compiled anew in every run while Textual's
+come precompiled).
 Aims: cold/minimal <= 1.5; < 100 ms for a cached load_summary.
 
     python benchmarks/bench_startup.py [LOGDIR] [--runs 9] [--size 80x24]
@@ -186,6 +190,11 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=9)
     ap.add_argument("--size", default="80x24", help="terminal COLSxROWS (default 80x24)")
     ap.add_argument("--headless", action="store_true", help="also time App.run_test (slower)")
+    ap.add_argument(
+        "--env-bytecode",
+        action="store_true",
+        help="keep this environment's bytecode settings (e.g. PYTHONDONTWRITEBYTECODE)",
+    )
     args = ap.parse_args()
     preflight("textual")
     path = args.path.resolve()
@@ -199,6 +208,10 @@ def main() -> int:
         TF_CPP_MIN_LOG_LEVEL="3",
     )
     base_env.pop("NO_COLOR", None)
+    pyc = tempfile.TemporaryDirectory(prefix="tuiprof-bench-pyc-")
+    if not args.env_bytecode:
+        base_env["PYTHONPYCACHEPREFIX"] = pyc.name
+        base_env.pop("PYTHONDONTWRITEBYTECODE", None)
     names = ["minimal_textual_pty", "pty_cold", "pty_warm", "floor_analysis"]
     if args.headless:
         names += ["headless_cold", "headless_warm", "headless_first_frame_cold"]
@@ -273,6 +286,7 @@ def main() -> int:
             "series": stats,
             "ratios": ratio_stats,
             "cached_load_summary": cached,
+            "bytecode_cached": not args.env_bytecode,
         },
     )
     return 0

@@ -38,7 +38,7 @@ from tui_prof.model import (
     UnreadableProfile,
     os_reason,
 )
-from tui_prof.profiles.assemble import assemble
+from tui_prof.profiles.assemble import assemble, average, check_numbers, step_time_words
 from tui_prof.profiles.discover import Session
 from tui_prof.profiles.xplane import converter, op_precision, tb_tables
 from tui_prof.profiles.xplane.cost import hlo_efficiency, with_hlo, xla_efficiency
@@ -181,11 +181,13 @@ def summarize(
     def hlo_if_no_steps(done: dict[str, Any]) -> tuple[str, ...]:
         """Device HLO ops' types give the 16-bit share where the converter's steps do not;
         the memory profile always (not required: older converters may lack it)."""
-        no_steps = own_path or not tb_tables.overview_steps(done[converter.OVERVIEW])
+        steps = [] if own_path else tb_tables.overview_steps(done[converter.OVERVIEW])
+        if steps:
+            _report_step_time(session, steps, report)
         return (
-            (converter.HLO_STATS, converter.MEMORY_PROFILE)
-            if no_steps
-            else (converter.MEMORY_PROFILE,)
+            (converter.MEMORY_PROFILE,)
+            if steps
+            else (converter.HLO_STATS, converter.MEMORY_PROFILE)
         )
 
     capability = _Beside(_compute_capability, paths if _names_gpu_planes(paths) else [])
@@ -264,6 +266,20 @@ def summarize(
         efficiency=xla_efficiency(ops, own.steps, env, prec, kernels, utilization, hlo, from_hlo),
         memory=memory_use(tables.get(converter.MEMORY_PROFILE)),
     )
+
+
+def _report_step_time(session: Session, steps: list[StepBreakdown], report: Progress) -> None:
+    """The step time as soon as the converter's overview has it, worded as the headline will
+    word it: a cold first screen shows it while the op and kernel tables and the memory profile
+    are still being read."""
+    try:
+        check_numbers(session, steps, (), ())
+    except UnreadableProfile:
+        return  # the summary's own error says it
+    avg = average(steps)
+    if avg is not None:
+        mean, rest = step_time_words(avg, len(steps))
+        report(0.4, f"{mean}{rest}; reading ops, kernels and memory …")
 
 
 def _summarize_streaming(
