@@ -10,6 +10,7 @@ on this trace, a warning says so and by how much. Never imports a framework or t
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import statistics
 import threading
@@ -32,6 +33,8 @@ from tui_prof.profiles.kineto import names
 from tui_prof.profiles.kineto.ops import KernelTotals, OpTotals
 from tui_prof.profiles.kineto.rank import RankResult, analyse_file
 from tui_prof.profiles.kineto.session_efficiency import combine
+from tui_prof.profiles.timeline import store
+from tui_prof.profiles.timeline.kineto import SessionRows
 
 TOP_OPS_PER_SIDE = 100
 STRAGGLER_PERCENT = 10.0  # a rank this much slower than the median rank is called out
@@ -39,7 +42,11 @@ LAG_NOTE_PERCENT = 10.0  # device work lagging its host span by this share of a 
 
 
 def _read_ranks(
-    session: Session, ignore_markers: bool, cancel: threading.Event | None, report: Progress
+    session: Session,
+    ignore_markers: bool,
+    cancel: threading.Event | None,
+    report: Progress,
+    timeline: SessionRows | None,
 ) -> tuple[list[RankResult], list[str]]:
     results: list[RankResult] = []
     errors: list[str] = []
@@ -50,19 +57,49 @@ def _read_ranks(
         def sub(f: float, i: int = i, label: str = label) -> None:
             report(0.95 * (i + f) / n, label)
 
+        rows = timeline.rank() if timeline is not None else None
         try:
-            results.append(
-                analyse_file(
-                    h.path, h.host, ignore_markers=ignore_markers, cancel=cancel, progress=sub
-                )
+            r = analyse_file(
+                h.path,
+                h.host,
+                ignore_markers=ignore_markers,
+                cancel=cancel,
+                progress=sub,
+                rows=rows,
             )
         except ProfileError as exc:
+            if rows is not None:
+                rows.close()
+            if timeline is not None:  # without this rank it is not stored: read afresh later
+                timeline.abandon()
+                timeline = None
             if n == 1:
                 raise
             errors.append(str(exc))
+            continue
+        except BaseException:
+            if rows is not None:
+                rows.close()
+            raise
+        results.append(r)
+        if timeline is not None and rows is not None:
+            timeline.add_rank(h.host, rows, r.steps)
     if not results:
         raise ProfileError(f"no rank could be read: {'; '.join(errors)}")
     return results, [f"Could not read {e}" for e in errors]
+
+
+def _timeline(session: Session, ignore_markers: bool) -> SessionRows | None:
+    """The timeline store to write while reading, so the Timeline tab needs no second pass:
+    none where one is stored already, the steps are not the timeline's (markers ignored) or
+    the cache cannot be written."""
+    if ignore_markers or store.exists(session):
+        return None
+    build = SessionRows(session)
+    if build.writer is None:
+        build.abandon()
+        return None
+    return build
 
 
 def _session_steps(results: Sequence[RankResult]) -> tuple[list[StepBreakdown], str]:
@@ -251,7 +288,28 @@ def summarize(
         if progress is not None:
             progress(f, m)
 
-    results, warnings = _read_ranks(session, force_fallback, cancel, report)
+    timeline = _timeline(session, force_fallback)
+    try:
+        summary = _summarize(session, force_fallback, cancel, report, timeline)
+        if timeline is not None and timeline.pending:  # after the ranks' results are let go
+            report(0.97, "indexing the timeline")
+            with contextlib.suppress(OSError, ValueError):  # a full disk: the tab reads it later
+                timeline.finish()
+    finally:
+        if timeline is not None:
+            timeline.abandon()  # where it was not stored
+    report(1.0, "done")
+    return summary
+
+
+def _summarize(
+    session: Session,
+    force_fallback: bool,
+    cancel: threading.Event | None,
+    report: Progress,
+    timeline: SessionRows | None,
+) -> ProfileSummary:
+    results, warnings = _read_ranks(session, force_fallback, cancel, report, timeline)
     steps, rank_note = _session_steps(results)
     first = next((r.steps for r in results if r.steps), None)
     if first is None:
@@ -283,7 +341,6 @@ def summarize(
             device_us[name] = device_us.get(name, 0.0) + o.device_self_us
     kernels = _kernels(results)
     eff, memory, flops = combine(results, steps, env, device_us, kernels)
-    report(1.0, "done")
     summary = assemble(
         session,
         steps,
