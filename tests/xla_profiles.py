@@ -186,13 +186,14 @@ def tpu_job(logdir: Path) -> Path:
     return space.save(logdir)
 
 
-def tpu_steps_job(logdir: Path, hosts: int = 1) -> list[Path]:
+def tpu_steps_job(logdir: Path, hosts: int = 1, host_markers: bool = True) -> list[Path]:
     """A JAX training loop on two TPU cores per host, as XProf reads a TPU profile: the host's
     `StepTraceAnnotation("train", step_num=k)` around each call of the train step; per core a
     "Steps" line (a step marker per step, with its `group_id`), "XLA Modules" (the program's
     runs), "XLA Ops" (its HLO ops, with the step's `group_id`, input shapes in their names) and
     "XLA TraceMe"; no launch ids (TPU device events have none). Step 2 is slow (a long
-    all-reduce on core 1). One session directory per host file (all in one session dir)."""
+    all-reduce on core 1). One session directory per host file (all in one session dir).
+    `host_markers` False: a loop without StepTraceAnnotation (the cores' "Steps" lines alone)."""
     out = []
     for h in range(hosts):
         space = Space(f"tpuhost{h}")
@@ -201,10 +202,9 @@ def tpu_steps_job(logdir: Path, hosts: int = 1) -> list[Path]:
         main: list[Event] = []
         for k in range(4):
             t = 200.0 * k
-            main += [
-                ("train", t, 150, {"step_num": k, "_r": 1}),
-                ("PjitFunction(train_step)", t + 2, 8, {}),
-            ]
+            if host_markers:
+                main.append(("train", t, 150, {"step_num": k, "_r": 1}))
+            main.append(("PjitFunction(train_step)", t + 2, 8, {}))
         host.line(1, "main", main)
         for core in range(2):
             tpu = space.plane(

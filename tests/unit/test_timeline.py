@@ -291,18 +291,22 @@ def test_multi_host_xspace_one_source_per_file(
     assert "hostb" in capsys.readouterr().out.splitlines()[0]
 
 
+@pytest.mark.parametrize("host_markers", [True, False], ids=["host-markers", "tpu-steps-only"])
 def test_tpu_xspace_cores_in_xprofs_line_order_with_steps_from_the_summary(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], host_markers: bool
 ) -> None:
     """A TPU profile as XProf reads one (per core: Steps, XLA Modules, XLA Ops, XLA TraceMe; no
     launch ids): every step's span is the summary's step time, device events cover its device
     compute, each core's lines are grouped in XProf's order, step markers are drawn as `other`
     (not work), XLA's all-reduce as a collective; the slow step (a long all-reduce on core 1)
-    is the slowest, and set beside the median it names core 1's ops."""
+    is the slowest, and set beside the median it names core 1's ops. Without the host's step
+    markers, the steps are the cores' own ("Steps" lines), as XProf takes them."""
     from xla_profiles import tpu_steps_job
 
-    tpu_steps_job(tmp_path)
+    tpu_steps_job(tmp_path, host_markers=host_markers)
     assert _check_against_summary(tmp_path, own_steps=True) == 4
+    source = summarize_session(tmp_path).step_source
+    assert source == ("step_markers" if host_markers else "tpu_step_markers")
     tl = load_timeline(tmp_path)
     assert tl.slowest() == 2
     st = tl.step(2)
@@ -320,10 +324,10 @@ def test_tpu_xspace_cores_in_xprofs_line_order_with_steps_from_the_summary(
     assert {t.group for t in st.tracks if t.kind == "device"} == {"TPU 0", "TPU 1"}
     assert main(["timeline", str(tmp_path), "--compare-median", "--width", "100"]) == 0
     out = capsys.readouterr().out
-    grown = out.split("Busy time per track:")[1].splitlines()[1:5]
-    grew = next(g for g in grown if "TPU 1 XLA Ops" in g)
-    assert "+0.05 ms" in grew and "comm +0.05 ms" in grew
-    assert "other" in grown[-1] and "other" not in grown[0]
+    lines = out.split("Busy time per track:")[1].splitlines()
+    grown = [g for g in lines if g.strip().startswith("+0.05 ms")]
+    assert "comm +0.05 ms" in next(g for g in grown if "TPU 1 XLA Ops" in g)
+    assert "other" in grown[-1] and "other" not in grown[0]  # work first, markers last
     for line in out.splitlines():
         assert len(line) <= 100
 
