@@ -4,6 +4,7 @@ worker processes (a bad cut included), and the Timeline then opens without readi
 
 from __future__ import annotations
 
+import gzip
 import shutil
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from kineto_factory import Trace
 
 from tui_prof.model import ProfileError
 from tui_prof.profiles.discover import Session
+from tui_prof.profiles.kineto import reader as kreader
 from tui_prof.profiles.kineto import workers
 from tui_prof.profiles.kineto.rank import analyse_file
 from tui_prof.profiles.kineto.stream import TraceStream
@@ -29,6 +31,12 @@ TRACES = [
     SHARED_TRACES / "kineto" / "a100_rank0.json.gz",
     SHARED_TRACES / "kineto" / "mi250_minitoy_train.json.gz",
 ]
+
+
+@pytest.fixture(autouse=True)
+def _index_every_trace(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The summary indexes traces of 64 MB of JSON or more; here, every one."""
+    monkeypatch.setattr(kreader, "INDEX_FROM", 0)
 
 
 def _same(a: Timeline, b: Timeline) -> None:
@@ -182,3 +190,20 @@ def test_no_xspace_store_where_the_steps_are_a_named_programs(
     summary = summarize_session(session, step_program="jit_train_step")
     assert summary.steps  # steps found, from the program's runs: not the timeline's
     assert not store.exists(session)
+
+
+def test_small_traces_are_left_to_the_tab_by_their_json_size(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Below INDEX_FROM bytes of JSON the summary writes no store (the tab reads a small
+    session in about a second); a gzip file is measured by its JSON, not its compressed size."""
+    session = session_of(SAMPLES / "torch_cuda_float32")
+    path = session.hosts[0].path
+    json_size = len(gzip.decompress(path.read_bytes()))
+    assert kreader._json_bytes(session) == json_size > 3 * path.stat().st_size
+    monkeypatch.setattr(kreader, "INDEX_FROM", json_size + 1)
+    summarize_session(session)
+    assert not store.exists(session)
+    monkeypatch.setattr(kreader, "INDEX_FROM", json_size)  # over the compressed size
+    summarize_session(session)
+    assert store.exists(session)

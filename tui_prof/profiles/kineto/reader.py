@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import os
 import statistics
 import threading
 from collections.abc import Sequence
@@ -33,12 +34,17 @@ from tui_prof.profiles.kineto import names
 from tui_prof.profiles.kineto.ops import KernelTotals, OpTotals
 from tui_prof.profiles.kineto.rank import RankResult, analyse_file
 from tui_prof.profiles.kineto.session_efficiency import combine
+from tui_prof.profiles.kineto.workers import PARALLEL_FROM
 from tui_prof.profiles.timeline import store
 from tui_prof.profiles.timeline.kineto import SessionRows
 
 TOP_OPS_PER_SIDE = 100
 STRAGGLER_PERCENT = 10.0  # a rank this much slower than the median rank is called out
 LAG_NOTE_PERCENT = 10.0  # device work lagging its host span by this share of a step is said
+# Traces of this much JSON or more are indexed for the timeline as the summary reads them (the
+# size from which the read starts its decode workers; below it, the tab's own read of a whole
+# session takes about a second).
+INDEX_FROM = PARALLEL_FROM
 
 
 def _read_ranks(
@@ -91,15 +97,32 @@ def _read_ranks(
 
 def _timeline(session: Session, ignore_markers: bool) -> SessionRows | None:
     """The timeline store to write while reading, so the Timeline tab needs no second pass:
-    none where one is stored already, the steps are not the timeline's (markers ignored) or
-    the cache cannot be written."""
-    if ignore_markers or store.exists(session):
+    none where the traces are small (the tab reads them in about a second, and a summary of
+    many small runs, an experiment's, leaves no store behind each), one is stored already, the
+    steps are not the timeline's (markers ignored) or the cache cannot be written."""
+    if ignore_markers or _json_bytes(session) < INDEX_FROM or store.exists(session):
         return None
     build = SessionRows(session)
     if build.writer is None:
         build.abandon()
         return None
     return build
+
+
+def _json_bytes(session: Session) -> int:
+    """The traces' JSON size: a gzip file's is in its last 4 bytes (ISIZE, modulo 4 GiB)."""
+    total = 0
+    for h in session.hosts:
+        try:
+            size = h.path.stat().st_size
+            if h.path.name.endswith(".gz") and size >= 18:
+                with open(h.path, "rb") as f:
+                    f.seek(-4, os.SEEK_END)
+                    size = max(size, int.from_bytes(f.read(4), "little"))
+        except OSError:
+            continue
+        total += size
+    return total
 
 
 def _session_steps(results: Sequence[RankResult]) -> tuple[list[StepBreakdown], str]:
