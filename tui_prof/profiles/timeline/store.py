@@ -12,10 +12,12 @@ that cannot be read or written is skipped silently, as the summary cache is.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import tempfile
+import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -49,17 +51,33 @@ def _column(t: Track, name: str) -> Any:
     return np.full(len(t.start), -1, dtype=COLUMNS[name])  # a column the track lacks
 
 
+TMP_PREFIX = "timeline-"  # a store being written: `timeline-XXXX.tmp` in the cache directory
+STALE_S = 6 * 3600.0  # one untouched this long was left by a process that was killed
+
+
+def sweep(where: Path, now: float | None = None) -> None:
+    """Remove stores left half-written (and their spill files, hundreds of MB for a large
+    trace) by a process killed while it read: those untouched for STALE_S."""
+    now = time.time() if now is None else now
+    with contextlib.suppress(OSError):
+        for d in where.glob(f"{TMP_PREFIX}*.tmp"):
+            with contextlib.suppress(OSError):
+                if d.is_dir() and now - max(f.stat().st_mtime for f in [d, *d.iterdir()]) > STALE_S:
+                    shutil.rmtree(d, ignore_errors=True)
+
+
 class Writer:
     """A store written one source at a time, each source's tracks one at a time, into a
     temporary directory that replaces the store at `finish` (a half-written store is never
     read). Each source's columns are files of their own (`{i}.start.npy`, …), filled track by
-    track through a mapping, so writing never holds a source's events at once. Raises OSError
-    where the cache cannot be written."""
+    track as it comes, so writing never holds a source's events at once. Raises OSError where
+    the cache cannot be written."""
 
     def __init__(self, session: Session) -> None:
         self.final = _dir(session)
         self.final.parent.mkdir(parents=True, exist_ok=True)
-        self.tmp = Path(tempfile.mkdtemp(dir=self.final.parent, suffix=".tmp"))
+        sweep(self.final.parent)
+        self.tmp = Path(tempfile.mkdtemp(dir=self.final.parent, prefix=TMP_PREFIX, suffix=".tmp"))
         self.sources: list[dict[str, Any]] = []
 
     def source(
