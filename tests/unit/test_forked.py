@@ -82,3 +82,15 @@ def test_no_fork_where_another_thread_runs_or_where_turned_off(
         t.join()
     monkeypatch.setenv("TUIPROF_NO_FORK", "1")
     assert not forked.can_fork()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="forks only on Linux")
+def test_a_forked_child_that_exits_or_raises_never_returns_into_the_parents_code() -> None:
+    def exits() -> int:
+        sys.exit(7)
+
+    def raises() -> int:
+        raise RuntimeError("boom")
+
+    assert forked.start(exits, ["-c", "pass"], stdin=False, stdout=False).wait(30) == 7
+    assert forked.start(raises, ["-c", "pass"], stdin=False, stdout=False).wait(30) == 1

@@ -92,10 +92,12 @@ def start(
             sys.stdout = open(1, "w", closefd=False)  # noqa: SIM115
             sys.stderr = open(2, "w", closefd=False)  # noqa: SIM115
             status = main()
+        except SystemExit as exc:
+            status = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
         except BaseException:  # a child's failure is its exit status
             status = 1
-        finally:
-            os._exit(status)
+        finally:  # never back into the caller's code: that is the parent's
+            os._exit(status if isinstance(status, int) else 1)
     for fd in (in_r, out_w):
         if fd >= 0:
             os.close(fd)
