@@ -207,3 +207,19 @@ def test_small_traces_are_left_to_the_tab_by_their_json_size(
     monkeypatch.setattr(kreader, "INDEX_FROM", json_size)  # over the compressed size
     summarize_session(session)
     assert store.exists(session)
+
+
+def test_a_multi_rank_summary_stores_every_rank_with_shared_names(tmp_path: Path) -> None:
+    """Ranks read one after another into one store: a source per rank, names shared, the same
+    events as the timeline's own read."""
+    from kineto_factory import write_rank
+
+    run = tmp_path / "run"
+    write_rank(run / "host_11.1700000000000.pt.trace.json.gz", 0, 1.0)
+    write_rank(run / "host_12.1700000000013.pt.trace.json.gz", 1, 1.5)
+    session = session_of(run)
+    own = _own_read(session)
+    summarize_session(session)
+    stored = store.load(session)
+    assert stored is not None and stored.source_names() == ["host_11", "host_12"]
+    _same(stored, own)
