@@ -223,3 +223,23 @@ def test_a_multi_rank_summary_stores_every_rank_with_shared_names(tmp_path: Path
     stored = store.load(session)
     assert stored is not None and stored.source_names() == ["host_11", "host_12"]
     _same(stored, own)
+
+
+def test_leaving_the_session_while_the_index_is_written_stops_it(tmp_path: Path) -> None:
+    """Cancelled after the read, while the tracks are written: the summary stops (Cancelled)
+    and leaves neither a store nor its temporary files."""
+    import threading
+
+    from tui_prof.model import Cancelled
+
+    session = session_of(SAMPLES / "torch_cuda_float32")
+    cancel = threading.Event()
+
+    def progress(_f: float, what: str) -> None:
+        if what == "indexing the timeline":
+            cancel.set()
+
+    with pytest.raises(Cancelled):
+        summarize_session(session, cancel=cancel, progress=progress)
+    assert cancel.is_set() and not store.exists(session)
+    assert not list(store._dir(session).parent.glob(f"{store.TMP_PREFIX}*"))

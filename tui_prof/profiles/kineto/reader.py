@@ -317,7 +317,7 @@ def summarize(
         if timeline is not None and timeline.pending:  # after the ranks' results are let go
             report(0.97, "indexing the timeline")
             with contextlib.suppress(OSError, ValueError):  # a full disk: the tab reads it later
-                timeline.finish()
+                timeline.finish(cancel)
     finally:
         if timeline is not None:
             timeline.abandon()  # where it was not stored
