@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
-from conftest import SAMPLES
+import os
+import subprocess
+import sys
+from pathlib import Path
 
+from conftest import REPO, SAMPLES
+
+from tui_prof.profiles.assemble import step_time_words
+from tui_prof.profiles.discover import discover
 from tui_prof.profiles.load import summarize_session
-from tui_prof.profiles.prefetch import Prefetch, cached
+from tui_prof.profiles.prefetch import CACHED, Prefetch, cached
 
 
 def test_a_cold_start_analyses_in_a_child_and_a_warm_one_stops_it() -> None:
@@ -14,7 +21,7 @@ def test_a_cold_start_analyses_in_a_child_and_a_warm_one_stops_it() -> None:
     assert cold.summary is not None and cold.session is not None and cold.error is None
     expected = summarize_session(cold.session)
     assert cold.summary.average == expected.average and cold.summary.steps == expected.steps
-    assert cold._child is not None and cold._child.returncode == 0  # it did the work
+    assert cold._child is not None  # the child did the work: the cache holds it
     assert cached(cold.session)
 
     warm = Prefetch(SAMPLES).start()
@@ -28,3 +35,27 @@ def test_without_a_child_the_thread_analyses_itself() -> None:
     pre = Prefetch(SAMPLES).start(child=False)
     assert pre.analysed.wait(60)
     assert pre.summary is not None and pre._child is None
+
+
+def test_the_child_says_the_step_time_before_the_rest_and_when_the_cache_holds_it(
+    tmp_path: Path,
+) -> None:
+    """A cold first screen shows the step time while the tables and the memory profile are read:
+    the child reports it, worded as the headline words it, before its summary is done."""
+    path = SAMPLES / "keras_fit_step_markers"  # official steps: the converter has them
+    out = subprocess.run(
+        [sys.executable, "-m", "tui_prof.profiles.prefetch", str(path)],
+        capture_output=True,
+        env={**os.environ, "TUIPROF_CACHE_DIR": str(tmp_path), "PYTHONPATH": str(REPO)},
+        timeout=120,
+        check=True,
+    ).stdout.splitlines(keepends=True)
+    assert out[-1] == CACHED
+    texts = [line.decode().rstrip("\n").partition("\t")[2] for line in out[:-1]]
+    summary = summarize_session(discover(path).sessions[0])
+    assert summary.average is not None
+    mean, rest = step_time_words(summary.average, len(summary.steps))
+    early = " ".join(f"{mean}{rest}".split())
+    first = next(i for i, t in enumerate(texts) if "per step" in t)
+    assert texts[first].startswith(early), (texts, early)
+    assert first < texts.index("done")

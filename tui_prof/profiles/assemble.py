@@ -33,6 +33,28 @@ from tui_prof.profiles.hardware_table import DeviceSpec
 from tui_prof.profiles.kernel_names import says_its_type
 
 
+def fmt_ms(v: float | None) -> str:
+    """A time in ms as every face prints it: three significant digits, whole ms from 100."""
+    if v is None:
+        return "–"
+    if abs(v) >= 100:
+        return f"{v:,.0f}"
+    if abs(v) >= 10:
+        return f"{v:.1f}"
+    return f"{v:.2f}"
+
+
+def step_time_words(avg: StepAverage, n: int) -> tuple[str, str]:
+    """The step time as the headline writes it: the mean, then its spread and the steps, e.g.
+    ("21.3 ms", " ± 0.41 ms per step  (8 steps, 20.9–21.9 ms)"). One place, as the first
+    numbers a cold start shows (the analysis' progress) must read as the headline after it."""
+    rest = f" ± {fmt_ms(avg.step_time_std_ms)} ms" if avg.step_time_std_ms is not None else ""
+    rest += f" per step  ({n} step{'s' if n != 1 else ''}"
+    if avg.min_step_time_ms is not None and n > 1:
+        rest += f", {fmt_ms(avg.min_step_time_ms)}–{fmt_ms(avg.max_step_time_ms)} ms"
+    return f"{fmt_ms(avg.step_time_ms)} ms", rest + ")"
+
+
 def average(steps: Sequence[StepBreakdown]) -> StepAverage | None:
     """Mean and sample standard deviation (n-1) over steps, as TensorBoard's overview computes them."""
     if not steps:

@@ -3,11 +3,15 @@
 Importing Textual and drawing the first frame take about as long as analysing a session, so the
 launcher starts this before importing Textual and the browse screen picks the results up instead
 of starting the same work after its first frame. The analysis itself (importing the converter
-and running it, ~0.4 s of mostly GIL-holding work) runs in a child process, `python -m
-tui_prof.profiles.prefetch PATH`, which leaves its result in the summary cache: in a thread it
-took the GIL from Textual's import and first frame and made both slower. The thread here lists
-the path, waits for the child (or stops it when the cache already holds the summary), then reads
-the cache (or analyses itself when the child could not, so errors are reported as always). UI-free: a process, a thread and events.
+and running it, ~0.3 s of mostly GIL-holding work) runs in a child process (forked by
+`profiles.forked` before Textual starts a thread, else `python -m tui_prof.profiles.prefetch
+PATH`), which leaves its result in the summary cache: in a thread it took the GIL from Textual's
+import and first frame and made both slower. The child's stdout is its progress, one
+"fraction<TAB>text" line at a time (the step time among them, as soon as the converter's
+overview has it), then `CACHED` once the summary is stored. The thread here lists the path,
+follows the child (or stops it when the cache already holds the summary), then reads the cache
+(or analyses itself when the child could not, so errors are reported as always). UI-free: a
+process, a thread and events.
 """
 
 from __future__ import annotations
@@ -22,9 +26,14 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from tui_prof.profiles import forked
+
 if TYPE_CHECKING:  # imported where used: the child starts the converter's process before them
     from tui_prof.model import ProfileSummary
     from tui_prof.profiles.discover import Discovery, Session
+
+
+CACHED = b"cached\n"  # the child's last line: its summary is in the cache
 
 
 class Prefetch:
@@ -44,7 +53,7 @@ class Prefetch:
         # the child's latest progress line (fraction, what it does): a large trace takes minutes
         self.progress: tuple[float, str] | None = None
         self._stopped = False
-        self._child: subprocess.Popen[bytes] | None = None
+        self._child: forked.Child | None = None
 
     def start(self, *, child: bool = True) -> Prefetch:
         """Start; with `child`, an analysis the cache does not hold runs in a process of its own
@@ -70,10 +79,13 @@ class Prefetch:
         self._stopped = True
         self.close()
 
-    def _follow(self, child: subprocess.Popen[bytes]) -> None:
-        """Read the child's progress lines until it ends."""
+    def _follow(self, child: forked.Child) -> None:
+        """Read the child's progress lines until its summary is in the cache (it says so: its
+        exit, and its converter's, take tens of ms more), or it ends."""
         if child.stdout is not None:
             for line in child.stdout:
+                if line == CACHED:
+                    return  # `close` ends it if it has not ended by then
                 fraction, _, text = line.decode(errors="replace").rstrip("\n").partition("\t")
                 with contextlib.suppress(ValueError):
                     self.progress = (float(fraction), text)
@@ -120,14 +132,15 @@ def cached(session: Session) -> bool:
         return False
 
 
-def _spawn(path: Path) -> subprocess.Popen[bytes] | None:
+def _spawn(path: Path) -> forked.Child | None:
+    """The child, forked where that is safe (the launcher runs one thread until Textual)."""
     try:
-        return subprocess.Popen(
-            [sys.executable, "-m", "tui_prof.profiles.prefetch", str(path)],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,  # progress lines: "fraction<TAB>what it does"
-            stderr=subprocess.DEVNULL,  # the screen is Textual's; errors come from the parent
-            start_new_session=True,  # its own process group: close() ends it and its children
+        return forked.start(
+            lambda: _child_main(str(path)),
+            ["-m", "tui_prof.profiles.prefetch", str(path)],
+            stdin=False,
+            stdout=True,  # progress lines: "fraction<TAB>what it does"; errors: the parent's
+            new_session=True,  # its own process group: close() ends it and its children
         )
     except OSError:
         return None
@@ -178,6 +191,9 @@ def _child_main(path: str) -> int:
         load_summary(found[0], progress=progress)
     except ProfileError:
         return 1
+    with contextlib.suppress(OSError):
+        sys.stdout.write(CACHED.decode())
+        sys.stdout.flush()
     return 0
 
 

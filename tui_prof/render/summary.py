@@ -23,7 +23,8 @@ from tui_prof.model import (
     ProfileSummary,
     StepBreakdown,
 )
-from tui_prof.profiles.assemble import matrix_units
+from tui_prof.profiles.assemble import fmt_ms as fmt_ms  # the faces' import of it
+from tui_prof.profiles.assemble import matrix_units, step_time_words
 from tui_prof.render.efficiency import PEAK_HINT, efficiency_text, memory_text
 from tui_prof.render.names import TailCut, kernel_names
 
@@ -41,16 +42,6 @@ CATEGORY_STYLE: dict[str, tuple[str, str]] = {
 }
 
 
-def fmt_ms(v: float | None) -> str:
-    if v is None:
-        return "–"
-    if abs(v) >= 100:
-        return f"{v:,.0f}"
-    if abs(v) >= 10:
-        return f"{v:.1f}"
-    return f"{v:.2f}"
-
-
 def used_categories(steps: Sequence[StepBreakdown]) -> list[str]:
     """Categories with time in any step, in TensorBoard's order (empty columns waste 80 columns)."""
     return [c for c in CATEGORIES if any(s.breakdown_ms.get(c, 0.0) > 0 for s in steps)]
@@ -63,14 +54,9 @@ def headline(summary: ProfileSummary, *, source: bool = True, with_notes: bool =
     if avg is None:
         t.append("No steps found", style="bold yellow")
     else:
-        t.append(f"{fmt_ms(avg.step_time_ms)} ms", style="bold")
-        if avg.step_time_std_ms is not None:
-            t.append(f" ± {fmt_ms(avg.step_time_std_ms)} ms")
-        n = len(summary.steps)
-        t.append(f" per step  ({n} step{'s' if n != 1 else ''}")
-        if avg.min_step_time_ms is not None and n > 1:
-            t.append(f", {fmt_ms(avg.min_step_time_ms)}–{fmt_ms(avg.max_step_time_ms)} ms")
-        t.append(")")
+        mean, rest = step_time_words(avg, len(summary.steps))
+        t.append(mean, style="bold")
+        t.append(rest)
     env = summary.environment
     t.append(f"   {env.device_type}")
     if env.device_count:

@@ -76,55 +76,72 @@ def _nest(c: Collector) -> _Tree:
     del order
     heap.release()  # the sort's temporaries, before the nesting's
     thread, ts, end, flags, nid = h.thread, h.ts, h.end, h.flags, h.nid
+    # row indices as int32, and every column dropped once used: this stage held the most
+    # memory of a large trace's read (benchmarks/README.md, section 9)
     is_op = (flags & IS_RUNTIME) == 0
-    op_rows = np.flatnonzero(is_op)
-    rt_rows = np.flatnonzero(~is_op)
+    op_rows = np.flatnonzero(is_op).astype(np.int32)
+    rt_rows = np.flatnonzero(~is_op).astype(np.int32)
+    launch_corr = h.corr[rt_rows]
+    h.corr = np.zeros(0)  # its last reader (a view [:0] would keep it): the ids are in the tree
     op_ts, op_end, op_thread = ts[op_rows], end[op_rows], thread[op_rows]
     # An op's parent is the nearest op before it on its thread still open at its start (the
     # stack's top once what ended is popped): start from the op just before, jump to that
     # op's parent until one is open. Done for all ops at once; each round moves every
     # candidate up, and a candidate's own candidate is already past what it skipped.
-    op_parent = np.arange(len(op_rows), dtype=np.int64) - 1
+    op_parent = np.arange(len(op_rows), dtype=np.int32) - 1
     if len(op_rows):
         op_parent[0] = -1
         op_parent[1:][op_thread[1:] != op_thread[:-1]] = -1
     _climb(op_parent, op_parent, op_end, op_ts)
+    host_self = op_end - op_ts
+    del op_ts
     # a runtime call's parent: the same climb from the last op before it on its thread
     cur = np.cumsum(is_op, dtype=np.int32)[rt_rows] - 1
+    del is_op
     ok = cur >= 0
     ok[ok] = op_thread[cur[ok]] == thread[rt_rows[ok]]
+    del op_thread
     cur[~ok] = -1
-    _climb(cur, op_parent, op_end, ts[rt_rows])
+    del ok
+    for lo in range(0, len(rt_rows), SLICE_ROWS):  # each call climbs alone: a slice at a time
+        rows = slice(lo, lo + SLICE_ROWS)
+        _climb(cur[rows], op_parent, op_end, ts[rt_rows[rows]])
     row_parent = np.full(len(ts), -1, dtype=np.int32)
     row_parent[op_rows] = op_parent
     row_parent[rt_rows] = cur
+    del rt_rows
     # self times: each op's span minus its children's overlap, subtracted in row order (in
     # slices of rows: the same order, a slice's temporaries at a time)
-    host_self = op_end - op_ts
     for lo in range(0, len(ts), SLICE_ROWS):
         rows = slice(lo, lo + SLICE_ROWS)
         child = np.flatnonzero(row_parent[rows] >= 0) + lo
         p = row_parent[child]
         np.subtract.at(host_self, p, np.minimum(end[child], op_end[p]) - ts[child])
-    del row_parent
+    del row_parent, op_end
     # what each op passes to the runtime calls under it: Tensor-Core eligibility (its own or
     # any enclosing op's, by doubling up the parent chain) and 16-bit inputs (its own)
     op_nid = nid[op_rows]
+    sixteen = (flags[op_rows] & HAS_16BIT_INPUT) != 0
+    del op_rows
     eligible = _by_name(c.names, names.tc_eligible_op)[op_nid]
-    up = op_parent.copy()
+    up = op_parent
     while True:
         has = up >= 0
         if not has.any():
             break
         eligible[has] |= eligible[up[has]]
         up[has] = up[up[has]]
+    has = launch_corr >= 0
+    launch_corr, cur = launch_corr[has], cur[has]
+    del has
+    ids, ops = _launch_table(launch_corr, cur)
     return _Tree(
         op_nid=op_nid,
         host_self=host_self,
         eligible=eligible,
-        sixteen=(flags[op_rows] & HAS_16BIT_INPUT) != 0,
-        launch_corr=h.corr[rt_rows],
-        launch_op=cur,
+        sixteen=sixteen,
+        launch_ids=ids,
+        launch_ops=ops,
     )
 
 
@@ -145,21 +162,27 @@ class _Tree:
     host_self: Array
     eligible: npt.NDArray[np.bool_]
     sixteen: npt.NDArray[np.bool_]
-    launch_corr: Array  # per runtime call, in row order: its correlation id
-    launch_op: Ints  # and the op node it ran in, -1 outside any op
+    launch_ids: Array  # the runtime calls' correlation ids, sorted, each once
+    launch_ops: Ints  # and the op node the (last) call with each ran in, -1 outside any op
 
 
-def _launchers(tree: _Tree, corr: Array) -> Ints:
-    """The op node that launched each device event (by correlation id; the last call with an id
-    wins, as a dict would), -1 when none."""
-    lc = tree.launch_corr
-    has = lc >= 0
-    lc, lo = lc[has], tree.launch_op[has]
+def _launch_table(corr: Array, op: Ints) -> tuple[Array, Ints]:
+    """Correlation ids, sorted, and the op node whose runtime call carried each (the last call
+    with an id wins, as a dict would): a stable sort keeps a group's calls in row order, so
+    its last row is the last call (np.unique's return_index held two more copies of them)."""
+    order = np.argsort(corr, kind="stable")
+    ids = corr[order]
+    last = np.ones(len(ids), dtype=bool)
+    last[:-1] = ids[1:] != ids[:-1]
+    return ids[last], op[order[last]]
+
+
+def _launchers(table: tuple[Array, Ints], corr: Array) -> Ints:
+    """The op node that launched each device event (by correlation id), -1 when none."""
+    ids, op = table
     out = np.full(len(corr), -1, dtype=np.int64)
-    if not len(lc):
+    if not len(ids):
         return out
-    ids, first = np.unique(lc[::-1], return_index=True)  # reversed views: no copies
-    op = lo[::-1][first]
     at = np.minimum(np.searchsorted(ids, corr), len(ids) - 1)
     hit = (ids[at] == corr) & (corr >= 0)
     out[hit] = op[at[hit]]
@@ -174,11 +197,12 @@ def analyse_ops(c: Collector, dev: Device) -> OpsResult:
     op_nid = tree.op_nid
     calls = np.bincount(op_nid, minlength=n_names)
     host = np.bincount(op_nid, weights=np.maximum(tree.host_self, 0.0), minlength=n_names)
+    table = tree.launch_ids, tree.launch_ops
     k = dev.kernels
     k_dur = k[:, 1] - k[:, 0]
-    k_node = _launchers(tree, k[:, 3])
+    k_node = _launchers(table, k[:, 3])
     copies = dev.copies
-    c_node = _launchers(tree, copies[:, 2])
+    c_node = _launchers(table, copies[:, 2])
     # device self time: what an op's own runtime calls launched (kernels, then copies)
     nodes = np.concatenate([k_node, c_node])
     durs = np.concatenate([k_dur, copies[:, 1] - copies[:, 0]])

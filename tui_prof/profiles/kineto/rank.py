@@ -16,7 +16,6 @@ Kernel when its op is not one of its five collectives.
 
 from __future__ import annotations
 
-import re
 import threading
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
@@ -28,14 +27,15 @@ import numpy.typing as npt
 from tui_prof.device_use import GpuMetric
 from tui_prof.model import Cancelled, StepBreakdown
 from tui_prof.profiles.kineto import heap, names
-from tui_prof.profiles.kineto.collect import Array, Collector, Device
+from tui_prof.profiles.kineto.collect import Array, Collector, Device, Ints
 from tui_prof.profiles.kineto.extras import Extras, RankExtras
 from tui_prof.profiles.kineto.gpu_metrics import gpu_metrics
+from tui_prof.profiles.kineto.names import WAIT_CALL
 from tui_prof.profiles.kineto.ops import OpsResult, analyse_ops
 from tui_prof.profiles.kineto.ranges import Ranges, as_ranges, partition, spans_union, union
 from tui_prof.profiles.kineto.steps import Steps, find_steps
 from tui_prof.profiles.kineto.stream import TraceStream
-from tui_prof.profiles.kineto.workers import PARALLEL_FROM, read
+from tui_prof.profiles.kineto.workers import PARALLEL_FROM, RowSink, read
 
 NATIVE_ORDER = ("kernel", "memcpy", "memset", "communication", "runtime", "dataloader", "cpu_exec")
 # tuiprof's roles in priority order and the category each one's time goes to. Runtime calls that
@@ -51,7 +51,6 @@ OUR_ROLES = (
     "other",
     "host_compute",
 )
-WAIT_CALL = re.compile(r"Synchroni[sz]e|Memcpy", re.IGNORECASE)
 # One-off start-up calls (names.is_startup_call) count as kernel launch in the breakdown, as
 # runtime calls always have; their time is also kept apart so the verdict can leave it out.
 STARTUP_ROLE = "startup"
@@ -96,11 +95,11 @@ def _int(v: object) -> int | None:
     return None
 
 
-def _named(c: Collector, ids: Array, rule: Callable[[str], bool]) -> npt.NDArray[np.bool_]:
-    """Which rows' names (name ids, as floats) satisfy `rule`: a table over the trace's names,
-    looked up (np.isin sorted the 2.8 M runtime calls of a 2 GiB trace, four times)."""
+def _named(c: Collector, ids: Ints, rule: Callable[[str], bool]) -> npt.NDArray[np.bool_]:
+    """Which rows' names (name ids) satisfy `rule`: a table over the trace's names, looked up
+    (np.isin sorted the 2.8 M runtime calls of a 2 GiB trace, four times)."""
     table = np.fromiter(map(rule, c.names), dtype=bool, count=len(c.names))
-    return table[ids.astype(np.intp)] if len(table) else np.zeros(len(ids), dtype=bool)
+    return table[ids] if len(table) else np.zeros(len(ids), dtype=bool)
 
 
 def _waits(name: str) -> bool:
@@ -113,11 +112,13 @@ def _roles(c: Collector, dev: Device, base: float) -> Generator[list[Ranges]]:
     vocabulary's are held while its steps are split."""
     k = dev.kernels
     by_ext = np.isin(k[:, 4], np.fromiter(c.comm_ext, dtype=np.float64, count=len(c.comm_ext)))
-    by_name = _named(c, k[:, 2], names.is_collective)
+    by_name = _named(c, k[:, 2].astype(np.intp), names.is_collective)
     collective = by_ext | by_name
-    rt = dev.runtimes
-    waits = _named(c, rt[:, 3], _waits)
-    startup = ~waits & _startup_rows(c, rt)
+    h = dev.host
+    rt_nid = h.nid[dev.runtime]
+    waits = _named(c, rt_nid, _waits)
+    startup = ~waits & _startup_rows(c, dev, rt_nid)
+    del rt_nid
 
     def span(rows: Array, where: npt.NDArray[np.bool_] | None = None) -> Ranges:
         """The union of the rows' spans (of those `where` says): only their two times copied."""
@@ -125,16 +126,20 @@ def _roles(c: Collector, dev: Device, base: float) -> Generator[list[Ranges]]:
             return spans_union(rows[:, 0], rows[:, 1], base)
         return spans_union(rows[:, 0][where], rows[:, 1][where], base)
 
+    def host(rows: npt.NDArray[np.bool_]) -> Ranges:
+        """The union of the spans of the host rows a mask picks."""
+        return spans_union(h.ts[rows], h.end[rows], base)
+
     memcpy, memset = span(dev.memcpy), span(dev.memset)
     host_comm = as_ranges(c.comm_host, base)
     dataloader = as_ranges(c.dataloader, base)
-    cpu = span(dev.cpu_exec)
+    cpu = host(dev.cpu_exec)
     yield [
         span(k, ~by_ext),
         memcpy,
         memset,
         union(np.concatenate([span(k, by_ext), host_comm])),
-        span(rt),
+        host(dev.runtime),
         dataloader,
         cpu,
     ]
@@ -142,32 +147,36 @@ def _roles(c: Collector, dev: Device, base: float) -> Generator[list[Ranges]]:
         span(k, ~collective),
         union(np.concatenate([memcpy, memset])),
         union(np.concatenate([span(k, collective), host_comm])),
-        span(rt, startup),
-        span(rt, ~waits & ~startup),
+        host(dev.runtimes(startup)),
+        host(dev.runtimes(~waits & ~startup)),
         dataloader,
-        span(rt, waits),
+        host(dev.runtimes(waits)),
         cpu,
     ]
 
 
-def _startup_rows(c: Collector, rt: Array) -> npt.NDArray[np.bool_]:
-    """Runtime calls that are start-up: by name, or a call too long to be launch overhead."""
-    by_name = _named(c, rt[:, 3], names.is_startup_call)
-    return by_name | (rt[:, 1] - rt[:, 0] >= LONG_CALL_US)
+def _startup_rows(c: Collector, dev: Device, rt_nid: Ints) -> npt.NDArray[np.bool_]:
+    """Runtime calls that are start-up: by name, or a call too long to be launch overhead (a
+    mask over the runtime calls, in file order; `rt_nid`: their name ids)."""
+    h = dev.host
+    by_name = _named(c, rt_nid, names.is_startup_call)
+    long = h.end[dev.runtime] - h.ts[dev.runtime] >= LONG_CALL_US
+    return by_name | long
 
 
 def _startup_calls(c: Collector, dev: Device, spans: list[tuple[float, float]]) -> dict[str, float]:
     """Each start-up call's time inside the steps (ms), by name."""
-    rt = dev.runtimes
-    waits = _named(c, rt[:, 3], _waits)
-    rt = rt[~waits & _startup_rows(c, rt)]
+    h = dev.host
+    rt_nid = h.nid[dev.runtime]
+    rows = dev.runtimes(~_named(c, rt_nid, _waits) & _startup_rows(c, dev, rt_nid))
+    del rt_nid
     lo, hi = spans[0][0], spans[-1][1]
-    inside = np.clip(np.minimum(rt[:, 1], hi) - np.maximum(rt[:, 0], lo), 0.0, None)
+    inside = np.clip(np.minimum(h.end[rows], hi) - np.maximum(h.ts[rows], lo), 0.0, None)
     out: dict[str, float] = {}
-    for nid, us in zip(rt[:, 3], inside, strict=True):
+    for nid, us in zip(h.nid[rows].tolist(), inside.tolist(), strict=True):
         if us > 0:
-            name = c.names[int(nid)]
-            out[name] = out.get(name, 0.0) + float(us) / 1000.0
+            name = c.names[nid]
+            out[name] = out.get(name, 0.0) + us / 1000.0
     return out
 
 
@@ -236,13 +245,16 @@ def analyse_file(
     chunk_bytes: int | None = None,
     workers: int | None = None,
     parallel_from: int = PARALLEL_FROM,
+    rows: RowSink | None = None,
 ) -> RankResult:
     """`chunk_bytes`: unpacked JSON decoded at a time (stream.CHUNK_BYTES by default);
     `workers`, `parallel_from`: processes that decode the parts of a trace longer than that
-    (workers.read; by default one per core)."""
+    (workers.read; by default one per core); `rows`: where the timeline's rows go, as read."""
     heap.bound(reading=True)
     stream = TraceStream(path, cancel=cancel, progress=progress, chunk_bytes=chunk_bytes)
-    c, extras = read(stream, Collector(), Extras(), workers=workers, parallel_from=parallel_from)
+    c, extras = read(
+        stream, Collector(), Extras(), workers=workers, parallel_from=parallel_from, rows=rows
+    )
 
     def check() -> None:  # the stages after the read take seconds on a large trace
         if cancel is not None and cancel.is_set():
@@ -298,9 +310,6 @@ def analyse_file(
         runtime_per_step = float(native[:, NATIVE_ORDER.index("runtime")].mean())
         if any(startup_ms):
             startup_calls = _startup_calls(c, dev, steps.spans)
-    # the runtime calls' and CPU ops' copies are done with: the op tree reads the host rows
-    dev.runtimes, dev.cpu_exec = dev.runtimes[:0].copy(), dev.cpu_exec[:0].copy()
-    heap.release()
     check()
     ops = analyse_ops(c, dev)
     device_names, used = _devices(dev, meta.deviceProperties)

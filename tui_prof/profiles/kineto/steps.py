@@ -97,20 +97,27 @@ def _device_work(
     counts = [0] * n
     events = np.concatenate([dev.kernels[:, [3, 0, 1]], dev.copies[:, [2, 0, 1]]])
     linked = events[events[:, 0] >= 0]
-    if not len(linked) or not len(dev.runtimes):
+    if not len(linked) or not dev.runtime.any():
         return work, counts, None
     order = np.argsort(linked[:, 0], kind="stable")
     corr = linked[order, 0]
     ids, first, sizes = np.unique(corr, return_index=True, return_counts=True)
     lo = np.minimum.reduceat(linked[order, 1], first)
     hi = np.maximum.reduceat(linked[order, 2], first)
-    rt = dev.runtimes
-    at = np.minimum(np.searchsorted(ids, rt[:, 2]), len(ids) - 1)
-    launches = ids[at] == rt[:, 2]
+    # the runtime calls that launched something (their host rows, in file order), then which
+    # step each ran in: only those calls' columns are copied
+    h = dev.host
+    launch = dev.runtime.copy()
+    rt_corr = h.corr[launch]
+    at = np.minimum(np.searchsorted(ids, rt_corr), len(ids) - 1)
+    launches = ids[at] == rt_corr
+    del rt_corr
+    launch[launch] = launches
+    at = at[launches]
     spans = np.asarray(steps.spans, dtype=np.float64)
-    step = np.searchsorted(spans[:, 0], rt[:, 0], side="right") - 1
-    inside = launches & (step >= 0)
-    inside[inside] &= rt[inside, 1] <= spans[step[inside], 1]
+    step = np.searchsorted(spans[:, 0], h.ts[launch], side="right") - 1
+    inside = step >= 0
+    inside[inside] &= h.end[launch][inside] <= spans[step[inside], 1]
     if not inside.any():
         return work, counts, None
     s_idx, c_idx = step[inside], at[inside]

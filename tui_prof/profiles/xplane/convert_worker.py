@@ -3,9 +3,9 @@
 
 Contract: `ConverterProcess.tool(links, tool)` returns the tool's JSON text (or None where the
 converter has none) as `xspace_to_tool_data` would; its death raises `ConverterDied` with the
-signal's name, and the next call starts a fresh process. The process (`python -m
-tui_prof.profiles.xplane.convert_worker`) imports the converter once and answers requests in
-order: a JSON line in, a JSON header line and the data out. Its stdout is the protocol's alone
+signal's name, and the next call starts a fresh process. The process (forked where
+`profiles.forked` finds that safe, else `python -m tui_prof.profiles.xplane.convert_worker`)
+imports the converter once and answers requests in order: a JSON line in, a JSON header line and the data out. Its stdout is the protocol's alone
 (fd 1 goes to /dev/null, so native code printing cannot corrupt it) and its stderr, where the
 native code logs, is discarded. It exits when its stdin closes, i.e. with tuiprof.
 """
@@ -21,6 +21,8 @@ import subprocess
 import sys
 from typing import IO, Any
 
+from tui_prof.profiles import forked
+
 
 class ConverterDied(Exception):
     """The converter's process ended mid-request: the message says how (e.g. SIGSEGV)."""
@@ -28,18 +30,18 @@ class ConverterDied(Exception):
 
 class ConverterProcess:
     def __init__(self) -> None:
-        self._proc: subprocess.Popen[bytes] | None = None
+        self._proc: forked.Child | None = None
 
-    def start(self) -> subprocess.Popen[bytes]:
-        """Start the process (if it is not running); requests start it too."""
+    def start(self) -> forked.Child:
+        """Start the process (if it is not running); requests start it too. Forked where that
+        is safe (one thread: the CLI, the analysis child), which spares a Python start."""
         if self._proc is None or self._proc.poll() is not None:
-            env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
-            self._proc = subprocess.Popen(
-                [sys.executable, "-m", "tui_prof.profiles.xplane.convert_worker"],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL,
-                env=env,
+            self._proc = forked.start(
+                main,
+                ["-m", "tui_prof.profiles.xplane.convert_worker"],
+                stdin=True,
+                stdout=True,
+                env={"TF_CPP_MIN_LOG_LEVEL": "3"},
             )
         return self._proc
 
@@ -85,7 +87,7 @@ class ConverterProcess:
                 raise
             raise ConverterDied(self._death(proc)) from None
 
-    def _death(self, proc: subprocess.Popen[bytes]) -> str:
+    def _death(self, proc: forked.Child) -> str:
         try:
             code = proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
@@ -151,14 +153,15 @@ def _serve(requests: IO[bytes], replies: IO[bytes]) -> None:
         replies.flush()
 
 
-def main() -> None:
+def main() -> int:
     replies = os.fdopen(os.dup(1), "wb")
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)  # whatever else writes to stdout, native code included, is not a reply
     sys.stdout = open(os.devnull, "w")  # noqa: SIM115
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # tuiprof decides when it ends (stdin closes)
     _serve(sys.stdin.buffer, replies)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -38,7 +38,7 @@ from tui_prof.model import (
     UnreadableProfile,
     os_reason,
 )
-from tui_prof.profiles.assemble import assemble
+from tui_prof.profiles.assemble import assemble, average, check_numbers, step_time_words
 from tui_prof.profiles.discover import Session
 from tui_prof.profiles.xplane import converter, op_precision, tb_tables
 from tui_prof.profiles.xplane.cost import hlo_efficiency, with_hlo, xla_efficiency
@@ -181,11 +181,13 @@ def summarize(
     def hlo_if_no_steps(done: dict[str, Any]) -> tuple[str, ...]:
         """Device HLO ops' types give the 16-bit share where the converter's steps do not;
         the memory profile always (not required: older converters may lack it)."""
-        no_steps = own_path or not tb_tables.overview_steps(done[converter.OVERVIEW])
+        steps = [] if own_path else tb_tables.overview_steps(done[converter.OVERVIEW])
+        if steps:
+            _report_step_time(session, steps, report)
         return (
-            (converter.HLO_STATS, converter.MEMORY_PROFILE)
-            if no_steps
-            else (converter.MEMORY_PROFILE,)
+            (converter.MEMORY_PROFILE,)
+            if steps
+            else (converter.HLO_STATS, converter.MEMORY_PROFILE)
         )
 
     capability = _Beside(_compute_capability, paths if _names_gpu_planes(paths) else [])
@@ -266,6 +268,20 @@ def summarize(
     )
 
 
+def _report_step_time(session: Session, steps: list[StepBreakdown], report: Progress) -> None:
+    """The step time as soon as the converter's overview has it, worded as the headline will
+    word it: a cold first screen shows it while the op and kernel tables and the memory profile
+    are still being read."""
+    try:
+        check_numbers(session, steps, (), ())
+    except UnreadableProfile:
+        return  # the summary's own error says it
+    avg = average(steps)
+    if avg is not None:
+        mean, rest = step_time_words(avg, len(steps))
+        report(0.4, f"{mean}{rest}; reading ops, kernels and memory …")
+
+
 def _summarize_streaming(
     session: Session,
     paths: Sequence[Path],
@@ -301,6 +317,8 @@ def _summarize_streaming(
     ]
     if own.source == "none":
         warnings.append(f"No steps found: {own.detail}")
+    if own.found is not None and step_program is None:
+        _store_timeline(session, own.found, cancel, report)
     report(1.0, "done")
     return assemble(
         session,
@@ -319,6 +337,26 @@ def _summarize_streaming(
             _hlo_flops(paths, gpu=planes["device_type"] == "GPU"), own.steps, env, utilization
         ),
     )
+
+
+def _store_timeline(
+    session: Session, found: FoundSteps, cancel: threading.Event | None, report: Progress
+) -> None:
+    """Write the timeline's store with the steps just found, so that the Timeline tab of a
+    large session opens from it instead of finding them again (timeline/xspace.py: its events
+    read line by line, one line held at a time). Skipped where it is stored already or cannot
+    be written; a failure leaves the tab to read the session itself."""
+    from tui_prof.profiles.timeline import store
+    from tui_prof.profiles.timeline.xspace import write_session
+
+    if store.exists(session):
+        return
+
+    def sub(f: float, _m: str) -> None:
+        report(0.92 + 0.07 * f, "indexing the timeline")
+
+    with contextlib.suppress(OSError, ValueError, ProfileError):
+        write_session(session, found, cancel, sub, keep=False)
 
 
 def _hlo_flops(paths: Sequence[Path], gpu: bool) -> HloFlops | None:
