@@ -195,6 +195,13 @@ def main() -> int:
         action="store_true",
         help="keep this environment's bytecode settings (e.g. PYTHONDONTWRITEBYTECODE)",
     )
+    ap.add_argument(
+        "--before",
+        type=Path,
+        metavar="TREE",
+        help="also time cold and warm starts from this checkout (e.g. a `git worktree` of an "
+        "earlier commit), in the same rounds",
+    )
     args = ap.parse_args()
     preflight("textual")
     path = args.path.resolve()
@@ -213,10 +220,14 @@ def main() -> int:
         base_env["PYTHONPYCACHEPREFIX"] = pyc.name
         base_env.pop("PYTHONDONTWRITEBYTECODE", None)
     names = ["minimal_textual_pty", "pty_cold", "pty_warm", "floor_analysis"]
+    if args.before:
+        names += ["pty_cold_before", "pty_warm_before"]
     if args.headless:
         names += ["headless_cold", "headless_warm", "headless_first_frame_cold"]
     results: dict[str, list[float]] = {k: [] for k in names}
     ratios: dict[str, list[float]] = {"cold": [], "warm": [], "floor": []}
+    if args.before:
+        ratios.update({"cold_before": [], "warm_before": []})
     with tempfile.TemporaryDirectory(prefix="tuiprof-bench-") as tmp:
         warm = os.path.join(tmp, "warm")
         warm_env = dict(base_env, TUIPROF_CACHE_DIR=warm)
@@ -231,6 +242,10 @@ def main() -> int:
         )
         pty_time_to_text([PYTHON, "-c", MINIMAL_APP], base_env, size=(cols, rows))
         pty_time_to_text(tuiprof_cmd(str(path)), warm_env, size=(cols, rows))
+        before_env = dict(base_env, PYTHONPATH=str(args.before.resolve())) if args.before else {}
+        before_warm = dict(before_env, TUIPROF_CACHE_DIR=os.path.join(tmp, "warm_before"))
+        if args.before:
+            pty_time_to_text(tuiprof_cmd(str(path)), before_warm, size=(cols, rows))
         for i in range(args.runs):
             cold_env = dict(base_env, TUIPROF_CACHE_DIR=os.path.join(tmp, f"cold{i}"))
             floor_env = dict(base_env, TUIPROF_CACHE_DIR=os.path.join(tmp, f"floor{i}"))
@@ -244,6 +259,17 @@ def main() -> int:
                 ratios["cold"].append(cold / minimal)
                 ratios["warm"].append(warm_t / minimal)
                 ratios["floor"].append(floor / minimal)
+            if args.before:
+                cold_b = pty_time_to_text(
+                    tuiprof_cmd(str(path)),
+                    dict(before_env, TUIPROF_CACHE_DIR=os.path.join(tmp, f"cold_before{i}")),
+                    size=(cols, rows),
+                )
+                warm_b = pty_time_to_text(tuiprof_cmd(str(path)), before_warm, size=(cols, rows))
+                results["pty_cold_before"].append(cold_b)
+                results["pty_warm_before"].append(warm_b)
+                ratios["cold_before"].append(cold_b / minimal)
+                ratios["warm_before"].append(warm_b / minimal)
             if args.headless:
                 hc = headless_time(path, dict(base_env, TUIPROF_CACHE_DIR=f"{tmp}/hcold{i}"))
                 hw = headless_time(path, warm_env)

@@ -66,6 +66,13 @@ def main() -> int:
         action="store_true",
         help="keep this environment's bytecode settings (e.g. PYTHONDONTWRITEBYTECODE)",
     )
+    ap.add_argument(
+        "--before",
+        type=Path,
+        metavar="TREE",
+        help="also time `tuiprof summary` from this checkout (e.g. a `git worktree` of an "
+        "earlier commit), in the same rounds",
+    )
     args = ap.parse_args()
     preflight("xprof")
     f = (args.file or default_profile()).resolve()
@@ -86,6 +93,12 @@ def main() -> int:
             "tuiprof_cli_startup": (tuiprof_cmd("summary", "--help"), env),
             "python_startup": ([PYTHON, "-c", "pass"], env),
         }
+        if args.before:
+            before_env = dict(env, PYTHONPATH=str(args.before.resolve()))
+            commands["tuiprof_summary_before"] = (
+                tuiprof_cmd("summary", str(f), "--json", "--no-cache"),
+                before_env,
+            )
         if args.fallback:
             commands["tuiprof_fallback"] = (
                 tuiprof_cmd("summary", str(f), "--json", "--no-cache", "--fallback"),
@@ -106,6 +119,12 @@ def main() -> int:
         f"tuiprof / converter, CPU time: per-round median {r['cpu_per_round_median']:.2f} "
         f"(min {r['cpu_per_round_min']:.2f}, max {r['cpu_per_round_max']:.2f})"
     )
+    if "tuiprof_summary_before" in series:
+        b = ratio(series["tuiprof_summary_before"], series["converter_alone"])
+        print(
+            f"before ({args.before}) / converter: {b['of_medians']:.2f}x (per-round median "
+            f"{b['per_round_median']:.2f}); CPU per-round median {b['cpu_per_round_median']:.2f}"
+        )
     result: dict[str, object] = {
         "profile": str(f),
         "profile_bytes": f.stat().st_size,
@@ -113,6 +132,11 @@ def main() -> int:
         "series": {n: s.stats() for n, s in series.items()},
         "ratio_tuiprof_over_converter": r,
     }
+    if "tuiprof_summary_before" in series:
+        result["before"] = str(args.before)
+        result["ratio_before_over_converter"] = ratio(
+            series["tuiprof_summary_before"], series["converter_alone"]
+        )
     if "tuiprof_fallback" in series:
         result["ratio_fallback_over_converter"] = ratio(
             series["tuiprof_fallback"], series["converter_alone"]

@@ -2,8 +2,10 @@
 
 Each stage runs in a fresh child process so its peak memory (max RSS) is its own; the summary of
 the same file is measured the same way for comparison (the issue's aim: no more memory than it).
-Stages: `summary`; `timeline` (the first read, which stores the events); `reopen` (the tab
-opened again: the stored events mapped, the first frame timed from the call that loads them).
+Stages: `summary` (which, for PyTorch traces and large XSpace sessions, also writes the
+timeline's store); `timeline` (the tab's first open after the summary: from that store, else the
+timeline's own read, which stores the events); `reopen` (the tab opened again: the stored events
+mapped, the first frame timed from the call that loads them).
 The children share a fresh cache directory, so nothing comes from an earlier run.
 
     python benchmarks/bench_timeline.py PATH [--width 120]

@@ -184,3 +184,60 @@ def tpu_job(logdir: Path) -> Path:
         tpu.line(3, "XLA Ops", ops)
         tpu.line(6, "XLA TraceMe", [("dependency-wait", 200.0 * k + 60, 50, {}) for k in range(4)])
     return space.save(logdir)
+
+
+def tpu_steps_job(logdir: Path, hosts: int = 1, host_markers: bool = True) -> list[Path]:
+    """A JAX training loop on two TPU cores per host, as XProf reads a TPU profile: the host's
+    `StepTraceAnnotation("train", step_num=k)` around each call of the train step; per core a
+    "Steps" line (a step marker per step, with its `group_id`), "XLA Modules" (the program's
+    runs), "XLA Ops" (its HLO ops, with the step's `group_id`, input shapes in their names) and
+    "XLA TraceMe"; no launch ids (TPU device events have none). Step 2 is slow (a long
+    all-reduce on core 1). One session directory per host file (all in one session dir).
+    `host_markers` False: a loop without StepTraceAnnotation (the cores' "Steps" lines alone)."""
+    out = []
+    for h in range(hosts):
+        space = Space(f"tpuhost{h}")
+        space.task_environment(0, 1000)
+        host = space.plane(0, "/host:CPU")
+        main: list[Event] = []
+        for k in range(4):
+            t = 200.0 * k
+            if host_markers:
+                main.append(("train", t, 150, {"step_num": k, "_r": 1}))
+            main.append(("PjitFunction(train_step)", t + 2, 8, {}))
+        host.line(1, "main", main)
+        for core in range(2):
+            tpu = space.plane(
+                10 + core, f"/device:TPU:{core}", {"device_type_string": "TPU v6 Lite"}
+            )
+            steps: list[Event] = []
+            modules: list[Event] = []
+            ops: list[Event] = []
+            traceme: list[Event] = []
+            for k in range(4):
+                t = 200.0 * k + 12
+                reduce_us = 60.0 if (k == 2 and core == 1) else 10.0
+                run = 5 + 40 + 5 + reduce_us
+                steps.append((str(k), t, run + 2, {"group_id": k}))
+                modules.append(("jit_train_step(42)", t + 1, run, {"group_id": k}))
+                ops += [
+                    (
+                        "%fusion = bf16[1024]{0} fusion(bf16[1024]{0} %p)",
+                        t + 6,
+                        40,
+                        {"group_id": k},
+                    ),
+                    (
+                        "%all-reduce = f32[8]{0} all-reduce(f32[8]{0} %x)",
+                        t + 51,
+                        reduce_us,
+                        {"group_id": k},
+                    ),
+                ]
+                traceme.append(("dependency-wait", t + 48, 3, {}))
+            tpu.line(1, "Steps", steps)
+            tpu.line(2, "XLA Modules", modules)
+            tpu.line(3, "XLA Ops", ops)
+            tpu.line(6, "XLA TraceMe", traceme)
+        out.append(space.save(logdir))
+    return out

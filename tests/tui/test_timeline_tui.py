@@ -178,3 +178,38 @@ async def test_at_80x24_the_detail_and_tracks_fit_the_tab() -> None:
         assert all(x.cell_len <= width for x in lines)
         assert lines[-1].plain.startswith("launched by (p): ")
         assert sum("│" in x.plain[:30] for x in lines) >= 2
+
+
+async def test_timeline_tab_on_a_two_host_tpu_profile(tmp_path: Path) -> None:
+    """A TPU profile of two hosts (XProf's lines per core): the tab shows each core's lines
+    grouped, `h` picks a host, `g` folds a core's lines into one row, and `v` names the core
+    whose collective grew."""
+    from xla_profiles import tpu_steps_job
+
+    tpu_steps_job(tmp_path, hosts=2)
+    app = TuiprofApp(tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("5")
+        await settle(pilot)
+        view = app.screen.query_one(TimelineView)
+        st = view.step_tl
+        assert st is not None and st.step == 2
+        assert [t.name for t in st.tracks if t.group == "TPU 1"] == [
+            "TPU 1 Steps",
+            "TPU 1 XLA Modules",
+            "TPU 1 XLA Ops",
+            "TPU 1 XLA TraceMe",
+        ]
+        await pilot.press("h", "h")
+        assert view.source == "tpuhost1" and view.step_tl is not None
+        assert view.step_tl.source == "tpuhost1"
+        while view.step_tl.tracks[view.track].group != "TPU 0":
+            await pilot.press("down")
+        rows = len(view.step_tl.tracks)
+        await pilot.press("g")
+        assert len(view.step_tl.tracks) == rows - 3
+        assert view.step_tl.tracks[view.track].name == "▸ TPU 0 (4)"
+        await pilot.press("g", "v")
+        drawn = "".join(t.plain for t in getattr(view.render(), "renderables", []))
+        assert "against the median step" in drawn and "TPU 1 XLA Ops  (comm +0.05 ms)" in drawn

@@ -201,6 +201,29 @@ async def test_prefetched_first_session_is_shown_without_a_second_analysis() -> 
         assert f"{fmt_ms(pre.summary.average.step_time_ms)} ms" in static_text(app, "#headline")
 
 
+async def test_a_cold_start_shows_the_step_time_while_the_rest_is_read() -> None:
+    """The analysis child reports the step time first; the screen shows it until the summary
+    comes, then the headline says the same."""
+    from tui_prof.profiles.discover import discover
+    from tui_prof.profiles.prefetch import Prefetch
+
+    pre = Prefetch(SAMPLES)  # as the launcher leaves it: listed, the child still at work
+    pre.discovery = discover(SAMPLES)
+    pre.session = pre.discovery.sessions[0]
+    pre.progress = (0.4, "21.3 ms per step (5 steps); reading ops, kernels and memory …")
+    pre.listed.set()
+    app = TuiprofApp(SAMPLES, prefetch=pre)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        assert "21.3 ms per step (5 steps)" in static_text(app, "#status")
+        assert static_text(app, "#headline").strip() == ""
+        pre.summary = summarize_session(pre.session)
+        pre.analysed.set()
+        assert pre.summary.average is not None
+        step = f"{fmt_ms(pre.summary.average.step_time_ms)} ms"
+        await until(pilot, lambda: step in static_text(app, "#headline"), timeout=20)
+
+
 async def test_capture_dialog_rejects_a_bad_address_in_one_line_and_stays_open(
     tmp_path: Path,
 ) -> None:

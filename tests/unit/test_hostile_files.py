@@ -240,3 +240,20 @@ def test_a_symlink_loop_is_one_line(tmp_path: Path) -> None:
     (tmp_path / "loopB").symlink_to("loopA")
     r = _cli("summary", str(tmp_path))
     assert r.stderr.count("symbolic links") == 1, r.stderr
+
+
+def test_a_file_the_converter_refuses_leaves_the_next_files_answers_in_step(
+    tmp_path: Path,
+) -> None:
+    """The converter's tools are asked for at once; where one fails, the answers to the others
+    are still read, so the next file gets its own."""
+    from tui_prof.model import ProfileError
+    from tui_prof.profiles.xplane import converter
+
+    good = sorted(sample_session("keras_fit_step_markers").glob("*.xplane.pb"))
+    before = converter.convert(good)
+    bad = tmp_path / "junk.xplane.pb"
+    bad.write_bytes(b"\x0a\x03abc" * 100)  # a protobuf field, but no XSpace in it
+    with pytest.raises(ProfileError):
+        converter.convert([bad])
+    assert converter.convert(good) == before

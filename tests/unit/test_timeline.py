@@ -289,3 +289,61 @@ def test_multi_host_xspace_one_source_per_file(
         assert tl.step(b.step, source="hostb").duration_us / 1000.0 == pytest.approx(b.step_time_ms)
     assert main(["timeline", str(tmp_path), "--rank", "hostb", "--width", "80"]) == 0
     assert "hostb" in capsys.readouterr().out.splitlines()[0]
+
+
+@pytest.mark.parametrize("host_markers", [True, False], ids=["host-markers", "tpu-steps-only"])
+def test_tpu_xspace_cores_in_xprofs_line_order_with_steps_from_the_summary(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], host_markers: bool
+) -> None:
+    """A TPU profile as XProf reads one (per core: Steps, XLA Modules, XLA Ops, XLA TraceMe; no
+    launch ids): every step's span is the summary's step time, device events cover its device
+    compute, each core's lines are grouped in XProf's order, step markers are drawn as `other`
+    (not work), XLA's all-reduce as a collective; the slow step (a long all-reduce on core 1)
+    is the slowest, and set beside the median it names core 1's ops. Without the host's step
+    markers, the steps are the cores' own ("Steps" lines), as XProf takes them."""
+    from xla_profiles import tpu_steps_job
+
+    tpu_steps_job(tmp_path, host_markers=host_markers)
+    assert _check_against_summary(tmp_path, own_steps=True) == 4
+    source = summarize_session(tmp_path).step_source
+    assert source == ("step_markers" if host_markers else "tpu_step_markers")
+    tl = load_timeline(tmp_path)
+    assert tl.slowest() == 2
+    st = tl.step(2)
+    names = [t.name for t in st.tracks if t.kind == "device"]
+    assert names == [
+        f"TPU {c} {line}"
+        for c in (0, 1)
+        for line in ("Steps", "XLA Modules", "XLA Ops", "XLA TraceMe")
+    ]
+    by_name = {t.name: t for t in st.tracks}
+    assert set(by_name["TPU 0 Steps"].cat.tolist()) == {CATEGORIES.index("other")}
+    ops = by_name["TPU 1 XLA Ops"]
+    reduce = [i for i, n in enumerate(ops.nid.tolist()) if "all-reduce" in st.event_name(n)]
+    assert reduce and all(CATEGORIES[int(ops.cat[i])] == "device_collectives" for i in reduce)
+    assert {t.group for t in st.tracks if t.kind == "device"} == {"TPU 0", "TPU 1"}
+    assert main(["timeline", str(tmp_path), "--compare-median", "--width", "100"]) == 0
+    out = capsys.readouterr().out
+    lines = out.split("Busy time per track:")[1].splitlines()
+    grown = [g for g in lines if g.strip().startswith("+0.05 ms")]
+    assert "comm +0.05 ms" in next(g for g in grown if "TPU 1 XLA Ops" in g)
+    assert "other" in grown[-1] and "other" not in grown[0]  # work first, markers last
+    for line in out.splitlines():
+        assert len(line) <= 100
+
+
+def test_multi_host_tpu_xspace_has_a_source_per_host(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from xla_profiles import tpu_steps_job
+
+    tpu_steps_job(tmp_path, hosts=2)
+    tl = load_timeline(tmp_path)
+    assert tl.source_names() == ["tpuhost0", "tpuhost1"]
+    st = tl.step(2, source="tpuhost1")
+    assert st.source == "tpuhost1" and any(t.group == "TPU 1" for t in st.tracks)
+    assert main(["timeline", str(tmp_path), "--rank", "tpuhost1", "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["source"] == "tpuhost1"
+    assert {t["kind"] for t in got["tracks"]} == {"host", "device"}
+    assert any(e["category"] == "device_collectives" for t in got["tracks"] for e in t["events"])

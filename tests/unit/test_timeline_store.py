@@ -60,3 +60,20 @@ def test_a_damaged_store_is_read_afresh(tmp_path: Path) -> None:
     assert store.load(session) is None
     again = load_timeline(session)
     _same(first, again)
+
+
+def test_a_store_left_half_written_by_a_killed_process_is_swept(tmp_path: Path) -> None:
+    """A process killed while it wrote (its spill files can be hundreds of MB) leaves its
+    temporary directory; the next writer removes it once untouched for hours, not before (it
+    may be another process's, still writing)."""
+    old = tmp_path / f"{store.TMP_PREFIX}abc.tmp"
+    fresh = tmp_path / f"{store.TMP_PREFIX}def.tmp"
+    for d in (old, fresh):
+        d.mkdir()
+        (d / "rank1.rows").write_bytes(b"\0" * 64)
+    hours_ago = old.stat().st_mtime - store.STALE_S - 60
+    for p in (old, old / "rank1.rows"):
+        os.utime(p, (hours_ago, hours_ago))
+    (tmp_path / "other.tmp").mkdir()  # not a store's: left alone
+    store.sweep(tmp_path)
+    assert not old.exists() and fresh.exists() and (tmp_path / "other.tmp").exists()

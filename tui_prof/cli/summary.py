@@ -11,18 +11,12 @@ import argparse
 import re
 import sys
 from contextlib import nullcontext
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tui_prof.model import (
-    CATEGORIES,
-    CATEGORY_LABELS,
-    NATIVE_CATEGORIES,
-    NATIVE_LABELS,
-    ProfileError,
-    ProfileSummary,
-    Progress,
-)
 from tui_prof.printable import printable, strict_json
+
+if TYPE_CHECKING:  # the model is imported where used: the converter's process starts before it
+    from tui_prof.model import ProfileSummary, Progress
 
 
 def register(sub: Any) -> None:
@@ -131,6 +125,8 @@ def _md(name: str) -> str:
 
 
 def to_markdown(summaries: list[ProfileSummary]) -> str:
+    from tui_prof.model import CATEGORIES, CATEGORY_LABELS
+
     out: list[str] = []
     for s in summaries:
         out.append(f"## {s.path}\n")
@@ -249,6 +245,8 @@ def _md_pct(v: float | None) -> str:
 
 
 def _markdown_pytorch(s: ProfileSummary) -> list[str]:
+    from tui_prof.model import NATIVE_CATEGORIES, NATIVE_LABELS
+
     """PyTorch sessions: the plugin's categories, its GPU figures and the ranks."""
     out: list[str] = []
     avg = s.average
@@ -317,6 +315,8 @@ def to_csv(summaries: list[ProfileSummary]) -> str:
     import csv  # here, not at the top: only --csv pays for it
     import io
 
+    from tui_prof.model import CATEGORIES, NATIVE_CATEGORIES
+
     buf = io.StringIO()
     w = csv.writer(buf)
     # PyTorch sessions add the plugin's categories (empty for TensorFlow rows).
@@ -351,8 +351,6 @@ def to_csv(summaries: list[ProfileSummary]) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from tui_prof.profiles.discover import Problem, discover
-    from tui_prof.profiles.efficiency import with_peak
-    from tui_prof.profiles.load import load_summary
 
     try:
         found = discover(args.path)
@@ -371,7 +369,11 @@ def run(args: argparse.Namespace) -> int:
             "found"
         )
         return 2
-    _start_converter(sessions, args)
+    _start_converter(sessions, args)  # first: the imports below overlap its start
+    from tui_prof.model import ProfileError
+    from tui_prof.profiles.efficiency import with_peak
+    from tui_prof.profiles.load import load_summary
+
     summaries: list[ProfileSummary] = []
     show_progress = args.format == "rich" and sys.stderr.isatty()
     if show_progress:  # rich costs ~65 ms to import: only where it is drawn

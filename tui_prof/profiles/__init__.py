@@ -9,6 +9,7 @@ hardware.py   a profile's device → its row of the hardware table
 hardware_table.py  the rows: matrix units' formats and word, peaks, memory bandwidth, sources
 kernel_names.py  what a kernel's name says: matrix units, 16-bit, collective
 cache.py      summaries cached by (path, size, mtime)
-prefetch.py   the first listing and summary, computed in a thread while the TUI loads
+prefetch.py   the first listing and summary, computed in a child process while the TUI loads
+forked.py     a helper process forked where that is safe, instead of a new Python interpreter
 xplane/       TensorFlow/JAX `*.xplane.pb`: the converter, the own step finder, the decoder
 """

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -128,8 +129,11 @@ class _Forked:
 
     def poll(self) -> int | None:
         if self.returncode is None:
-            with contextlib.suppress(ChildProcessError):
+            try:
                 pid, status = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:  # reaped elsewhere: gone, its status lost
+                self.returncode = 0
+            else:
                 if pid:
                     self.returncode = os.waitstatus_to_exitcode(status)
         return self.returncode
@@ -156,4 +160,4 @@ class _Forked:
     def kill(self) -> None:
         if self.poll() is None:
             with contextlib.suppress(ProcessLookupError):
-                os.kill(self.pid, 9)
+                os.kill(self.pid, signal.SIGKILL)

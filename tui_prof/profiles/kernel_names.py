@@ -99,6 +99,18 @@ def is_collective(kernel: str) -> bool:
     return COLLECTIVE_KERNEL.match(kernel) is not None
 
 
+# XLA's collective HLO ops as a TPU's "XLA Ops" line names them (`all-reduce.3`, `%all-gather-start
+# = …`, `reduce-scatter-fusion`): the ops XLA's HLO opcode list calls collectives.
+XLA_COLLECTIVE_OP = re.compile(
+    r"^%?(all-reduce|all-gather|reduce-scatter|all-to-all|collective-permute|"
+    r"collective-broadcast|ragged-all-to-all)\b"
+)
+
+
+def is_xla_collective(op: str) -> bool:
+    return XLA_COLLECTIVE_OP.match(op) is not None
+
+
 # FFMA/SIMT math, and cuDNN's workspace set-up that carries its GEMM's template names
 _CUDA_CORES = re.compile(r"(^|_)(ffma|simt)(_|$)|init_device_workspace_kernel")
 

@@ -3,11 +3,15 @@
 Importing Textual and drawing the first frame take about as long as analysing a session, so the
 launcher starts this before importing Textual and the browse screen picks the results up instead
 of starting the same work after its first frame. The analysis itself (importing the converter
-and running it, ~0.4 s of mostly GIL-holding work) runs in a child process, `python -m
-tui_prof.profiles.prefetch PATH`, which leaves its result in the summary cache: in a thread it
-took the GIL from Textual's import and first frame and made both slower. The thread here lists
-the path, waits for the child (or stops it when the cache already holds the summary), then reads
-the cache (or analyses itself when the child could not, so errors are reported as always). UI-free: a process, a thread and events.
+and running it, ~0.3 s of mostly GIL-holding work) runs in a child process (forked by
+`profiles.forked` before Textual starts a thread, else `python -m tui_prof.profiles.prefetch
+PATH`), which leaves its result in the summary cache: in a thread it took the GIL from Textual's
+import and first frame and made both slower. The child's stdout is its progress, one
+"fraction<TAB>text" line at a time (the step time among them, as soon as the converter's
+overview has it), then `CACHED` once the summary is stored. The thread here lists the path,
+follows the child (or stops it when the cache already holds the summary), then reads the cache
+(or analyses itself when the child could not, so errors are reported as always). UI-free: a
+process, a thread and events.
 """
 
 from __future__ import annotations

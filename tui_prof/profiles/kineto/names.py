@@ -90,6 +90,10 @@ _BACKWARD_NUMBER = re.compile(r"(Backward)\d+$")
 # the first allocations (PyTorch's caching allocator calls cudaMalloc/cudaFree rarely after
 # warm-up). Seen as multi-second calls at the start of real traces (HTA's A100 benchmark trace:
 # a 30 s cudaDeviceGetStreamPriorityRange, a 6 s cudaFree); CUDA and ROCm (hip*) names alike.
+# Runtime calls that wait for the device (…Synchronize, memcpy calls: a copy call blocks until its
+# copy is done): their time the device does not cover is waiting ("other"), not launch overhead.
+WAIT_CALL = re.compile(r"Synchroni[sz]e|Memcpy", re.IGNORECASE)
+
 STARTUP_CALL = re.compile(
     r"^(cuda|hip|cu)(DeviceGetStreamPriorityRange|Free|FreeHost|Malloc\w*|HostAlloc|"
     r"HostRegister|StreamCreate\w*|EventCreate\w*|GetDeviceProperties\w*|GetDeviceCount|"

@@ -16,7 +16,6 @@ Kernel when its op is not one of its five collectives.
 
 from __future__ import annotations
 
-import re
 import threading
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
@@ -31,11 +30,12 @@ from tui_prof.profiles.kineto import heap, names
 from tui_prof.profiles.kineto.collect import Array, Collector, Device, Ints
 from tui_prof.profiles.kineto.extras import Extras, RankExtras
 from tui_prof.profiles.kineto.gpu_metrics import gpu_metrics
+from tui_prof.profiles.kineto.names import WAIT_CALL
 from tui_prof.profiles.kineto.ops import OpsResult, analyse_ops
 from tui_prof.profiles.kineto.ranges import Ranges, as_ranges, partition, spans_union, union
 from tui_prof.profiles.kineto.steps import Steps, find_steps
 from tui_prof.profiles.kineto.stream import TraceStream
-from tui_prof.profiles.kineto.workers import PARALLEL_FROM, read
+from tui_prof.profiles.kineto.workers import PARALLEL_FROM, RowSink, read
 
 NATIVE_ORDER = ("kernel", "memcpy", "memset", "communication", "runtime", "dataloader", "cpu_exec")
 # tuiprof's roles in priority order and the category each one's time goes to. Runtime calls that
@@ -51,7 +51,6 @@ OUR_ROLES = (
     "other",
     "host_compute",
 )
-WAIT_CALL = re.compile(r"Synchroni[sz]e|Memcpy", re.IGNORECASE)
 # One-off start-up calls (names.is_startup_call) count as kernel launch in the breakdown, as
 # runtime calls always have; their time is also kept apart so the verdict can leave it out.
 STARTUP_ROLE = "startup"
@@ -245,13 +244,16 @@ def analyse_file(
     chunk_bytes: int | None = None,
     workers: int | None = None,
     parallel_from: int = PARALLEL_FROM,
+    rows: RowSink | None = None,
 ) -> RankResult:
     """`chunk_bytes`: unpacked JSON decoded at a time (stream.CHUNK_BYTES by default);
     `workers`, `parallel_from`: processes that decode the parts of a trace longer than that
-    (workers.read; by default one per core)."""
+    (workers.read; by default one per core); `rows`: where the timeline's rows go, as read."""
     heap.bound(reading=True)
     stream = TraceStream(path, cancel=cancel, progress=progress, chunk_bytes=chunk_bytes)
-    c, extras = read(stream, Collector(), Extras(), workers=workers, parallel_from=parallel_from)
+    c, extras = read(
+        stream, Collector(), Extras(), workers=workers, parallel_from=parallel_from, rows=rows
+    )
 
     def check() -> None:  # the stages after the read take seconds on a large trace
         if cancel is not None and cancel.is_set():

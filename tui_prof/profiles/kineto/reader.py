@@ -10,7 +10,9 @@ on this trace, a warning says so and by how much. Never imports a framework or t
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import os
 import statistics
 import threading
 from collections.abc import Sequence
@@ -32,14 +34,25 @@ from tui_prof.profiles.kineto import names
 from tui_prof.profiles.kineto.ops import KernelTotals, OpTotals
 from tui_prof.profiles.kineto.rank import RankResult, analyse_file
 from tui_prof.profiles.kineto.session_efficiency import combine
+from tui_prof.profiles.kineto.workers import PARALLEL_FROM
+from tui_prof.profiles.timeline import store
+from tui_prof.profiles.timeline.kineto import SessionRows
 
 TOP_OPS_PER_SIDE = 100
 STRAGGLER_PERCENT = 10.0  # a rank this much slower than the median rank is called out
 LAG_NOTE_PERCENT = 10.0  # device work lagging its host span by this share of a step is said
+# Traces of this much JSON or more are indexed for the timeline as the summary reads them (the
+# size from which the read starts its decode workers; below it, the tab's own read of a whole
+# session takes about a second).
+INDEX_FROM = PARALLEL_FROM
 
 
 def _read_ranks(
-    session: Session, ignore_markers: bool, cancel: threading.Event | None, report: Progress
+    session: Session,
+    ignore_markers: bool,
+    cancel: threading.Event | None,
+    report: Progress,
+    timeline: SessionRows | None,
 ) -> tuple[list[RankResult], list[str]]:
     results: list[RankResult] = []
     errors: list[str] = []
@@ -50,19 +63,66 @@ def _read_ranks(
         def sub(f: float, i: int = i, label: str = label) -> None:
             report(0.95 * (i + f) / n, label)
 
+        rows = timeline.rank() if timeline is not None else None
         try:
-            results.append(
-                analyse_file(
-                    h.path, h.host, ignore_markers=ignore_markers, cancel=cancel, progress=sub
-                )
+            r = analyse_file(
+                h.path,
+                h.host,
+                ignore_markers=ignore_markers,
+                cancel=cancel,
+                progress=sub,
+                rows=rows,
             )
         except ProfileError as exc:
+            if rows is not None:
+                rows.close()
+            if timeline is not None:  # without this rank it is not stored: read afresh later
+                timeline.abandon()
+                timeline = None
             if n == 1:
                 raise
             errors.append(str(exc))
+            continue
+        except BaseException:
+            if rows is not None:
+                rows.close()
+            raise
+        results.append(r)
+        if timeline is not None and rows is not None:
+            timeline.add_rank(h.host, rows, r.steps)
     if not results:
         raise ProfileError(f"no rank could be read: {'; '.join(errors)}")
     return results, [f"Could not read {e}" for e in errors]
+
+
+def _timeline(session: Session, ignore_markers: bool) -> SessionRows | None:
+    """The timeline store to write while reading, so the Timeline tab needs no second pass:
+    none where the traces are small (the tab reads them in about a second, and a summary of
+    many small runs, an experiment's, leaves no store behind each), one is stored already, the
+    steps are not the timeline's (markers ignored) or the cache cannot be written."""
+    if ignore_markers or _json_bytes(session) < INDEX_FROM or store.exists(session):
+        return None
+    build = SessionRows(session)
+    if build.writer is None:
+        build.abandon()
+        return None
+    return build
+
+
+def _json_bytes(session: Session) -> int:
+    """The traces' JSON size: a gzip file's is in its last 4 bytes (ISIZE, modulo 4 GiB)."""
+    total = 0
+    for h in session.hosts:
+        try:
+            size = h.path.stat().st_size
+            if h.path.name.endswith(".gz") and size >= 18:
+                with open(h.path, "rb") as f:
+                    f.seek(-4, os.SEEK_END)
+                    size = max(size, int.from_bytes(f.read(4), "little"))
+        except OSError:
+            continue
+        total += size
+    return total
 
 
 def _session_steps(results: Sequence[RankResult]) -> tuple[list[StepBreakdown], str]:
@@ -251,7 +311,28 @@ def summarize(
         if progress is not None:
             progress(f, m)
 
-    results, warnings = _read_ranks(session, force_fallback, cancel, report)
+    timeline = _timeline(session, force_fallback)
+    try:
+        summary = _summarize(session, force_fallback, cancel, report, timeline)
+        if timeline is not None and timeline.pending:  # after the ranks' results are let go
+            report(0.97, "indexing the timeline")
+            with contextlib.suppress(OSError, ValueError):  # a full disk: the tab reads it later
+                timeline.finish(cancel)
+    finally:
+        if timeline is not None:
+            timeline.abandon()  # where it was not stored
+    report(1.0, "done")
+    return summary
+
+
+def _summarize(
+    session: Session,
+    force_fallback: bool,
+    cancel: threading.Event | None,
+    report: Progress,
+    timeline: SessionRows | None,
+) -> ProfileSummary:
+    results, warnings = _read_ranks(session, force_fallback, cancel, report, timeline)
     steps, rank_note = _session_steps(results)
     first = next((r.steps for r in results if r.steps), None)
     if first is None:
@@ -283,7 +364,6 @@ def summarize(
             device_us[name] = device_us.get(name, 0.0) + o.device_self_us
     kernels = _kernels(results)
     eff, memory, flops = combine(results, steps, env, device_us, kernels)
-    report(1.0, "done")
     summary = assemble(
         session,
         steps,

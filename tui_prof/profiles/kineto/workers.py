@@ -6,8 +6,9 @@ sample and shared trace both ways). The first PARALLEL_FROM bytes of JSON are de
 a longer trace starts `workers` child processes (`python -m tui_prof.profiles.kineto.workers`,
 stdin/stdout pipes) and hands them its 16 MB parts undecoded, round robin; each decodes its part
 (msgspec), collects it (Collector.add) and picks the events the efficiency pass uses
-(Extras.pick), and the parts are merged here in file order (Collector.merge maps names and
-threads to this collector's ids). Why: msgspec's decode holds the GIL and is ≈ 1.5× `zcat`'s
+(Extras.pick), and, given a `rows` sink, makes the timeline's rows (timeline/kineto_rows.py);
+the parts are merged here in file order (Collector.merge maps names and threads to this
+collector's ids; the sink maps the rows' own). Why: msgspec's decode holds the GIL and is ≈ 1.5× `zcat`'s
 CPU alone, so one process cannot come within 2× of `zcat` (benchmarks/README.md, section 9).
 A cut that is not between two events (`},{` inside a name) fails to decode in its worker; the
 read then starts over in this process alone, where stream.py tries earlier cuts, as it does
@@ -29,7 +30,7 @@ import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 import msgspec
 
@@ -37,6 +38,7 @@ from tui_prof.profiles.kineto.collect import Collector, Part
 from tui_prof.profiles.kineto.events import Event
 from tui_prof.profiles.kineto.extras import Extras
 from tui_prof.profiles.kineto.stream import TraceStream, decode_events
+from tui_prof.profiles.timeline.kineto_rows import PartRows, rows_of
 
 PARALLEL_FROM = 64 * 2**20  # JSON bytes decoded in this process before workers take over
 START_FROM = PARALLEL_FROM // 2  # when the workers are started (they take ≈ 0.3 s to import)
@@ -48,6 +50,17 @@ IN_FLIGHT = 2  # parts per worker: one it decodes, one waiting in its pipe
 ENV = "TUIPROF_READ_WORKERS"  # how many; 0 reads in this process alone
 _HEADER = struct.Struct("<Q")
 _POLL = 0.05  # seconds between looks at the cancel flag while a worker decodes
+
+
+ROWS_FLAG = "--rows"  # a worker started with it also makes each part's timeline rows
+
+
+class RowSink(Protocol):
+    """Where the timeline's rows of each part go, in file order (timeline/kineto.RankRows)."""
+
+    def add(self, part: PartRows) -> None: ...
+    def add_batch(self, batch: list[Event]) -> None: ...
+    def reset(self) -> None: ...
 
 
 class BadCut(Exception):
@@ -62,6 +75,7 @@ class Folded:
     part: Part
     picked: list[Event]  # what Extras.pick chose
     skipped: int  # events dropped for fields of the wrong type
+    rows: PartRows | None = None  # the timeline's rows, where asked for
 
 
 def worker_count() -> int:
@@ -79,9 +93,10 @@ def read(
     *,
     workers: int | None = None,
     parallel_from: int = PARALLEL_FROM,
+    rows: RowSink | None = None,
 ) -> tuple[Collector, Extras]:
     """Read the whole stream into `c` and `extras` (or, after a bad cut, into new ones: use
-    what is returned)."""
+    what is returned); `rows`, where given, gets every part's timeline rows."""
     n = worker_count() if workers is None else workers
     pool: _Pool | None = None
     try:
@@ -91,8 +106,10 @@ def read(
                     pool.drain()
                 c.add(part)
                 extras.add(part)
+                if rows is not None:
+                    rows.add_batch(part)
                 if n and pool is None and stream.unpacked >= min(START_FROM, parallel_from):
-                    pool = _Pool(n, c, extras, stream)
+                    pool = _Pool(n, c, extras, stream, rows)
                 if pool is not None and stream.unpacked >= parallel_from:
                     stream.defer = True
             else:
@@ -112,9 +129,13 @@ def read(
             max_unpacked=stream.max_unpacked,
         )
         c, extras = Collector(), Extras()
+        if rows is not None:
+            rows.reset()
         for batch in again.batches():
             c.add(batch)
             extras.add(batch)
+            if rows is not None:
+                rows.add_batch(batch)
         stream.meta, stream.skipped, stream.parts = again.meta, again.skipped, again.parts
     finally:
         if pool is not None:
@@ -125,8 +146,11 @@ def read(
 class _Pool:
     """Worker processes fed round robin; results merged in the order the parts were sent."""
 
-    def __init__(self, n: int, c: Collector, extras: Extras, stream: TraceStream) -> None:
-        self.c, self.extras, self.stream = c, extras, stream
+    def __init__(
+        self, n: int, c: Collector, extras: Extras, stream: TraceStream, rows: RowSink | None
+    ) -> None:
+        self.c, self.extras, self.stream, self.rows = c, extras, stream, rows
+        flags = [ROWS_FLAG] if rows is not None else []
         self.procs: list[subprocess.Popen[bytes]] = []
         self.sent = 0
         self.waiting: collections.deque[subprocess.Popen[bytes]] = collections.deque()
@@ -134,7 +158,7 @@ class _Pool:
             for _ in range(n):
                 self.procs.append(
                     subprocess.Popen(
-                        [sys.executable, "-m", "tui_prof.profiles.kineto.workers"],
+                        [sys.executable, "-m", "tui_prof.profiles.kineto.workers", *flags],
                         stdin=subprocess.PIPE,
                         stdout=subprocess.PIPE,
                         stderr=subprocess.DEVNULL,
@@ -182,6 +206,8 @@ class _Pool:
         self.c.merge(folded.part)
         self.extras.take(folded.picked)
         self.stream.skipped += folded.skipped
+        if self.rows is not None and folded.rows is not None:
+            self.rows.add(folded.rows)
 
     def close(self) -> None:
         """Kill the workers now (by their process ids) and reap them."""
@@ -231,18 +257,19 @@ def _write_all(f: IO[bytes], data: bytes | memoryview) -> None:
 # -- the worker process --------------------------------------------------------------------
 
 
-def fold(data: bytes | bytearray, extras: Extras) -> Folded | None:
-    """One part decoded and collected; None where it is not a list of events (a bad cut)."""
+def fold(data: bytes | bytearray, extras: Extras, rows: bool = False) -> Folded | None:
+    """One part decoded and collected (and its timeline rows made, where `rows`); None where
+    it is not a list of events (a bad cut)."""
     try:
         events, skipped = decode_events(data)
     except msgspec.DecodeError:
         return None
     c = Collector()
     c.add(events)
-    return Folded(c.export(), extras.pick(events), skipped)
+    return Folded(c.export(), extras.pick(events), skipped, rows_of(events) if rows else None)
 
 
-def _serve(inp: IO[bytes], out: IO[bytes]) -> None:
+def _serve(inp: IO[bytes], out: IO[bytes], rows: bool = False) -> None:
     """Fold parts from `inp` until it closes; a thread reads the next part while one folds."""
     parts: queue.Queue[bytearray | None] = queue.Queue(maxsize=1)
 
@@ -256,7 +283,7 @@ def _serve(inp: IO[bytes], out: IO[bytes]) -> None:
     threading.Thread(target=reader, daemon=True).start()
     extras = Extras()  # its caches only: the events it picks go back
     while (data := parts.get()) is not None:
-        folded: Any = fold(data, extras)
+        folded: Any = fold(data, extras, rows)
         del data
         blob = pickle.dumps(folded, protocol=pickle.HIGHEST_PROTOCOL)
         del folded
@@ -269,7 +296,7 @@ def main() -> None:
     out = os.fdopen(os.dup(1), "wb")  # the results; anything printed goes to stderr
     os.dup2(2, 1)
     with contextlib.suppress(BrokenPipeError, KeyboardInterrupt):  # the reader went away
-        _serve(sys.stdin.buffer, out)
+        _serve(sys.stdin.buffer, out, ROWS_FLAG in sys.argv[1:])
 
 
 if __name__ == "__main__":  # run as imported, so what it pickles names this module, not __main__

@@ -101,5 +101,7 @@ def compare_median(tl: Timeline, source: str | None = None) -> Comparison:
         grew = -own_time(m)
         k = int(np.argmax(np.abs(grew)))
         rows.append(TrackGrowth(name, kind, 0.0, median.busy_us(m), CATEGORIES[k], float(grew[k])))
-    rows.sort(key=lambda r: -r.delta_us)
+    # at equal growth, a track that grew in work before one that grew as `other` (a step
+    # marker or a host span around the step: it grows with any step)
+    rows.sort(key=lambda r: (-r.delta_us, r.category == "other"))
     return Comparison(slow, median, rows)

@@ -1,18 +1,24 @@
 """A Kineto session's timeline: one track per host thread and per device stream, per rank.
 
-Why its own pass: the summary's Collector keeps only what the breakdown needs (no stream of a
-kernel); this pass keeps, per event, its track, times, name id and the breakdown category the
-summary gives it (rank.py's rules: collectives by name or by their op's external id, runtime
-calls that wait for the device as `other`, DataLoader spans as `input`). Steps are the summary's
-own (kineto.steps.find_steps on the same Collector), so a step's span is its step time.
+Why built beside the summary: reading a 2 GiB trace takes over a minute, so the summary's own
+read (kineto/rank.py) hands each part's rows (kineto_rows.py, made in the decode workers) to a
+RankRows, which writes them to a spill file at once; when the rank is read, its tracks are made
+one at a time from that file and written to the timeline store (store.Writer), so the Timeline
+tab opens from the store without a second pass, and neither step holds the events at once.
+`read_session` does the same read alone, for a session whose summary came from the cache
+without a store. Steps are the summary's own (kineto.steps.find_steps on the same Collector),
+so a step's span is its step time.
 """
 
 from __future__ import annotations
 
+import gc
+import os
+import shutil
+import tempfile
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -21,268 +27,268 @@ from tui_prof.model import Cancelled
 from tui_prof.printable import printable
 from tui_prof.profiles.discover import Session
 from tui_prof.profiles.kineto import heap
-from tui_prof.profiles.kineto import names as knames
-from tui_prof.profiles.kineto.collect import COMM_OPS, STEP_PREFIX, Collector, is_dataloader
-from tui_prof.profiles.kineto.events import Args, Event, Kind, kind_of, raw_list
-from tui_prof.profiles.kineto.rank import WAIT_CALL
-from tui_prof.profiles.kineto.steps import find_steps
+from tui_prof.profiles.kineto.collect import Collector
+from tui_prof.profiles.kineto.events import Event
+from tui_prof.profiles.kineto.extras import Extras
+from tui_prof.profiles.kineto.steps import Steps, find_steps
 from tui_prof.profiles.kineto.stream import TraceStream
-from tui_prof.profiles.timeline.model import (
-    CATEGORY_CODE,
-    Source,
-    StepSpan,
-    Timeline,
-    Track,
-    make_track,
-)
+from tui_prof.profiles.timeline import kineto_rows as kr
+from tui_prof.profiles.timeline import store
+from tui_prof.profiles.timeline.model import Source, StepSpan, Timeline, Track, make_track
 
-# Unpacked JSON decoded at a time: the decoded batch is the read's peak, and this pass keeps
-# less per event than the summary's (a quarter of stream.CHUNK_BYTES: 282 -> 176 MB peak on a
-# 259 MB trace, no slower).
+# Unpacked JSON decoded at a time where this process reads alone (a quarter of
+# stream.CHUNK_BYTES: less held per batch, no slower).
 CHUNK_BYTES = 4 * 2**20
-_DEVICE_KINDS = (Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET)
-_HOST_KINDS = (Kind.OP, Kind.ANNOTATION, Kind.DATALOADER)  # no launch ids: only calls link
-_KEPT = (Kind.OP, Kind.ANNOTATION, Kind.RUNTIME, Kind.RUNTIME_2021, Kind.DATALOADER, *_DEVICE_KINDS)
-HOST_COMPUTE = CATEGORY_CODE["host_compute"]
-COLLECTIVES = CATEGORY_CODE["device_collectives"]
-DEVICE_COMPUTE = CATEGORY_CODE["device_compute"]
 
 
-def shapes_text(dims: list[object] | None, types: tuple[str, ...] | None) -> str:
-    """An op's inputs as `dtype[shape]`, comma-separated (`float[64, 3, 224, 224], int`): the
-    `Input type` and `Input Dims` args side by side; '' where neither says anything."""
-    n = max(len(dims or ()), len(types or ()))
-    parts = []
-    for i in range(n):
-        t = types[i] if types is not None and i < len(types) else ""
-        d = dims[i] if dims is not None and i < len(dims) else None
-        shape = f"[{', '.join(map(str, d))}]" if isinstance(d, list) and d else ""
-        parts.append(f"{t}{shape}" or "·")
-    text = ", ".join(parts)
-    return "" if set(parts) <= {"·"} else text
+_TYPES = {
+    kr.START: np.float64,
+    kr.END: np.float64,
+    kr.NID: np.int32,
+    kr.CAT: np.int8,
+    kr.EXT: np.int64,
+    kr.CORR: np.int64,
+    kr.INFO: np.int32,
+}
 
 
-class _Names:
-    """Name ids shared by every rank of a session, with each name's category per kind, and
-    the ids of ops' input shapes and dtypes (one text per distinct pair of args)."""
+class Names:
+    """Name and input-text ids shared by every rank of a session (printable)."""
 
     def __init__(self) -> None:
         self.names: list[str] = []
         self.ids: dict[str, int] = {}
         self.infos: list[str] = []
-        self.info_ids: dict[tuple[bytes, tuple[str, ...] | None], int] = {}
+        self.info_ids: dict[str, int] = {}
 
-    def info(self, args: Args) -> int:
-        key = (bytes(args.input_dims), args.input_type)
-        i = self.info_ids.get(key)
-        if i is None:
-            text = shapes_text(raw_list(args.input_dims), args.input_type)
-            i = -1
-            if text:
-                i = len(self.infos)
-                self.infos.append(printable(text))
-            self.info_ids[key] = i
-        return i
+    @staticmethod
+    def _map(local: list[str], ids: dict[str, int], out: list[str]) -> npt.NDArray[np.float64]:
+        table = np.empty(len(local) + 1, dtype=np.float64)
+        for j, name in enumerate(local):
+            i = ids.get(name)
+            if i is None:
+                i = ids[name] = len(out)
+                out.append(printable(name))
+            table[j] = i
+        table[-1] = -1.0  # a row's -1 (none) indexes this
+        return table
 
-    def id(self, name: str) -> int:
-        i = self.ids.get(name)
-        if i is None:
-            i = self.ids[name] = len(self.names)
-            self.names.append(printable(name))
-        return i
+    def map_names(self, local: list[str]) -> npt.NDArray[np.float64]:
+        return self._map(local, self.ids, self.names)
 
-
-def _category(kind: Kind, name: str) -> int:
-    if kind == Kind.KERNEL:
-        return COLLECTIVES if knames.is_collective(name) else DEVICE_COMPUTE
-    if kind in (Kind.MEMCPY, Kind.MEMSET):
-        return CATEGORY_CODE["device_to_device"]
-    if kind in (Kind.RUNTIME, Kind.RUNTIME_2021):
-        return CATEGORY_CODE["other" if WAIT_CALL.search(name) else "kernel_launch"]
-    if kind == Kind.DATALOADER or is_dataloader(name):
-        return CATEGORY_CODE["input"]
-    if name in COMM_OPS:
-        return COLLECTIVES
-    return HOST_COMPUTE
+    def map_infos(self, local: list[str]) -> npt.NDArray[np.float64]:
+        return self._map(local, self.info_ids, self.infos)
 
 
-_UNSEEN: Any = object()  # an event kind and name not met before
+class RankRows:
+    """One rank's rows as the read hands them over (in file order), written to `spill` at once;
+    `tracks()` makes its tracks from that file, one at a time."""
 
-
-class _Rows:
-    """The kept events as compact numpy columns, one chunk per batch, split per track at the
-    end; the per-event loop does one dict lookup for what an event is (kind, name id,
-    category, or skipped) and one for its track."""
-
-    COLUMNS = (
-        ("track", np.int32),
-        ("start", np.float64),
-        ("end", np.float64),
-        ("nid", np.int32),
-        ("cat", np.int8),
-        ("ext", np.int64),
-        ("corr", np.int64),
-        ("info", np.int32),
-    )
-
-    def __init__(self, names: _Names) -> None:
+    def __init__(self, names: Names, spill: Path) -> None:
         self.names = names
-        self.keys: list[tuple[bool, int | str, int | str]] = []
-        self.key_ids: dict[tuple[bool, int | str, int | str], int] = {}
-        self.what: dict[tuple[str, str], tuple[Kind, int, int] | None] = {}
-        # per track: its events' column pieces, one per batch (no whole-profile copy to split)
-        self.parts: list[list[tuple[npt.NDArray[Any], ...]]] = []
+        self.path = spill
+        self.file = open(spill, "w+b")  # noqa: SIM115 - closed by close()
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget what was added (the read starts over)."""
+        self.file.seek(0)
+        self.file.truncate()
+        self.keys: list[kr.TrackKey] = []
+        self.key_ids: dict[kr.TrackKey, int] = {}
+        self.pieces: list[list[tuple[int, int]]] = []  # per track: its row ranges in the file
+        self.rows = 0
         self.comm_ext: set[int] = set()
 
-    def _what(self, cat: str, name: str) -> tuple[Kind, int, int] | None:
-        kind = kind_of(cat)
-        if kind not in _KEPT:
-            return None
-        if kind == Kind.ANNOTATION and not (is_dataloader(name) or name in COMM_OPS):
-            return None  # ProfilerStep#N is the step itself; other annotations nest ops
-        if kind == Kind.OP and name.startswith(STEP_PREFIX):
-            return None  # the 2021 traces' ProfilerStep#N, an `Operator`: the step itself
-        return kind, self.names.id(name), _category(kind, name)
+    def add_batch(self, batch: list[Event]) -> None:
+        self.add(kr.rows_of(batch))
 
-    def _track(self, key: tuple[bool, int | str, int | str]) -> int:
-        i = self.key_ids[key] = len(self.keys)
-        self.keys.append(key)
-        self.parts.append([])
-        return i
+    def add(self, part: kr.PartRows) -> None:
+        self.comm_ext |= part.comm_ext
+        a = part.rows
+        if not len(a):
+            return
+        a[:, kr.NID] = self.names.map_names(part.names)[a[:, kr.NID].astype(np.intp)]
+        a[:, kr.INFO] = self.names.map_infos(part.infos)[a[:, kr.INFO].astype(np.intp)]
+        local = a[:, kr.TRACK].astype(np.intp)
+        bounds = np.searchsorted(local, np.arange(len(part.keys) + 1)).tolist()
+        for j, key in enumerate(part.keys):
+            g = self.key_ids.get(key)
+            if g is None:
+                g = self.key_ids[key] = len(self.keys)
+                self.keys.append(key)
+                self.pieces.append([])
+            if bounds[j + 1] > bounds[j]:
+                self.pieces[g].append((self.rows + bounds[j], self.rows + bounds[j + 1]))
+        self.file.write(np.ascontiguousarray(a).tobytes())
+        self.rows += len(a)
 
-    def add(self, batch: list[Event]) -> None:
-        what, key_ids, info_of = self.what, self.key_ids, self.names.info
-        flat: list[float] = []
-        for e in batch:
-            ts, dur = e.ts, e.dur
-            if e.ph != "X" or ts is None or dur is None or ts != ts or dur != dur:
-                continue
-            k = (e.cat, e.name)
-            w = what.get(k, _UNSEEN)
-            if w is _UNSEEN:
-                w = what[k] = self._what(e.cat, e.name)
-            if w is None:
-                continue
-            kind, nid, cat = w
-            ext = corr = info = -1
-            args = e.args
-            if args is not None:
-                if kind == Kind.OP or kind == Kind.ANNOTATION:
-                    if args.input_dims or args.input_type:
-                        info = info_of(args)
-                    if cat == COLLECTIVES:
-                        x = args.external_id
-                        x = args.external_id_2021 if x is None else x
-                        if x is not None:
-                            self.comm_ext.add(x)
-                elif kind not in _HOST_KINDS:
-                    if args.correlation is not None:
-                        corr = args.correlation
-                    if kind == Kind.KERNEL:
-                        x = args.external_id
-                        x = args.external_id_2021 if x is None else x
-                        ext = -1 if x is None else x
-            key = (kind in _DEVICE_KINDS, e.pid, e.tid)
-            tr = key_ids.get(key)
-            if tr is None:
-                tr = self._track(key)
-            flat += (tr, ts, ts + (dur if dur > 0 else 0.0), nid, cat, ext, corr, info)
-        if flat:
-            a = np.array(flat, dtype=np.float64).reshape(-1, len(self.COLUMNS))
-            which = a[:, 0].astype(np.int32)
-            order = np.argsort(which, kind="stable")
-            a = a[order]
-            bounds = np.searchsorted(which[order], np.arange(len(self.keys) + 1))
-            for t in np.flatnonzero(np.diff(bounds)).tolist():
-                piece = a[bounds[t] : bounds[t + 1]]
-                self.parts[t].append(
-                    tuple(piece[:, j].astype(t) for j, (_, t) in enumerate(self.COLUMNS[1:], 1))
-                )
+    def close(self) -> None:
+        self.file.close()
+        self.path.unlink(missing_ok=True)
 
-    def columns(self, k: int) -> dict[str, npt.NDArray[Any]]:
-        """Track k's events by column, in file order; its pieces are let go."""
-        parts, self.parts[k] = self.parts[k], []
-        return {
-            name: np.concatenate([p[j - 1] for p in parts]) if parts else np.zeros(0, t)
-            for j, (name, t) in enumerate(self.COLUMNS)
-            if j > 0
-        }
+    def _order(self) -> list[int]:
+        """Tracks as shown: host threads, then device streams, by group, busiest first."""
+        counts = [sum(b - a for a, b in p) for p in self.pieces]
+        labels = [_label(k) for k in self.keys]
+        order = sorted(range(len(self.keys)), key=lambda k: (self.keys[k][0], *labels[k]))
+        return sorted(order, key=lambda k: (self.keys[k][0], labels[k][0], -counts[k]))
 
-
-def _tracks(r: _Rows, comm_ext: set[int]) -> list[Track]:
-    out: list[Track] = []
-    ext_ids = np.fromiter(comm_ext | r.comm_ext, dtype=np.int64)
-    for k, (device, pid, tid) in enumerate(r.keys):
-        cols = r.columns(k)
-        cat = cols["cat"]
-        if device and len(ext_ids):
-            cat[(cat == DEVICE_COMPUTE) & np.isin(cols["ext"], ext_ids)] = COLLECTIVES
-        if device:
-            stream = str(tid) if str(tid).startswith("stream") else f"stream {tid}"
-            name, group = f"GPU {pid} {stream}", f"GPU {pid}"
-        else:
-            name, group = f"thread {tid}", f"host {pid}"
-        out.append(
-            make_track(
+    def tracks(self, comm_ext: set[int], cancel: threading.Event | None = None) -> Iterator[Track]:
+        """Each track in turn, sorted by time, from the spill file: its pieces read one at a
+        time (not mapped: mapped pages would count as this process's memory)."""
+        self.file.flush()
+        ext_ids = np.fromiter(comm_ext | self.comm_ext, dtype=np.int64)
+        width = len(kr.COLUMNS)
+        fd = self.file.fileno()
+        for k in self._order():
+            if cancel is not None and cancel.is_set():
+                raise Cancelled()
+            device, _, _ = self.keys[k]
+            n = sum(b - a for a, b in self.pieces[k])
+            cols = {c: np.empty(n, dtype=t) for c, t in _TYPES.items()}
+            at = 0
+            for a, b in self.pieces[k]:
+                piece = np.frombuffer(os.pread(fd, (b - a) * width * 8, a * width * 8))
+                piece = piece.reshape(b - a, width)
+                for c, col in cols.items():
+                    col[at : at + b - a] = piece[:, c]
+                at += b - a
+            cat = cols[kr.CAT]
+            if device and len(ext_ids):
+                cat[(cat == kr.DEVICE_COMPUTE) & np.isin(cols[kr.EXT], ext_ids)] = kr.COLLECTIVES
+            group, name = _label(self.keys[k])
+            yield make_track(
                 name,
                 "device" if device else "host",
                 group,
-                cols["start"],
-                cols["end"],
-                cols["nid"],
+                cols[kr.START],
+                cols[kr.END],
+                cols[kr.NID],
                 cat,
-                cols["corr"],
-                cols["info"],
+                cols[kr.CORR],
+                cols[kr.INFO],
             )
-        )
-    out.sort(key=lambda t: (t.kind == "device", t.group, str(t.name)))
-    out.sort(key=lambda t: (t.kind == "device", t.group, -len(t.start)))
-    return out
+            del cols, cat
+
+
+def _label(key: kr.TrackKey) -> tuple[str, str]:
+    """(group, name) of a track."""
+    device, pid, tid = key
+    if device:
+        stream = str(tid) if str(tid).startswith("stream") else f"stream {tid}"
+        return printable(f"GPU {pid}"), printable(f"GPU {pid} {stream}")
+    return printable(f"host {pid}"), printable(f"thread {tid}")
+
+
+def _spans(steps: Steps | None) -> list[StepSpan]:
+    if steps is None:
+        return []
+    return [StepSpan(n, s, e) for n, (s, e) in zip(steps.numbers, steps.spans, strict=True)]
+
+
+class SessionRows:
+    """A session's timeline built as its traces are read: each rank's rows spilled to disk as
+    read (`rank`, `add_rank`), its tracks made and written to the store at `finish`, after the
+    summary let go of what it held; kept in memory where the cache cannot be written."""
+
+    def __init__(self, session: Session) -> None:
+        self.names = Names()
+        self.writer: store.Writer | None
+        try:
+            self.writer = store.Writer(session)
+            self.spill_dir = self.writer.tmp
+        except OSError:
+            self.writer = None
+            self.spill_dir = Path(tempfile.mkdtemp(prefix="tuiprof-timeline-"))
+        self.pending: list[tuple[str, RankRows, list[StepSpan]]] = []
+        self.stored = False
+        self.ranks = 0
+
+    def rank(self) -> RankRows:
+        self.ranks += 1
+        return RankRows(self.names, self.spill_dir / f"rank{self.ranks}.rows")
+
+    def add_rank(self, label: str, rows: RankRows, steps: Steps | None) -> None:
+        """A rank read: its rows (their collectives' ids in `rows.comm_ext`) and steps."""
+        self.pending.append((label, rows, _spans(steps)))
+
+    def finish(self, cancel: threading.Event | None = None) -> Timeline | None:
+        """Make every rank's tracks, one at a time, and store them; None where they went to
+        the store, else the timeline itself (kept in memory). Cancelled between two tracks."""
+        gc.collect()  # the summary's read leaves cycles holding ≈ 180 MB of a 2 GiB trace's
+        heap.release()
+        kept = []
+        for label, rows, spans in self.pending:
+            if self.writer is not None:
+                self.writer.source(label, spans, rows.tracks(rows.comm_ext, cancel))
+            else:
+                kept.append(Source(label, list(rows.tracks(rows.comm_ext, cancel)), spans))
+            rows.close()
+            heap.release()
+        if self.writer is None:
+            shutil.rmtree(self.spill_dir, ignore_errors=True)
+            return Timeline(self.names.names, kept, self.names.infos)
+        self.writer.finish(self.names.names, self.names.infos)
+        self.stored = True
+        return None
+
+    def abandon(self) -> None:
+        """Drop what is not stored (spill files, a half-written store)."""
+        for _, rows, _ in self.pending:
+            rows.close()
+        self.pending = []
+        if self.writer is not None and not self.stored:
+            self.writer.abandon()
+        elif self.writer is None:
+            shutil.rmtree(self.spill_dir, ignore_errors=True)
 
 
 def read_rank(
     path: Path,
     label: str,
-    names: _Names,
+    build: SessionRows,
     cancel: threading.Event | None = None,
     progress: Callable[[float], object] | None = None,
-) -> Source:
-    """One rank's trace: its tracks and the summary's steps."""
+) -> None:
+    """One rank's trace read for its rows and steps alone (the decode workers as the summary
+    has them), its tracks handed to `build`."""
+    from tui_prof.profiles.kineto.workers import read
+
     stream = TraceStream(path, cancel=cancel, progress=progress, chunk_bytes=CHUNK_BYTES)
-    c = Collector()
-    rows = _Rows(names)
-    for batch in stream.batches():
-        c.add(batch)
-        rows.add(batch)
+    rows = build.rank()
+    try:
+        c, _ = read(stream, Collector(), Extras(), rows=rows)
         if cancel is not None and cancel.is_set():
             raise Cancelled()
-    dev = c.device()
-    heap.release()  # the column chunks device() joined
-    steps = find_steps(c, dev)
-    spans = []
-    if steps is not None:
-        spans = [StepSpan(n, s, e) for n, (s, e) in zip(steps.numbers, steps.spans, strict=True)]
-    comm_ext = c.comm_ext
-    del c, dev, steps  # the summary's columns, before the tracks are built beside the rows
-    heap.release()
-    tracks = _tracks(rows, comm_ext)
-    heap.release()  # the rows' per-batch pieces
-    return Source(label, tracks, spans)
+        dev = c.device()
+        heap.release()  # the column chunks device() joined
+        steps = find_steps(c, dev)
+        rows.comm_ext |= c.comm_ext
+        del c, dev  # the summary's columns, before the tracks are built
+    except BaseException:
+        rows.close()
+        raise
+    build.add_rank(label, rows, steps)
 
 
 def read_session(
     session: Session,
     cancel: threading.Event | None = None,
     progress: Callable[[float, str], object] | None = None,
-) -> Timeline:
-    names = _Names()
-    sources = []
+) -> Timeline | None:
+    """Read the session's traces into the store; None where it was stored (load it from
+    there), else the timeline (the cache cannot be written)."""
+    build = SessionRows(session)
     n = len(session.hosts)
-    for i, h in enumerate(session.hosts):
+    try:
+        for i, h in enumerate(session.hosts):
 
-        def sub(f: float, i: int = i, host: str = h.host) -> None:
-            if progress is not None:
-                progress((i + f) / n, f"reading {host}")
+            def sub(f: float, i: int = i, host: str = h.host) -> None:
+                if progress is not None:
+                    progress((i + f) / n, f"reading {host}")
 
-        sources.append(read_rank(h.path, h.host, names, cancel, sub))
-    return Timeline(names.names, sources, names.infos)
+            read_rank(h.path, h.host, build, cancel, sub)
+        return build.finish(cancel)
+    finally:
+        build.abandon()

@@ -2,7 +2,9 @@
 
 Contract: `load_timeline(session)` raises NoEvents (a ProfileError) for sessions without
 events, ProfileError with one line for files that cannot be read, Cancelled when cancelled.
-A session read once is stored (timeline.store) and later opened from the store, mapped.
+A session read once is stored (timeline.store) and later opened from the store, mapped; a
+Kineto session's store is written by its summary's read (timeline/kineto.py), as is a large
+XSpace session's (xplane/reader.py), so their first timeline opens from there too.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
+from tui_prof.model import ProfileError
 from tui_prof.profiles.discover import Session
 from tui_prof.profiles.load import session_of
 from tui_prof.profiles.timeline.model import NoEvents, Timeline
@@ -36,13 +39,14 @@ def load_timeline(
     kept = store.load(session)
     if kept is not None:
         return kept
-    if session.format == "kineto":
-        from tui_prof.profiles.timeline import kineto
-
-        tl = kineto.read_session(session, cancel, progress)
+    if session.format == "kineto":  # both written to the store as they are read
+        from tui_prof.profiles.timeline.kineto import read_session
     else:
-        from tui_prof.profiles.timeline import xspace
-
-        tl = xspace.read_session(session, cancel, progress)
-    store.save(session, tl)
-    return store.load(session) or tl  # mapped: the read's arrays are let go
+        from tui_prof.profiles.timeline.xspace import read_session
+    unstored = read_session(session, cancel, progress)
+    if unstored is not None:
+        return unstored
+    stored = store.load(session)
+    if stored is None:
+        raise ProfileError(f"{session.path}: the timeline's store could not be read back")
+    return stored

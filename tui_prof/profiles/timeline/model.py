@@ -88,25 +88,27 @@ def make_track(
 ) -> Track:
     """A track from unsorted events; `pcat` given (merged tracks) keeps each event's own
     parent's category, else nesting is found on this track."""
+    # Each column is put in order and its unsorted copy let go before the next (a caller that
+    # passes its only reference frees it here: a large track's build holds few copies at once).
     order = nesting.order(start, end)
-    s, e = start[order], end[order]
+    s = start[order]
+    del start
+    e = end[order]
+    del end
     c = np.asarray(cat)[order].astype(np.int8)
-    longest = float((e - s).max()) if len(s) else 0.0
-    given = pcat is not None
-    pc = np.asarray(pcat, np.int8)[order] if given else nesting.parent_categories(s, e, c)
-    return Track(
-        printable(name),
-        kind,
-        printable(group),
-        s,
-        e,
-        nid[order].astype(np.int32),
-        c,
-        longest,
-        np.zeros(0, dtype=np.int64) if corr is None else np.asarray(corr, np.int64)[order],
-        pc,
-        np.zeros(0, dtype=np.int32) if info is None else np.asarray(info, np.int32)[order],
-    )
+    del cat
+    ids = nid[order].astype(np.int32)
+    del nid
+    links = np.zeros(0, dtype=np.int64) if corr is None else np.asarray(corr, np.int64)[order]
+    del corr
+    shapes = np.zeros(0, dtype=np.int32) if info is None else np.asarray(info, np.int32)[order]
+    del info
+    pc = None if pcat is None else np.asarray(pcat, np.int8)[order]
+    del order, pcat
+    longest = float(np.subtract(e, s).max()) if len(s) else 0.0
+    if pc is None:
+        pc = nesting.parent_categories(s, e, c)
+    return Track(printable(name), kind, printable(group), s, e, ids, c, longest, links, pc, shapes)
 
 
 @dataclass(frozen=True)

@@ -30,16 +30,29 @@ def parents(start: npt.NDArray[np.float64], end: npt.NDArray[np.float64]) -> npt
     n = len(start)
     if n == 0:
         return np.zeros(0, dtype=np.int64)
+    # temporaries let go as soon as used: a host thread of millions of events is nested here
     idx = np.arange(n, dtype=np.int64)
-    closed = np.searchsorted(np.sort(end), start, side="right")
-    depth = np.maximum(idx - closed, 0)
-    key = depth * n + idx
+    depth = np.searchsorted(np.sort(end), start, side="right")  # events closed by each start
+    np.subtract(idx, depth, out=depth)
+    np.maximum(depth, 0, out=depth)
+    key = depth * n
+    key += idx
     by_key = np.argsort(key, kind="stable")
     keys = key[by_key]
-    pos = np.searchsorted(keys, (depth - 1) * n + idx, side="left") - 1
+    np.subtract(key, n, out=key)  # (depth - 1) * n + idx: the parent level's key
+    pos = np.searchsorted(keys, key, side="left")
+    del key, keys
+    pos -= 1
     cand = by_key[np.clip(pos, 0, n - 1)]
-    ok = (depth > 0) & (pos >= 0) & (depth[cand] == depth - 1) & (cand < idx)
-    return np.where(ok, cand, ROOT)
+    del by_key
+    ok = pos >= 0
+    del pos
+    ok &= depth > 0
+    ok &= depth[cand] == depth - 1
+    ok &= cand < idx
+    del depth, idx
+    cand[~ok] = ROOT
+    return cand
 
 
 def parent_categories(

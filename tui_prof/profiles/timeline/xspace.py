@@ -5,14 +5,16 @@ Why these steps: the spans are those of tuiprof's own step finder (xplane.steps.
 where it did, the converter's step times may differ slightly from these spans (see
 docs/timeline.md). Categories are the converter's event types (step_events.classify_device /
 classify_host → CATEGORY_OF); GPU planes' derived lines (XLA Ops, Modules) repeat the streams'
-kernels and are left out, as the step finder leaves them out.
+kernels and are left out, as the step finder leaves them out. TPU cores keep every line XProf
+shows (Steps, XLA Modules, XLA Ops, …, in that order): their step markers are drawn as `other`
+(a marker, not work) and XLA's collective ops as collectives.
 """
 
 from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +23,9 @@ import numpy as np
 from tui_prof.model import Cancelled, ProfileError
 from tui_prof.printable import printable
 from tui_prof.profiles.discover import Session
+from tui_prof.profiles.kernel_names import is_xla_collective
 from tui_prof.profiles.kineto import heap
+from tui_prof.profiles.timeline import store
 from tui_prof.profiles.timeline.model import (
     CATEGORY_CODE,
     Source,
@@ -33,14 +37,27 @@ from tui_prof.profiles.timeline.model import (
 from tui_prof.profiles.xplane.line_events import MISSING
 from tui_prof.profiles.xplane.step_events import (
     CATEGORY_OF,
+    DEVICE_COLLECTIVES,
     classify_device,
     classify_host,
     types_of,
 )
-from tui_prof.profiles.xplane.steps import find_steps
+from tui_prof.profiles.xplane.steps import FoundSteps, find_steps
 from tui_prof.profiles.xplane.xspace import DERIVED_LINE_IDS, XSpaceFile, host_name
 
 _INFO_STATS = ("level 0", "tf_op", "hlo_op", "hlo_module")
+# A TPU core's lines as XProf names them (tsl xplane_schema): its step markers, then its
+# programs' runs and their ops; SparseCores the same.
+TPU_STEP_LINES = ("Steps", "Sparse Core Steps")
+TPU_LINE_ORDER = (
+    "Steps",
+    "XLA Modules",
+    "XLA Ops",
+    "Async XLA Ops",
+    "Sparse Core Steps",
+    "Sparse Core Modules",
+    "Sparse Core Ops",
+)
 _OTHER = CATEGORY_CODE["other"]
 # xprof's event type → category code; a type the overview folds into none is "other".
 _CODE = np.full(256, _OTHER, dtype=np.int8)
@@ -109,7 +126,7 @@ def _infos(texts: dict[str, dict[int, str]], n: int, ids: dict[str, int], infos:
     return out
 
 
-def _read_file(
+def _file_tracks(
     path: Path,
     names: dict[str, int],
     name_list: list[str],
@@ -117,8 +134,8 @@ def _read_file(
     infos: list[str],
     base_ps: int,
     tick: Callable[[int], None],
-) -> tuple[str, list[Track]]:
-    tracks: list[Track] = []
+) -> Iterator[Track]:
+    """The file's tracks, one per line, each made as its line is read (in file order)."""
     with XSpaceFile(path) as space:
         host = host_name(path, space)
         for ref in space.planes:
@@ -129,7 +146,8 @@ def _read_file(
             wanted = {"correlation_id", *_INFO_STATS}
             stat_ids = {k: v for k, v in meta.stat_names.items() if v in wanted}
             derived = DERIVED_LINE_IDS if dev is not None and dev[0] == "GPU" else None
-            classify = classify_host if dev is None else classify_device
+            tpu = dev is not None and dev[0] == "TPU"
+            classify = classify_host if dev is None else classify_tpu if tpu else classify_device
             group = host if dev is None else f"{dev[0]} {dev[1]}"
             # line by line, each made a track at once: one line's decoded events at a time
             for size, le in space.lines(
@@ -140,6 +158,8 @@ def _read_file(
                     continue
                 types = types_of(le.metadata_id, meta.event_names, classify)
                 cat = _CODE[np.clip(types, 0, 255)]
+                if tpu and le.name in TPU_STEP_LINES:
+                    cat[:] = _OTHER  # a step marker, not work: the ops show what ran
                 uniq, inverse = np.unique(le.metadata_id, return_inverse=True)
                 ids = []
                 for u in uniq.tolist():
@@ -154,38 +174,72 @@ def _read_file(
                 start = (le.start_ps - base_ps).astype(np.float64) / 1e6
                 end = (np.maximum(le.end_ps, le.start_ps) - base_ps).astype(np.float64) / 1e6
                 name = f"{group} {le.name}" if dev is not None else le.name
-                tracks.append(
-                    make_track(
-                        name or f"line {le.line_id}",
-                        "host" if dev is None else "device",
-                        group,
-                        start,
-                        end,
-                        nid,
-                        cat,
-                        np.where(corr == MISSING, -1, corr),
-                        _infos(le.texts, len(start), info_ids, infos),
-                    )
+                yield make_track(
+                    name or f"line {le.line_id}",
+                    "host" if dev is None else "device",
+                    group,
+                    start,
+                    end,
+                    nid,
+                    cat,
+                    np.where(corr == MISSING, -1, corr),
+                    _infos(le.texts, len(start), info_ids, infos),
                 )
-    tracks.sort(key=lambda t: (t.kind == "device", t.group, -len(t.start)))
-    return host, tracks
+                del le
+
+
+def shown_order(t: Track) -> tuple[bool, str, int, int]:
+    """Host threads, then each device's lines (a TPU's in XProf's order), busiest first."""
+    return (t.kind == "device", t.group, _line_rank(t), -len(t.start))
+
+
+def _line_rank(t: Track) -> int:
+    """A TPU core's lines in XProf's order (steps, programs, ops), then the others."""
+    line = t.name.removeprefix(f"{t.group} ")
+    return TPU_LINE_ORDER.index(line) if line in TPU_LINE_ORDER else len(TPU_LINE_ORDER)
+
+
+def classify_tpu(name: str) -> int:
+    """A TPU op's event type: XLA's collectives by name, else as a GPU's (compute)."""
+    return DEVICE_COLLECTIVES if is_xla_collective(name) else classify_device(name)
 
 
 def read_session(
     session: Session,
     cancel: threading.Event | None = None,
     progress: Callable[[float, str], object] | None = None,
-) -> Timeline:
+) -> Timeline | None:
+    """Find the steps and read the events into the store; None where it was stored (load it
+    from there), else the timeline (the cache cannot be written)."""
     paths = [h.path for h in session.hosts]
-    labels = [h.host for h in session.hosts]  # one per file, unlike recorded hostnames
     found = find_steps(
         paths,
         cancel=cancel,
         progress=(lambda f, m: progress(0.5 * f, m)) if progress else None,
     )
+    heap.release()  # the step finder's columns
+    return write_session(
+        session, found, cancel, (lambda f, m: progress(0.5 + 0.5 * f, m)) if progress else None
+    )
+
+
+def write_session(
+    session: Session,
+    found: FoundSteps,
+    cancel: threading.Event | None = None,
+    progress: Callable[[float, str], object] | None = None,
+    *,
+    keep: bool = True,
+) -> Timeline | None:
+    """The session's tracks with the steps `found` (the summary's own, where it found them),
+    written to the store line by line as they are read, so no more than one line's events
+    are held; None where stored, else the timeline, kept in memory (the cache cannot be
+    written; with `keep` False, nothing is read then). Raises OSError where the store fails
+    midway."""
     if not found.spans_ps:
         raise ProfileError("no step spans in this profile")
-    heap.release()  # the step finder's columns
+    paths = [h.path for h in session.hosts]
+    labels = [h.host for h in session.hosts]  # one per file, unlike recorded hostnames
     base = min(s[2] for s in found.spans_ps)
     total = sum(max(p.stat().st_size, 1) for p in paths)
     done = [0]
@@ -195,19 +249,36 @@ def read_session(
             raise Cancelled("timeline cancelled")
         done[0] += n
         if progress:
-            progress(0.5 + 0.5 * min(1.0, done[0] / total), "reading events")
+            progress(min(1.0, done[0] / total), "reading events")
 
     names: dict[str, int] = {}
     name_list: list[str] = []
     info_ids: dict[str, int] = {}
     infos: list[str] = []
+    try:
+        writer: store.Writer | None = store.Writer(session)
+    except OSError:
+        if not keep:
+            return None
+        writer = None
     sources = []
-    for p, label in zip(paths, labels, strict=True):
-        _, tracks = _read_file(p, names, name_list, info_ids, infos, base, tick)
-        spans = [
-            StepSpan(num, (b - base) / 1e6, (e - base) / 1e6)
-            for f, num, b, e in found.spans_ps
-            if f == str(p)
-        ]
-        sources.append(Source(label, tracks, spans))
-    return Timeline(name_list, sources, infos)
+    try:
+        for p, label in zip(paths, labels, strict=True):
+            spans = [
+                StepSpan(num, (b - base) / 1e6, (e - base) / 1e6)
+                for f, num, b, e in found.spans_ps
+                if f == str(p)
+            ]
+            tracks = _file_tracks(p, names, name_list, info_ids, infos, base, tick)
+            if writer is not None:
+                writer.source(label, spans, tracks, order=shown_order)
+            else:
+                sources.append(Source(label, sorted(tracks, key=shown_order), spans))
+        if writer is None:
+            return Timeline(name_list, sources, infos)
+        writer.finish(name_list, infos)
+        writer = None
+        return None
+    finally:
+        if writer is not None:
+            writer.abandon()

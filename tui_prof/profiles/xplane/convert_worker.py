@@ -3,9 +3,9 @@
 
 Contract: `ConverterProcess.tool(links, tool)` returns the tool's JSON text (or None where the
 converter has none) as `xspace_to_tool_data` would; its death raises `ConverterDied` with the
-signal's name, and the next call starts a fresh process. The process (`python -m
-tui_prof.profiles.xplane.convert_worker`) imports the converter once and answers requests in
-order: a JSON line in, a JSON header line and the data out. Its stdout is the protocol's alone
+signal's name, and the next call starts a fresh process. The process (forked where
+`profiles.forked` finds that safe, else `python -m tui_prof.profiles.xplane.convert_worker`)
+imports the converter once and answers requests in order: a JSON line in, a JSON header line and the data out. Its stdout is the protocol's alone
 (fd 1 goes to /dev/null, so native code printing cannot corrupt it) and its stderr, where the
 native code logs, is discarded. It exits when its stdin closes, i.e. with tuiprof.
 """

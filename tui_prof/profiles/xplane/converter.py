@@ -69,8 +69,16 @@ def convert(
             link = Path(tmp) / _link_name(p.name, i)
             os.symlink(os.path.abspath(p), link)
             links.append(str(link))
-        for tool in tools:
-            out[tool] = _tool(r2t, links, tool, required=True, names=names)
+        _ask_all(r2t, links, tools, names)  # at once: the process goes on while this one reads
+        for i, tool in enumerate(tools):
+            try:
+                out[tool] = _answer(r2t, tool, required=True, names=names)
+            except UnreadableProfile:
+                raise  # the process died: no answers are left to read
+            except ProfileError:
+                for later_tool in tools[i + 1 :]:  # keep the next call's answers in step
+                    _answer(r2t, later_tool, required=False, names=names)
+                raise
         later = [t for t in (then(out) if then is not None else ()) if t not in out]
         sent = 0
         try:
@@ -103,24 +111,19 @@ def _ask(
         raise _died(names, exc) from None
 
 
-def _tool(
-    r2t: convert_worker.ConverterProcess,
-    links: list[str],
-    tool: str,
-    *,
-    required: bool,
-    names: list[str],
-) -> Any:
-    """One tool's parsed JSON; ProfileError where a required tool fails, else None; the
-    converter's death is the file's error either way (UnreadableProfile)."""
-    _ask(r2t, links, tool, names)
-    return _answer(r2t, tool, required=required, names=names)
+def _ask_all(
+    r2t: convert_worker.ConverterProcess, links: list[str], tools: Sequence[str], names: list[str]
+) -> None:
+    """Ask for every tool without waiting (a request that cannot be sent: the process died)."""
+    for tool in tools:
+        _ask(r2t, links, tool, names)
 
 
 def _answer(
     r2t: convert_worker.ConverterProcess, tool: str, *, required: bool, names: list[str]
 ) -> Any:
-    """The answer to the oldest request, parsed (see `_tool`)."""
+    """The answer to the oldest request, parsed: ProfileError where a required tool fails,
+    else None; the converter's death is the file's error either way (UnreadableProfile)."""
     try:
         data = r2t.receive()
     except convert_worker.ConverterDied as exc:

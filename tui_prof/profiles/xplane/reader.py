@@ -317,6 +317,8 @@ def _summarize_streaming(
     ]
     if own.source == "none":
         warnings.append(f"No steps found: {own.detail}")
+    if own.found is not None and step_program is None:
+        _store_timeline(session, own.found, cancel, report)
     report(1.0, "done")
     return assemble(
         session,
@@ -335,6 +337,26 @@ def _summarize_streaming(
             _hlo_flops(paths, gpu=planes["device_type"] == "GPU"), own.steps, env, utilization
         ),
     )
+
+
+def _store_timeline(
+    session: Session, found: FoundSteps, cancel: threading.Event | None, report: Progress
+) -> None:
+    """Write the timeline's store with the steps just found, so that the Timeline tab of a
+    large session opens from it instead of finding them again (timeline/xspace.py: its events
+    read line by line, one line held at a time). Skipped where it is stored already or cannot
+    be written; a failure leaves the tab to read the session itself."""
+    from tui_prof.profiles.timeline import store
+    from tui_prof.profiles.timeline.xspace import write_session
+
+    if store.exists(session):
+        return
+
+    def sub(f: float, _m: str) -> None:
+        report(0.92 + 0.07 * f, "indexing the timeline")
+
+    with contextlib.suppress(OSError, ValueError, ProfileError):
+        write_session(session, found, cancel, sub, keep=False)
 
 
 def _hlo_flops(paths: Sequence[Path], gpu: bool) -> HloFlops | None:

@@ -3,13 +3,14 @@
 Contract: `choose_windows` looks at the host plane's events (with the stats step_num, _r,
 group_id, step_name, tf_function_call) and returns the first step source that yields steps, in
 the order documented in steps.py, as one Window per step: the marker event and its span.
+`tpu_step_windows` takes them from TPU cores' own step markers where the host marks none.
 """
 
 from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -194,3 +195,34 @@ def choose_windows(host: PlaneEvents | None, *, prefer_official: bool) -> Choice
             "tf_function_calls", f"steps from repeated calls of the tf.function '{name}'", windows
         )
     return None
+
+
+# A TPU core's line of step markers (tsl kStepLineName), which the converter reads by its name on
+# TPU cores (xprof xplane_to_step_events.cc, ConvertDeviceTraceXPlaneToStepEvents).
+TPU_STEPS_LINE = "Steps"
+
+
+def tpu_step_windows(devices: Sequence[PlaneEvents]) -> Choice | None:
+    """The TPU cores' own step markers, where the host marks none: the events of each core's
+    "Steps" line, keyed by their `group_id` as the converter keys them
+    (ConvertDeviceStepInfoToStepMarkers), one window per step spanning every core's marker."""
+    spans: dict[int, list[int]] = {}
+    for pe in devices:
+        for le in pe.lines:
+            if le.name != TPU_STEPS_LINE or "group_id" not in le.ints:
+                continue
+            gid = le.ints["group_id"]
+            for i in np.flatnonzero(gid != MISSING).tolist():
+                lo, hi = int(le.start_ps[i]), int(le.end_ps[i])
+                span = spans.setdefault(int(gid[i]), [lo, hi])
+                span[0], span[1] = min(span[0], lo), max(span[1], hi)
+    if not spans:
+        return None
+    ordered = sorted(spans.items(), key=lambda kv: kv[1][0])
+    windows = [Window(n, lo, hi, -1, k) for k, (n, (lo, hi)) in enumerate(ordered)]
+    return Choice(
+        "tpu_step_markers",
+        f'steps from the TPU cores\' own step markers (their "{TPU_STEPS_LINE}" lines, as '
+        "XProf reads them)",
+        windows,
+    )

@@ -6,7 +6,8 @@ first source that yields any, in this order (the id is `FoundSteps.source`):
   step_markers          the job's own markers: `train`/`test`/`TraceContext` events or `_r=1` roots
                         with a `step_num` (these two are skipped when prefer_official_markers=False);
   keras_profiled_batch  the "Profiled batch" events of Keras 3's TensorBoard callback;
-  tf_function_calls     repeated calls of a train-step tf.function (e.g. `multi_step_on_iterator`).
+  tf_function_calls     repeated calls of a train-step tf.function (e.g. `multi_step_on_iterator`);
+  tpu_step_markers      a TPU core's own "Steps" line (by group_id), where the host marks none.
 Each step is split with the converter's own rules (xprof xplane_to_step_events.cc, event_span.cc,
 step_events_to_steps_db.cc): events get its event types, overlaps go to the higher-priority type,
 and each type's covered time inside the step is summed; "other" is the step time not covered.
@@ -64,8 +65,10 @@ from tui_prof.profiles.xplane.step_events import (
 )
 from tui_prof.profiles.xplane.step_sources import (
     MARKER_CANDIDATE,
+    TPU_STEPS_LINE,
     Choice,
     choose_windows,
+    tpu_step_windows,
 )
 from tui_prof.profiles.xplane.xspace import (
     PlaneEvents,
@@ -197,6 +200,8 @@ def _device_steps(
     }
     for d, pe in enumerate(devices):
         for le in pe.lines:
+            if le.name == TPU_STEPS_LINE:
+                continue  # a TPU core's step markers: not work
             n = len(le.start_ps)
             types = types_of(le.metadata_id, pe.meta.event_names, classify_device)
             shaped = [(i, "half" in v) for i, v in le.texts["shape"].items() if v]
@@ -230,6 +235,8 @@ def _device_steps(
     else:
         host = read_host()  # only now: a preprocessed profile never needs its host plane
         found = None if program else choose_windows(host, prefer_official=prefer_official)
+        if found is None and program is None:  # no host markers: a TPU core's own, if any
+            found = tpu_step_windows(devices)
         if found is None:  # a JAX/XLA job: one step per run of its train-step program
             choice, step = device_program_steps(ev, host, devices, program, findings)
         else:

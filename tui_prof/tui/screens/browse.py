@@ -228,7 +228,10 @@ class BrowseScreen(TuiprofScreen):
             if pre.error is not None:
                 self.on_profile_failed(ProfileFailed(session, pre.error))
                 return
-        self.query_one(SessionView).show_loading(session.name)
+        view = self.query_one(SessionView)
+        view.show_loading(session.name)
+        if pre is not None and not pre.used and pre.session == session and pre.progress:
+            view.show_progress(*pre.progress)  # a cold start's step time, in the first frame
         self._analyse(session, self.force_fallback, self.full, self.step_program)
 
     @work(
