@@ -20,7 +20,7 @@ from tui_prof.profiles.kineto import workers
 from tui_prof.profiles.kineto.rank import analyse_file
 from tui_prof.profiles.kineto.stream import TraceStream
 from tui_prof.profiles.load import session_of, summarize_session
-from tui_prof.profiles.timeline import kineto, store
+from tui_prof.profiles.timeline import INDEX_ENV, kineto, store
 from tui_prof.profiles.timeline.load import load_timeline
 from tui_prof.profiles.timeline.model import Timeline
 
@@ -35,7 +35,8 @@ TRACES = [
 
 @pytest.fixture(autouse=True)
 def _index_every_trace(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The summary indexes traces of 64 MB of JSON or more; here, every one."""
+    """The TUI's summaries index traces of 64 MB of JSON or more; here, every one."""
+    monkeypatch.setenv(INDEX_ENV, "1")
     monkeypatch.setattr(kreader, "INDEX_FROM", 0)
 
 
@@ -243,3 +244,19 @@ def test_leaving_the_session_while_the_index_is_written_stops_it(tmp_path: Path)
         summarize_session(session, cancel=cancel, progress=progress)
     assert cancel.is_set() and not store.exists(session)
     assert not list(store._dir(session).parent.glob(f"{store.TMP_PREFIX}*"))
+
+
+def test_headless_summaries_index_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without the TUI's INDEX_ENV (`tuiprof summary`, an experiment's runs), neither a PyTorch
+    trace nor a large XSpace session is indexed: no time or disk for a view not opened."""
+    monkeypatch.delenv(INDEX_ENV)
+    monkeypatch.setenv("TUIPROF_LARGE_MB", "0.001")
+    for name in ("torch_cuda_float32", "jax_cuda_float32"):
+        session = session_of(SAMPLES / name)
+        assert summarize_session(session).steps
+        assert not store.exists(session), name
+    monkeypatch.setenv(INDEX_ENV, "1")
+    for name in ("torch_cuda_float32", "jax_cuda_float32"):
+        session = session_of(SAMPLES / name)
+        summarize_session(session)
+        assert store.exists(session), name
