@@ -27,6 +27,8 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
+import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -91,7 +93,7 @@ class Cluster:
         self,
         gcs_port: int = GCS_PORT,
         dashboard_port: int = DASHBOARD_PORT,
-        port_base: int = 52400,
+        port_base: int = 24400,  # below the kernel's and Ray's own random ports (32768+)
         hide_slow_imports: bool = True,
     ) -> None:
         if [name for _, name in socket.if_nameindex()] != ["lo"]:
@@ -201,7 +203,7 @@ class Cluster:
         )
 
     def wait_for(self, names: Sequence[str], timeout_s: float = 600.0) -> dict[str, str]:
-        """Until these nodes are alive: name -> Ray node id."""
+        """Until these nodes are alive, their agents serving: name -> Ray node id."""
         from ray.util.state import list_nodes
 
         deadline = time.monotonic() + timeout_s
@@ -231,11 +233,37 @@ class Cluster:
                     if n.state == "ALIVE"
                 }
                 if all(n in alive for n in names):
-                    return {n: alive[n] for n in names}
+                    ids = {n: alive[n] for n in names}
+                    if all(self._agent_serves(n, ids[n]) for n in names):
+                        return ids
             if time.monotonic() > deadline:
                 tails = {n: (self.temp / f"{n}.out").read_text()[-600:] for n in names}
                 raise RuntimeError(f"nodes {list(names)} not up after {timeout_s:.0f} s: {tails}")
             time.sleep(0.5)
+
+    def _agent_serves(self, name: str, node_id: str) -> bool:
+        """Whether the node's dashboard agent has registered (the state API reaches it), as on a
+        machine that has been up a while; a node given a clashing `agent_port` never does, and
+        is not waited for. An agent whose HTTP server could not bind its port (taken by some
+        other socket in this one port space: what real machines, each with its own, do not
+        share) makes the node start again on new ports, as a starved raylet does."""
+        if self._how[name][2] is not None:
+            return True
+        logs = self.temp / name / "session_latest" / "logs" / "dashboard_agent.log"
+        if logs.exists() and "Failed to start HTTP server" in logs.read_text(errors="replace"):
+            if self._restarts.get(name, 0) >= 2:
+                raise RuntimeError(f"node {name}: its agent's HTTP server failed three times")
+            self._restarts[name] = self._restarts.get(name, 0) + 1
+            self.kill_node(name)
+            shutil.rmtree(self.temp / name, ignore_errors=True)
+            self._start(name, *self._how[name])
+            return False
+        query = urllib.parse.urlencode({"node_id": node_id, "glob": "raylet.out"})
+        try:  # what `ray logs` asks: HTTP 200 once the node's agent is registered
+            with urllib.request.urlopen(f"http://{self.address}/api/v0/logs?{query}", timeout=30):
+                return True
+        except (OSError, ValueError):
+            return False
 
     def kill_node(self, name: str) -> None:
         """Remove a node the hard way: SIGKILL to every process it started (its process tree)."""

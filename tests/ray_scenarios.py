@@ -342,7 +342,7 @@ def _machines(work: Path, out: dict[str, Any]) -> None:
     for two default `ray start`s on one machine)."""
     from ray_cluster import Cluster
 
-    cluster = Cluster(gcs_port=6392, dashboard_port=8276, port_base=52600)
+    cluster = Cluster(gcs_port=6392, dashboard_port=8276, port_base=24600)
     try:
         # The head runs jobs, with one CPU: a block (both variants of a repeat) placed there has a
         # run waiting, so the next blocks go to the workers, "wok" included, whatever the timing

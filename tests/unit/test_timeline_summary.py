@@ -20,7 +20,7 @@ from tui_prof.profiles.kineto import workers
 from tui_prof.profiles.kineto.rank import analyse_file
 from tui_prof.profiles.kineto.stream import TraceStream
 from tui_prof.profiles.load import session_of, summarize_session
-from tui_prof.profiles.timeline import kineto, store
+from tui_prof.profiles.timeline import INDEX_ENV, kineto, store
 from tui_prof.profiles.timeline.load import load_timeline
 from tui_prof.profiles.timeline.model import Timeline
 
@@ -35,7 +35,8 @@ TRACES = [
 
 @pytest.fixture(autouse=True)
 def _index_every_trace(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The summary indexes traces of 64 MB of JSON or more; here, every one."""
+    """The TUI's summaries index traces of 64 MB of JSON or more; here, every one."""
+    monkeypatch.setenv(INDEX_ENV, "1")
     monkeypatch.setattr(kreader, "INDEX_FROM", 0)
 
 
@@ -207,3 +208,55 @@ def test_small_traces_are_left_to_the_tab_by_their_json_size(
     monkeypatch.setattr(kreader, "INDEX_FROM", json_size)  # over the compressed size
     summarize_session(session)
     assert store.exists(session)
+
+
+def test_a_multi_rank_summary_stores_every_rank_with_shared_names(tmp_path: Path) -> None:
+    """Ranks read one after another into one store: a source per rank, names shared, the same
+    events as the timeline's own read."""
+    from kineto_factory import write_rank
+
+    run = tmp_path / "run"
+    write_rank(run / "host_11.1700000000000.pt.trace.json.gz", 0, 1.0)
+    write_rank(run / "host_12.1700000000013.pt.trace.json.gz", 1, 1.5)
+    session = session_of(run)
+    own = _own_read(session)
+    summarize_session(session)
+    stored = store.load(session)
+    assert stored is not None and stored.source_names() == ["host_11", "host_12"]
+    _same(stored, own)
+
+
+def test_leaving_the_session_while_the_index_is_written_stops_it(tmp_path: Path) -> None:
+    """Cancelled after the read, while the tracks are written: the summary stops (Cancelled)
+    and leaves neither a store nor its temporary files."""
+    import threading
+
+    from tui_prof.model import Cancelled
+
+    session = session_of(SAMPLES / "torch_cuda_float32")
+    cancel = threading.Event()
+
+    def progress(_f: float, what: str) -> None:
+        if what == "indexing the timeline":
+            cancel.set()
+
+    with pytest.raises(Cancelled):
+        summarize_session(session, cancel=cancel, progress=progress)
+    assert cancel.is_set() and not store.exists(session)
+    assert not list(store._dir(session).parent.glob(f"{store.TMP_PREFIX}*"))
+
+
+def test_headless_summaries_index_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without the TUI's INDEX_ENV (`tuiprof summary`, an experiment's runs), neither a PyTorch
+    trace nor a large XSpace session is indexed: no time or disk for a view not opened."""
+    monkeypatch.delenv(INDEX_ENV)
+    monkeypatch.setenv("TUIPROF_LARGE_MB", "0.001")
+    for name in ("torch_cuda_float32", "jax_cuda_float32"):
+        session = session_of(SAMPLES / name)
+        assert summarize_session(session).steps
+        assert not store.exists(session), name
+    monkeypatch.setenv(INDEX_ENV, "1")
+    for name in ("torch_cuda_float32", "jax_cuda_float32"):
+        session = session_of(SAMPLES / name)
+        summarize_session(session)
+        assert store.exists(session), name

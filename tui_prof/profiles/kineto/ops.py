@@ -60,14 +60,16 @@ def _by_name(names: list[str], rule: Callable[[str], bool]) -> npt.NDArray[np.bo
     return np.fromiter(map(rule, names), bool, len(names))
 
 
-def _nest(c: Collector) -> _Tree:
+def _nest(c: Collector, launched: Array) -> _Tree:
     """Each thread's ops and runtime calls nested by time, as torch-tb-profiler's op tree.
 
     Rows sorted by (thread, ts, -end, name, flags): an enclosing span before what it encloses.
     The plugin walks them with a stack that pops what ended by the next start; the stack's top
     is then the nearest earlier op on the thread still open, which is what is computed here
     for all rows at once (numpy, no loop per event). Only ops open spans. Each child's overlap
-    with its parent comes off the parent's self time, in row order."""
+    with its parent comes off the parent's self time, in row order. `launched`: the device
+    events' correlation ids, sorted: only the runtime calls with one of them are kept for the
+    launch table (a trace's runtime calls are mostly polls and syncs that launch nothing)."""
     h = c.host
     assert h is not None, "device() first"
     order = np.lexsort((h.nid * 16 + h.flags, -h.end, h.ts, h.thread))
@@ -81,7 +83,7 @@ def _nest(c: Collector) -> _Tree:
     is_op = (flags & IS_RUNTIME) == 0
     op_rows = np.flatnonzero(is_op).astype(np.int32)
     rt_rows = np.flatnonzero(~is_op).astype(np.int32)
-    launch_corr = h.corr[rt_rows]
+    launch_rows, launch_corr = _launches(h.corr[rt_rows], launched)
     h.corr = np.zeros(0)  # its last reader (a view [:0] would keep it): the ids are in the tree
     op_ts, op_end, op_thread = ts[op_rows], end[op_rows], thread[op_rows]
     # An op's parent is the nearest op before it on its thread still open at its start (the
@@ -96,16 +98,17 @@ def _nest(c: Collector) -> _Tree:
     host_self = op_end - op_ts
     del op_ts
     # a runtime call's parent: the same climb from the last op before it on its thread
-    cur = np.cumsum(is_op, dtype=np.int32)[rt_rows] - 1
+    cur = np.cumsum(is_op, dtype=np.int32)[rt_rows]
+    cur -= 1
     del is_op
-    ok = cur >= 0
-    ok[ok] = op_thread[cur[ok]] == thread[rt_rows[ok]]
-    del op_thread
-    cur[~ok] = -1
-    del ok
     for lo in range(0, len(rt_rows), SLICE_ROWS):  # each call climbs alone: a slice at a time
-        rows = slice(lo, lo + SLICE_ROWS)
-        _climb(cur[rows], op_parent, op_end, ts[rt_rows[rows]])
+        part, at = cur[lo : lo + SLICE_ROWS], rt_rows[lo : lo + SLICE_ROWS]
+        ok = part >= 0
+        ok[ok] = op_thread[part[ok]] == thread[at[ok]]
+        part[~ok] = -1
+        _climb(part, op_parent, op_end, ts[at])
+    del op_thread
+    heap.release()  # the climbs' shrinking temporaries
     row_parent = np.full(len(ts), -1, dtype=np.int32)
     row_parent[op_rows] = op_parent
     row_parent[rt_rows] = cur
@@ -113,8 +116,7 @@ def _nest(c: Collector) -> _Tree:
     # self times: each op's span minus its children's overlap, subtracted in row order (in
     # slices of rows: the same order, a slice's temporaries at a time)
     for lo in range(0, len(ts), SLICE_ROWS):
-        rows = slice(lo, lo + SLICE_ROWS)
-        child = np.flatnonzero(row_parent[rows] >= 0) + lo
+        child = np.flatnonzero(row_parent[lo : lo + SLICE_ROWS] >= 0) + lo
         p = row_parent[child]
         np.subtract.at(host_self, p, np.minimum(end[child], op_end[p]) - ts[child])
     del row_parent, op_end
@@ -131,10 +133,7 @@ def _nest(c: Collector) -> _Tree:
             break
         eligible[has] |= eligible[up[has]]
         up[has] = up[up[has]]
-    has = launch_corr >= 0
-    launch_corr, cur = launch_corr[has], cur[has]
-    del has
-    ids, ops = _launch_table(launch_corr, cur)
+    ids, ops = _launch_table(launch_corr, cur[launch_rows])
     return _Tree(
         op_nid=op_nid,
         host_self=host_self,
@@ -162,8 +161,21 @@ class _Tree:
     host_self: Array
     eligible: npt.NDArray[np.bool_]
     sixteen: npt.NDArray[np.bool_]
-    launch_ids: Array  # the runtime calls' correlation ids, sorted, each once
+    launch_ids: Array  # the correlation ids of runtime calls that launched device work, sorted
     launch_ops: Ints  # and the op node the (last) call with each ran in, -1 outside any op
+
+
+def _launches(corr: Array, launched: Array) -> tuple[Ints, Array]:
+    """Which runtime calls carry one of the `launched` ids (sorted), and their ids, in order:
+    looked up a slice at a time, so only the calls that launched something are held."""
+    rows: list[Ints] = []
+    for lo in range(0, len(corr), SLICE_ROWS):
+        part = corr[lo : lo + SLICE_ROWS]
+        if len(launched):
+            at = np.minimum(np.searchsorted(launched, part), len(launched) - 1)
+            rows.append(np.flatnonzero(launched[at] == part) + lo)
+    keep = np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64)
+    return keep, corr[keep]
 
 
 def _launch_table(corr: Array, op: Ints) -> tuple[Array, Ints]:
@@ -190,7 +202,10 @@ def _launchers(table: tuple[Array, Ints], corr: Array) -> Ints:
 
 
 def analyse_ops(c: Collector, dev: Device) -> OpsResult:
-    tree = _nest(c)
+    k, copies = dev.kernels, dev.copies
+    ids = np.concatenate([k[:, 3], copies[:, 2]])
+    tree = _nest(c, np.unique(ids[ids >= 0]))
+    del ids
     res = OpsResult()
     n_names = len(c.names)
     listed = ~_by_name(c.names, lambda n: n.startswith(NOT_OPS))
@@ -198,10 +213,8 @@ def analyse_ops(c: Collector, dev: Device) -> OpsResult:
     calls = np.bincount(op_nid, minlength=n_names)
     host = np.bincount(op_nid, weights=np.maximum(tree.host_self, 0.0), minlength=n_names)
     table = tree.launch_ids, tree.launch_ops
-    k = dev.kernels
     k_dur = k[:, 1] - k[:, 0]
     k_node = _launchers(table, k[:, 3])
-    copies = dev.copies
     c_node = _launchers(table, copies[:, 2])
     # device self time: what an op's own runtime calls launched (kernels, then copies)
     nodes = np.concatenate([k_node, c_node])

@@ -43,33 +43,41 @@ def union(x: Ranges) -> Ranges:
 
 
 def spans_union(
-    starts: npt.NDArray[np.float64], ends: npt.NDArray[np.float64], base: float
+    starts: npt.NDArray[np.float64],
+    ends: npt.NDArray[np.float64],
+    base: float,
+    where: npt.NDArray[np.bool_] | None = None,
 ) -> Ranges:
-    """union(column_stack([starts, ends]) - base), to the bit, without that array: the starts
-    and ends are sorted as two columns and shifted once sorted, and each merged range ends at
-    the running maximum of the ends at its last member (every range ends at or after its start,
-    so nothing before a merged range reaches past its start). For the 2.8 M runtime calls of a
-    2 GiB trace that holds ≈ 90 MB fewer at once."""
-    if len(starts) < 2:
-        return np.column_stack([starts, ends]) - base
-    if (starts[1:] < starts[:-1]).any():
-        order = np.argsort(starts, kind="stable")
-        s, e = starts[order], ends[order]
-        del order
-    else:
-        s, e = starts.copy(), ends
+    """union(column_stack([starts, ends])[where] - base), to the bit, without that array: the
+    spans (those `where` picks) are sorted in place as complex numbers, start + end·i (by
+    start, then end: no index array, no copies in sorted order) and shifted once sorted; each
+    merged range ends at the running maximum of the ends at its last member. Every range ends
+    at or after its start, so nothing before a merged range reaches past its start, and spans
+    that start together may come in any order: the maximum at the group's last member is the
+    same. The merged ranges then take the spans' place. For the 2.8 M runtime calls of a 2 GiB
+    trace (which seldom merge) this holds 16 bytes a call and the running maximum, 8, where
+    sorted copies, their order and the result held 60."""
+    z = np.empty(len(starts) if where is None else int(np.count_nonzero(where)), np.complex128)
+    z.real = starts if where is None else starts[where]
+    z.imag = ends if where is None else ends[where]
+    if len(z) < 2:
+        return np.column_stack([z.real, z.imag]) - base
+    if (z.real[1:] < z.real[:-1]).any():
+        z.sort()
+    s = z.real
     s -= base
-    reach = np.maximum.accumulate(e)
-    del e
+    reach = np.maximum.accumulate(z.imag)
     reach -= base
     new = s[1:] > reach[:-1]
-    out = np.empty((int(new.sum()) + 1, 2))
-    out[0, 0] = s[0]
-    out[1:, 0] = s[1:][new]
-    del s
-    out[:-1, 1] = reach[:-1][new]
-    out[-1, 1] = reach[-1]
-    return out
+    m = int(new.sum()) + 1
+    # the merged ranges are written over the sorted spans' own memory (start, end pairs, as
+    # the complex numbers lie), front to back: range j comes from span j or a later one
+    out = z.view(np.float64).reshape(-1, 2)
+    out[1:m, 0] = s[1:][new]
+    out[: m - 1, 1] = reach[:-1][new]
+    out[m - 1, 1] = reach[-1]
+    del s, reach, new
+    return out[:m].copy() if m < len(z) // 2 else out[:m]
 
 
 def partition(

@@ -121,14 +121,12 @@ def _roles(c: Collector, dev: Device, base: float) -> Generator[list[Ranges]]:
     del rt_nid
 
     def span(rows: Array, where: npt.NDArray[np.bool_] | None = None) -> Ranges:
-        """The union of the rows' spans (of those `where` says): only their two times copied."""
-        if where is None:
-            return spans_union(rows[:, 0], rows[:, 1], base)
-        return spans_union(rows[:, 0][where], rows[:, 1][where], base)
+        """The union of the rows' spans (of those `where` says)."""
+        return spans_union(rows[:, 0], rows[:, 1], base, where)
 
     def host(rows: npt.NDArray[np.bool_]) -> Ranges:
         """The union of the spans of the host rows a mask picks."""
-        return spans_union(h.ts[rows], h.end[rows], base)
+        return spans_union(h.ts, h.end, base, rows)
 
     memcpy, memset = span(dev.memcpy), span(dev.memset)
     host_comm = as_ranges(c.comm_host, base)
@@ -160,8 +158,9 @@ def _startup_rows(c: Collector, dev: Device, rt_nid: Ints) -> npt.NDArray[np.boo
     mask over the runtime calls, in file order; `rt_nid`: their name ids)."""
     h = dev.host
     by_name = _named(c, rt_nid, names.is_startup_call)
-    long = h.end[dev.runtime] - h.ts[dev.runtime] >= LONG_CALL_US
-    return by_name | long
+    dur = h.end[dev.runtime]
+    dur -= h.ts[dev.runtime]
+    return by_name | (dur >= LONG_CALL_US)
 
 
 def _startup_calls(c: Collector, dev: Device, spans: list[tuple[float, float]]) -> dict[str, float]:
@@ -312,6 +311,7 @@ def analyse_file(
             startup_calls = _startup_calls(c, dev, steps.spans)
     check()
     ops = analyse_ops(c, dev)
+    heap.release()  # the op tree's temporaries, before the GPU figures'
     device_names, used = _devices(dev, meta.deviceProperties)
     metrics = []
     if steps is not None and steps.spans:

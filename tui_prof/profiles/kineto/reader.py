@@ -97,10 +97,13 @@ def _read_ranks(
 
 def _timeline(session: Session, ignore_markers: bool) -> SessionRows | None:
     """The timeline store to write while reading, so the Timeline tab needs no second pass:
-    none where the traces are small (the tab reads them in about a second, and a summary of
+    none where no timeline will be opened (headless: store.INDEX_ENV unset), the traces are
+    small (the tab reads them in about a second, and a summary of
     many small runs, an experiment's, leaves no store behind each), one is stored already, the
     steps are not the timeline's (markers ignored) or the cache cannot be written."""
-    if ignore_markers or _json_bytes(session) < INDEX_FROM or store.exists(session):
+    if not store.index_while_reading() or ignore_markers:
+        return None
+    if _json_bytes(session) < INDEX_FROM or store.exists(session):
         return None
     build = SessionRows(session)
     if build.writer is None:
@@ -317,7 +320,7 @@ def summarize(
         if timeline is not None and timeline.pending:  # after the ranks' results are let go
             report(0.97, "indexing the timeline")
             with contextlib.suppress(OSError, ValueError):  # a full disk: the tab reads it later
-                timeline.finish()
+                timeline.finish(cancel)
     finally:
         if timeline is not None:
             timeline.abandon()  # where it was not stored

@@ -134,7 +134,7 @@ class RankRows:
         order = sorted(range(len(self.keys)), key=lambda k: (self.keys[k][0], *labels[k]))
         return sorted(order, key=lambda k: (self.keys[k][0], labels[k][0], -counts[k]))
 
-    def tracks(self, comm_ext: set[int]) -> Iterator[Track]:
+    def tracks(self, comm_ext: set[int], cancel: threading.Event | None = None) -> Iterator[Track]:
         """Each track in turn, sorted by time, from the spill file: its pieces read one at a
         time (not mapped: mapped pages would count as this process's memory)."""
         self.file.flush()
@@ -142,6 +142,8 @@ class RankRows:
         width = len(kr.COLUMNS)
         fd = self.file.fileno()
         for k in self._order():
+            if cancel is not None and cancel.is_set():
+                raise Cancelled()
             device, _, _ = self.keys[k]
             n = sum(b - a for a, b in self.pieces[k])
             cols = {c: np.empty(n, dtype=t) for c, t in _TYPES.items()}
@@ -211,17 +213,17 @@ class SessionRows:
         """A rank read: its rows (their collectives' ids in `rows.comm_ext`) and steps."""
         self.pending.append((label, rows, _spans(steps)))
 
-    def finish(self) -> Timeline | None:
+    def finish(self, cancel: threading.Event | None = None) -> Timeline | None:
         """Make every rank's tracks, one at a time, and store them; None where they went to
-        the store, else the timeline itself (kept in memory)."""
+        the store, else the timeline itself (kept in memory). Cancelled between two tracks."""
         gc.collect()  # the summary's read leaves cycles holding ≈ 180 MB of a 2 GiB trace's
         heap.release()
         kept = []
         for label, rows, spans in self.pending:
             if self.writer is not None:
-                self.writer.source(label, spans, rows.tracks(rows.comm_ext))
+                self.writer.source(label, spans, rows.tracks(rows.comm_ext, cancel))
             else:
-                kept.append(Source(label, list(rows.tracks(rows.comm_ext)), spans))
+                kept.append(Source(label, list(rows.tracks(rows.comm_ext, cancel)), spans))
             rows.close()
             heap.release()
         if self.writer is None:
@@ -287,6 +289,6 @@ def read_session(
                     progress((i + f) / n, f"reading {host}")
 
             read_rank(h.path, h.host, build, cancel, sub)
-        return build.finish()
+        return build.finish(cancel)
     finally:
         build.abandon()

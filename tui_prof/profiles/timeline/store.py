@@ -26,9 +26,17 @@ import numpy as np
 
 from tui_prof.profiles import cache
 from tui_prof.profiles.discover import Session
+from tui_prof.profiles.timeline import INDEX_ENV
 from tui_prof.profiles.timeline.model import Source, StepSpan, Timeline, Track
 
 VARIANT = "timeline-2"
+
+
+def index_while_reading() -> bool:
+    """Whether a summary should index the events it reads (INDEX_ENV: the TUI's)."""
+    return os.environ.get(INDEX_ENV) == "1"
+
+
 COLUMNS = {
     "start": np.float64,
     "end": np.float64,

@@ -345,11 +345,12 @@ def _store_timeline(
     """Write the timeline's store with the steps just found, so that the Timeline tab of a
     large session opens from it instead of finding them again (timeline/xspace.py: its events
     read line by line, one line held at a time). Skipped where it is stored already or cannot
-    be written; a failure leaves the tab to read the session itself."""
+    be written, and in headless summaries (store.INDEX_ENV unset); a failure leaves the tab to
+    read the session itself."""
     from tui_prof.profiles.timeline import store
     from tui_prof.profiles.timeline.xspace import write_session
 
-    if store.exists(session):
+    if not store.index_while_reading() or store.exists(session):
         return
 
     def sub(f: float, _m: str) -> None:
