@@ -44,13 +44,22 @@ class Child(Protocol):
 
 
 def can_fork() -> bool:
-    """Whether a fork is safe here and now (see the module); `TUIPROF_NO_FORK=1` says no."""
+    """Whether a fork is safe here and now (see the module): one thread, native ones counted
+    (a library's thread pool, gRPC's); `TUIPROF_NO_FORK=1` says no."""
     return (
         sys.platform.startswith("linux")
         and hasattr(os, "fork")
-        and threading.active_count() == 1
         and os.environ.get("TUIPROF_NO_FORK", "") in ("", "0")
+        and threading.active_count() == 1
+        and _os_threads() == 1
     )
+
+
+def _os_threads() -> int:
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        return 0  # unknown: no fork
 
 
 def start(
