@@ -3,13 +3,14 @@ as a `python -m` child, and the fresh start where a fork is not safe."""
 
 from __future__ import annotations
 
+import json
 import os
-import signal
 import subprocess
 import sys
 import threading
 
 import pytest
+from conftest import REPO
 
 from tui_prof.profiles import forked
 
@@ -21,12 +22,57 @@ ECHO = (
     "sys.exit(3)\n"
 )
 
+# The fork path, in a fresh interpreter: this test process may run other tests' threads (then
+# no fork is made, rightly), and the checks must see a fork.
+FORKS = """
+import json, os, signal, subprocess, sys
+from tui_prof.profiles import forked
 
-def _echo() -> int:
+def echo():
     line = sys.stdin.readline()
-    sys.stdout.write(line.upper() + " ".join(sorted(os.listdir("/proc/self/fd"))) + "\n")
+    sys.stdout.write(line.upper() + " ".join(sorted(os.listdir("/proc/self/fd"))) + "\\n")
     sys.stdout.flush()
     return 3
+
+def crash():
+    os.kill(os.getpid(), signal.SIGSEGV)
+    return 0
+
+def exits():
+    sys.exit(7)
+
+def raises():
+    raise RuntimeError("boom")
+
+out = {"can_fork": forked.can_fork()}
+r, w = os.pipe()  # an unrelated descriptor of ours: the child must not keep it open
+child = forked.start(echo, ["-c", "pass"], stdin=True, stdout=True)
+out["popen"] = isinstance(child, subprocess.Popen)
+child.stdin.write(b"hello\\n")
+child.stdin.close()
+out["lines"] = child.stdout.read().decode().splitlines()
+out["echo"] = child.wait(timeout=30)
+out["poll"] = child.poll()
+out["crash"] = forked.start(crash, ["-c", "pass"], stdin=False, stdout=False).wait(30)
+out["exits"] = forked.start(exits, ["-c", "pass"], stdin=False, stdout=False).wait(30)
+out["raises"] = forked.start(raises, ["-c", "pass"], stdin=False, stdout=False).wait(30)
+print(json.dumps(out))
+"""
+
+
+# A thread started by C code (libc's pthread_create running sleep(30)), unknown to `threading`,
+# as a library's thread pool is.
+NATIVE = """
+import ctypes, os, threading
+from tui_prof.profiles import forked
+print(forked.can_fork(), threading.active_count())
+libc = ctypes.CDLL(None)
+tid = ctypes.c_ulong()
+sleep = ctypes.cast(libc.sleep, ctypes.c_void_p)
+assert libc.pthread_create(ctypes.byref(tid), None, sleep, ctypes.c_void_p(30)) == 0
+print(forked.can_fork())
+os._exit(0)
+"""
 
 
 def _talk(child: forked.Child) -> list[str]:
@@ -40,30 +86,22 @@ def _talk(child: forked.Child) -> list[str]:
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="forks only on Linux")
 def test_a_forked_child_has_its_pipes_its_status_and_nothing_else_of_ours() -> None:
-    assert forked.can_fork(), "one thread here: the fork path is the one under test"
-    r, w = os.pipe()  # an unrelated descriptor of ours: the child must not keep it open
-    try:
-        child = forked.start(_echo, ["-c", ECHO], stdin=True, stdout=True)
-        assert not isinstance(child, subprocess.Popen)
-        out = _talk(child)
-    finally:
-        os.close(r)
-        os.close(w)
-    assert out[0] == "HELLO"
+    run = subprocess.run(
+        [sys.executable, "-c", FORKS],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(REPO), "TUIPROF_NO_FORK": ""},
+    )
+    assert run.returncode == 0, run.stderr
+    out = json.loads(run.stdout.splitlines()[-1])  # one line: a child never returned into it
+    assert out["can_fork"] and not out["popen"], out
+    assert out["lines"][0] == "HELLO" and out["echo"] == 3 and out["poll"] == 3
     # 0, 1, 2 and the descriptor listdir itself held: nothing inherited
-    assert len(out[1].split()) == 4 and {"0", "1", "2"} <= set(out[1].split()), out
-    assert child.returncode == 3 and child.poll() == 3
-
-
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="forks only on Linux")
-def test_a_forked_child_killed_by_a_signal_reads_as_popen_says_it() -> None:
-    def crash() -> int:
-        os.kill(os.getpid(), signal.SIGSEGV)
-        return 0
-
-    child = forked.start(crash, ["-c", "pass"], stdin=False, stdout=False)
-    assert child.wait(timeout=30) == -signal.SIGSEGV
-    child.kill()  # already gone: nothing happens
+    fds = out["lines"][1].split()
+    assert len(fds) == 4 and {"0", "1", "2"} <= set(fds), out
+    assert out["crash"] == -11  # killed by SIGSEGV reads as Popen says it
+    assert out["exits"] == 7 and out["raises"] == 1  # and neither returned into the parent
 
 
 def test_no_fork_where_another_thread_runs_or_where_turned_off(
@@ -74,7 +112,7 @@ def test_no_fork_where_another_thread_runs_or_where_turned_off(
     t.start()
     try:
         assert not forked.can_fork()  # a fork copies no other thread: a lock it held stays held
-        child = forked.start(_echo, ["-c", ECHO], stdin=True, stdout=True)
+        child = forked.start(lambda: 0, ["-c", ECHO], stdin=True, stdout=True)
         assert isinstance(child, subprocess.Popen)
         assert _talk(child)[0] == "HELLO"
     finally:
@@ -82,3 +120,18 @@ def test_no_fork_where_another_thread_runs_or_where_turned_off(
         t.join()
     monkeypatch.setenv("TUIPROF_NO_FORK", "1")
     assert not forked.can_fork()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="forks only on Linux")
+def test_no_fork_where_a_native_thread_runs() -> None:
+    """A library's own thread is invisible to `threading` but would be missing in a fork, with
+    any lock it held: no fork then."""
+    run = subprocess.run(
+        [sys.executable, "-c", NATIVE],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(REPO), "TUIPROF_NO_FORK": ""},
+    )
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split() == ["True", "1", "False"], run.stdout

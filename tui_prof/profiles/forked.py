@@ -44,13 +44,22 @@ class Child(Protocol):
 
 
 def can_fork() -> bool:
-    """Whether a fork is safe here and now (see the module); `TUIPROF_NO_FORK=1` says no."""
+    """Whether a fork is safe here and now (see the module): one thread, native ones counted
+    (a library's thread pool, gRPC's); `TUIPROF_NO_FORK=1` says no."""
     return (
         sys.platform.startswith("linux")
         and hasattr(os, "fork")
-        and threading.active_count() == 1
         and os.environ.get("TUIPROF_NO_FORK", "") in ("", "0")
+        and threading.active_count() == 1
+        and _os_threads() == 1
     )
+
+
+def _os_threads() -> int:
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        return 0  # unknown: no fork
 
 
 def start(
@@ -92,10 +101,12 @@ def start(
             sys.stdout = open(1, "w", closefd=False)  # noqa: SIM115
             sys.stderr = open(2, "w", closefd=False)  # noqa: SIM115
             status = main()
+        except SystemExit as exc:
+            status = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
         except BaseException:  # a child's failure is its exit status
             status = 1
-        finally:
-            os._exit(status)
+        finally:  # never back into the caller's code: that is the parent's
+            os._exit(status if isinstance(status, int) else 1)
     for fd in (in_r, out_w):
         if fd >= 0:
             os.close(fd)
