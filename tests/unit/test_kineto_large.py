@@ -74,6 +74,35 @@ def test_a_trace_decoded_in_worker_processes_equals_it_decoded_here(path: Path) 
         assert not Path(f"/proc/{pid}").exists()
 
 
+def test_pieces_go_to_the_workers_as_they_came_not_copied_into_the_buffer() -> None:
+    """Past the parts read here, each inflated piece is cut at its last event boundary and
+    handed over with the previous part's tail in front (no copy of the piece into the part
+    buffer, which was a third of the reading thread's CPU): most parts go that way, with the
+    same result as a read in this process."""
+    path = TRACES[0]
+    here = analyse_file(path, "r", workers=0)
+    handed: list[int] = []
+    real = TraceStream._piece_part
+
+    def counted(self: TraceStream, piece: bytes, close: int, comma: int) -> Any:
+        handed.append(len(piece))
+        return real(self, piece, close, comma)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(TraceStream, "_piece_part", counted)
+        stream_parts: list[int] = []
+        init = TraceStream.__init__
+
+        def kept(self: TraceStream, *a: Any, **k: Any) -> None:
+            init(self, *a, **k)
+            stream_parts.append(id(self))
+
+        mp.setattr(TraceStream, "__init__", kept)
+        there = analyse_file(path, "r", workers=2, parallel_from=0, chunk_bytes=256 * 1024)
+    assert len(stream_parts) == 1, "the read started over in this process"
+    assert len(handed) >= 4 and _facts(there) == _facts(here)
+
+
 def test_a_cut_inside_a_name_sends_the_read_back_to_this_process(tmp_path: Path) -> None:
     """Op names with `}, {` in them: the last such pair in a part is often not between two
     events; the worker that gets it fails to decode it, and the read starts over here, with

@@ -32,7 +32,7 @@ from typing import Any, Generic, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from tui_prof.profiles.kineto import heap
+from tui_prof.profiles import heap
 from tui_prof.profiles.kineto.events import Args, Event, Kind, kind_of
 
 # plain ints: the loop compares them once or more per event

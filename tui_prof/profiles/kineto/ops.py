@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from tui_prof.profiles.kineto import heap, names
+from tui_prof.profiles import heap
+from tui_prof.profiles.kineto import names
 from tui_prof.profiles.kineto.collect import (
     HAS_16BIT_INPUT,
     IS_RUNTIME,

@@ -26,7 +26,8 @@ import numpy.typing as npt
 
 from tui_prof.device_use import GpuMetric
 from tui_prof.model import Cancelled, StepBreakdown
-from tui_prof.profiles.kineto import heap, names
+from tui_prof.profiles import heap
+from tui_prof.profiles.kineto import names
 from tui_prof.profiles.kineto.collect import Array, Collector, Device, Ints
 from tui_prof.profiles.kineto.extras import Extras, RankExtras
 from tui_prof.profiles.kineto.gpu_metrics import gpu_metrics

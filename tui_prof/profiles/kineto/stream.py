@@ -28,6 +28,9 @@ from tui_prof.model import Cancelled, ProfileError
 from tui_prof.profiles.kineto.events import RAW_ARGS, Event, Meta, Trace
 from tui_prof.profiles.kineto.inflate import Inflater
 
+# An undecoded part (`defer`): its bytes are these buffers' one after another, valid until the
+# next part is asked for.
+RawPart = tuple[bytes | bytearray | memoryview, ...]
 CHUNK_BYTES = 16 * 2**20  # unpacked JSON decoded at a time
 # An undecoded part for a worker process (`defer`), at least: smaller, as each worker holds one
 # decoded and one waiting (16 MB decodes to ≈ 100 MB of structs: eight such workers, 1.3 GB).
@@ -123,6 +126,27 @@ def salvage(items: object) -> tuple[list[Event], int]:
     return out, skipped
 
 
+def _cuts(buf: bytes | bytearray) -> Iterator[tuple[int, int]]:
+    """(end of an event's `}`, its comma) from the end backwards: where a part may end."""
+    hi = len(buf)
+    while True:
+        close = buf.rfind(b"}", 0, hi)
+        if close <= 0:
+            return
+        hi = close
+        i = close + 1
+        while i < len(buf) and buf[i] in _WS:
+            i += 1
+        if i >= len(buf) or buf[i] != ord(","):
+            continue
+        comma = i
+        i += 1
+        while i < len(buf) and buf[i] in _WS:
+            i += 1
+        if i < len(buf) and buf[i] == ord("{"):
+            yield close, comma
+
+
 def _mb(n: int) -> str:
     return f"{n / 2**20:,.1f} MB"
 
@@ -150,7 +174,7 @@ class TraceStream:
         self.meta = Meta()
         self.skipped = 0  # events dropped: fields of the wrong type
         self.unpacked = 0  # bytes of JSON read so far
-        # Set while reading: the middle parts are yielded undecoded (a memoryview, valid until
+        # Set while reading: the middle parts are yielded undecoded (a RawPart, valid until
         # the next part is asked for) for worker processes to decode (workers.py); a cut that
         # is not between two events then shows as a DecodeError there.
         self.defer = False
@@ -162,27 +186,34 @@ class TraceStream:
 
     def _fill(self, source: Inflater, want: int) -> None:
         while len(self._buf) < want and not self._eof:
-            data = next(source, None)
+            data = self._take(source)
             if data is None:
-                self._eof = True
                 break
             self._buf += data
-            self.unpacked += len(data)
-            if self.unpacked > self.max_unpacked:
-                raise ProfileError(
-                    f"{self.name}: more than {_mb(self.max_unpacked)} of JSON (unpacked); "
-                    f"stopped there: its events would need about {ROWS_PER_UNPACKED_BYTE}× that "
-                    "in memory, more than this machine has free"
-                )
-            if self.progress is not None:
-                self.progress(min(1.0, source.consumed / source.size))
+
+    def _take(self, source: Inflater) -> bytes | None:
+        """The next unpacked piece, counted (None at the end: `_eof` set)."""
+        data = next(source, None)
+        if data is None:
+            self._eof = True
+            return None
+        self.unpacked += len(data)
+        if self.unpacked > self.max_unpacked:
+            raise ProfileError(
+                f"{self.name}: more than {_mb(self.max_unpacked)} of JSON (unpacked); "
+                f"stopped there: its events would need about {ROWS_PER_UNPACKED_BYTE}× that "
+                "in memory, more than this machine has free"
+            )
+        if self.progress is not None:
+            self.progress(min(1.0, source.consumed / source.size))
+        return data
 
     def batches(self) -> Iterator[list[Event]]:
         for part in self.read_parts():
             assert isinstance(part, list), "only read_parts()' callers set defer"
             yield part
 
-    def read_parts(self) -> Iterator[list[Event] | memoryview]:
+    def read_parts(self) -> Iterator[list[Event] | RawPart]:
         """Decoded batches, or while `defer` is set, undecoded middle parts (see __init__)."""
         source = Inflater(self.path, self.read_bytes)
         try:
@@ -190,7 +221,7 @@ class TraceStream:
         finally:
             source.close()
 
-    def _read(self, source: Inflater) -> Iterator[list[Event] | memoryview]:
+    def _read(self, source: Inflater) -> Iterator[list[Event] | RawPart]:
         buf = self._buf
         want = 256 * 1024
         while True:
@@ -212,6 +243,18 @@ class TraceStream:
         self._offset = start
         while True:
             self._check()
+            if self.defer and len(buf) < min(DEFER_BYTES, self.chunk_bytes):
+                # a piece as it came from the inflater, cut at its last boundary, not copied
+                # into the buffer first (that copy was a third of this process's reading)
+                piece = self._take(source)
+                if piece is None:
+                    yield self._last()
+                    return
+                if (cut := next(_cuts(piece), None)) is not None:
+                    yield from self._piece_part(piece, *cut)
+                else:
+                    buf += piece
+                continue
             self._fill(
                 source, min(DEFER_BYTES, self.chunk_bytes) if self.defer else self.chunk_bytes
             )
@@ -220,7 +263,7 @@ class TraceStream:
                 return
             part: list[Event] | None = None
             if self.defer:
-                if (cut := next(self._cuts(), None)) is not None:
+                if (cut := next(_cuts(self._buf), None)) is not None:
                     yield from self._raw_part(*cut)
                     continue
             else:
@@ -254,30 +297,9 @@ class TraceStream:
             raise ProfileError(f"{self.name}: not a Kineto trace (traceEvents is not a list)")
         return i
 
-    def _cuts(self) -> Iterator[tuple[int, int]]:
-        """(end of an event's `}`, its comma) from the end backwards: where a part may end."""
-        buf = self._buf
-        hi = len(buf)
-        while True:
-            close = buf.rfind(b"}", 0, hi)
-            if close <= 0:
-                return
-            hi = close
-            i = close + 1
-            while i < len(buf) and buf[i] in _WS:
-                i += 1
-            if i >= len(buf) or buf[i] != ord(","):
-                continue
-            comma = i
-            i += 1
-            while i < len(buf) and buf[i] in _WS:
-                i += 1
-            if i < len(buf) and buf[i] == ord("{"):
-                yield close, comma
-
     def _next_part(self) -> list[Event] | None:
         buf = self._buf
-        for attempt, (close, comma) in enumerate(self._cuts()):
+        for attempt, (close, comma) in enumerate(_cuts(self._buf)):
             if attempt >= CUT_ATTEMPTS:
                 break
             saved = buf[close + 1]
@@ -295,15 +317,27 @@ class TraceStream:
             return events
         return None
 
-    def _raw_part(self, close: int, comma: int) -> Iterator[memoryview]:
+    def _raw_part(self, close: int, comma: int) -> Iterator[RawPart]:
         """The part up to the event ending at `close`, undecoded, as `[...]`; then cut it off."""
         buf = self._buf
         buf[close + 1] = ord("]")
         with memoryview(buf) as view, view[: close + 2] as part:
-            yield part
+            yield (part,)
         del buf[:comma]
         buf[0] = ord("[")
         self._offset += comma
+        self.parts += 1
+
+    def _piece_part(self, piece: bytes, close: int, comma: int) -> Iterator[RawPart]:
+        """The buffer (`[` and what the last part left) and the piece up to the event ending at
+        `close`, undecoded, closed by `]`; then the buffer holds `[` and the piece after the
+        comma."""
+        buf = self._buf
+        with memoryview(piece) as view, view[: close + 1] as head:
+            yield (buf, head, b"]")
+        self._offset += len(buf) + comma
+        del buf[1:]
+        buf += memoryview(piece)[comma + 1 :]
         self.parts += 1
 
     def _decode_events(self, part: bytes | memoryview) -> list[Event]:

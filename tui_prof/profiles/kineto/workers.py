@@ -37,7 +37,7 @@ import msgspec
 from tui_prof.profiles.kineto.collect import Collector, Part
 from tui_prof.profiles.kineto.events import Event
 from tui_prof.profiles.kineto.extras import Extras
-from tui_prof.profiles.kineto.stream import TraceStream, decode_events
+from tui_prof.profiles.kineto.stream import RawPart, TraceStream, decode_events
 from tui_prof.profiles.timeline.kineto_rows import PartRows, rows_of
 
 PARALLEL_FROM = 64 * 2**20  # JSON bytes decoded in this process before workers take over
@@ -169,14 +169,15 @@ class _Pool:
             self.close()
             raise BadCut() from exc
 
-    def submit(self, part: memoryview) -> None:
+    def submit(self, part: RawPart) -> None:
         proc = self.procs[self.sent % len(self.procs)]
         while len(self.waiting) >= IN_FLIGHT * len(self.procs):
             self._merge_oldest()
         assert proc.stdin is not None
         try:
-            _write_all(proc.stdin, _HEADER.pack(len(part)))
-            _write_all(proc.stdin, part)
+            _write_all(proc.stdin, _HEADER.pack(sum(len(p) for p in part)))
+            for piece in part:
+                _write_all(proc.stdin, piece)
         except OSError as exc:  # it ended (could not import, killed): read in this process
             raise BadCut() from exc
         self.sent += 1
@@ -247,7 +248,7 @@ def _read_exact(f: IO[bytes], n: int, wait: Callable[[IO[bytes]], None] | None) 
     return buf
 
 
-def _write_all(f: IO[bytes], data: bytes | memoryview) -> None:
+def _write_all(f: IO[bytes], data: bytes | bytearray | memoryview) -> None:
     with memoryview(data) as view:
         done = 0
         while done < len(view):

@@ -25,8 +25,8 @@ import numpy.typing as npt
 
 from tui_prof.model import Cancelled
 from tui_prof.printable import printable
+from tui_prof.profiles import heap
 from tui_prof.profiles.discover import Session
-from tui_prof.profiles.kineto import heap
 from tui_prof.profiles.kineto.collect import Collector
 from tui_prof.profiles.kineto.events import Event
 from tui_prof.profiles.kineto.extras import Extras

@@ -22,9 +22,9 @@ import numpy as np
 
 from tui_prof.model import Cancelled, ProfileError
 from tui_prof.printable import printable
+from tui_prof.profiles import heap
 from tui_prof.profiles.discover import Session
 from tui_prof.profiles.kernel_names import is_xla_collective
-from tui_prof.profiles.kineto import heap
 from tui_prof.profiles.timeline import store
 from tui_prof.profiles.timeline.model import (
     CATEGORY_CODE,

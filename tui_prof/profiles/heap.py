@@ -1,4 +1,5 @@
-"""Keep a large trace's read from holding freed memory: big arrays back to the OS when freed.
+"""Keep a large profile's read from holding freed memory: big arrays back to the OS when freed
+(the Kineto reader's stages, the timeline's index of Kineto and XSpace sessions).
 
 Contract: `bound(reading=True)` before reading a trace, `bound(reading=False)` after it, before
 the stages that work on its arrays; `release()` after a stage dropped large arrays; all are
