@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from conftest import until
-from textual.widgets import RichLog
+from textual.widgets import RichLog, Static
 
 from tui_prof.experiments.spec import load_spec
 from tui_prof.tui.app import TuiprofApp
@@ -45,6 +45,14 @@ def _shown(app: TuiprofApp) -> list[str]:
     return [s.text.rstrip() for s in app.experiments.query_one("#run-log", RichLog).lines]
 
 
+def _log_shows(app: TuiprofApp, run_id: str) -> bool:
+    """Whether the log pane is the run's (its title names it): the screen has taken the row's
+    highlight, which on a loaded machine comes some frames after the table's cursor moved."""
+    variant, repeat = run_id.rsplit("-r", 1)
+    title = str(app.experiments.query_one("#log-title", Static).content)
+    return title.startswith(f"Log: {variant} #{int(repeat) + 1} ")
+
+
 def _selected(app: TuiprofApp) -> str | None:
     if not app.is_screen_installed("experiments") or not app.experiments.is_mounted:
         return None
@@ -57,8 +65,9 @@ async def _log_of_a_run_selected_before_its_output(tmp_path: Path, lines: int) -
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause(0.3)
         app._start(StartRequest(load_spec(_spec(tmp_path, lines))))
-        await until(pilot, lambda: bool(app.runners) and _selected(app) is not None)
-        (tmp_path / "go0").touch()  # the run is selected: now it may print
+        await until(pilot, lambda: bool(app.runners) and _selected(app) == "default-r0")
+        await until(pilot, lambda: _log_shows(app, "default-r0"))
+        (tmp_path / "go0").touch()  # the run is selected and its log shown: now it may print
         runner = next(iter(app.runners.values()))
         await until(pilot, lambda: runner.done)
         # The last flush comes a timer's tick later (later still on a loaded machine): wait for
@@ -94,6 +103,7 @@ async def test_a_flood_selected_afterwards_shows_its_kept_tail_and_says_what_it_
         table.focus()
         await pilot.press("down")
         await until(pilot, lambda: _selected(app) == "default-r1")
+        await until(pilot, lambda: _log_shows(app, "default-r1"))
         (tmp_path / "go0").touch()
         await until(pilot, lambda: table.runs["default-r0"].status == "finished")
         await pilot.pause(0.3)
