@@ -11,6 +11,7 @@ import io
 import itertools
 import json
 import os
+import socket
 import subprocess
 import sys
 import threading
@@ -126,6 +127,31 @@ def test_a_cut_inside_a_name_sends_the_read_back_to_this_process(tmp_path: Path)
         there = analyse_file(path, "r", workers=2, parallel_from=0, chunk_bytes=4096)
     assert len(streams) == 1, "no part was cut inside a name: the test tests nothing"
     assert len(there.breakdowns) == 120 and _facts(there) == _facts(here)
+
+
+def test_a_part_or_result_is_handed_over_without_waiting_for_the_other_side_to_read_it() -> None:
+    """What keeps the workers busy: sending 8 MB returns while nobody reads (through a pipe it
+    waited 64 kB at a time for the reader, and two workers used one core between them), and
+    what arrives is what was sent, in order."""
+    mine, theirs = socket.socketpair()
+    with mine, theirs:
+        parts = [bytes(range(256)) * (2**15 + k) for k in range(3)]  # 8 MB and a little
+        done = threading.Event()
+
+        def send() -> None:
+            for p in parts:
+                workers._send(mine, [p[:100], memoryview(p)[100:]])
+            done.set()
+
+        threading.Thread(target=send, daemon=True).start()
+        assert done.wait(10), "a send waited for the reader"
+        for p in parts:
+            got = workers._receive(theirs)
+            assert got is not None
+            with got:
+                assert got[:] == p
+        mine.close()
+        assert workers._receive(theirs) is None  # the other side ended
 
 
 @pytest.mark.parametrize("python", ["/nonexistent/python", "/bin/false"])
