@@ -24,7 +24,14 @@ from tui_prof.profiles.timeline.model import NoEvents, make_track
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLES = REPO / "sample_traces"
-KINETO_SAMPLES = ["torch_cuda_float32", "torch_cuda_autocast", "torch_float32"]
+KINETO_SAMPLES = [
+    "torch_cuda_float32",
+    "torch_cuda_autocast",
+    "torch_cuda_wide_float32",
+    "torch_cuda_wide_autocast",
+    "torch_float32",
+    "torch_autocast",
+]
 DEVICE_COMPUTE = CATEGORIES.index("device_compute")
 
 
@@ -62,6 +69,9 @@ def test_kineto_sample_steps_match_the_summary(name: str) -> None:
     [
         "kineto/a100_rank0.json.gz",
         "kineto/mi250_minitoy_train.json.gz",
+        "kineto/sampled_rank-0.json.gz",
+        "kineto/benchmark_result_2869224_1695835535_trace.json.gz",
+        "kineto/benchmark_result_924719_1679055439_trace.json.gz",
         "kineto_tb_plugin/worker0.1623143089861.pt.trace.json.gz",
     ],
 )
@@ -75,14 +85,27 @@ def test_kineto_public_steps_match_the_summary(rel: str) -> None:
 XSPACE_SAMPLES = [
     "jax_cuda_float32",
     "jax_cuda_bf16",
+    "jax_cuda_step_markers",
+    "jax_step_markers",
     "keras_fit_float32/train",
+    "keras_fit_mixed",
+    "keras_fit_step_markers",
     "jax_program_runs",
+    "custom_loop",
+    "input_bound",
+    "experiment_mixed_precision/runs/float32-r0",
+    "experiment_mixed_precision/runs/mixed-r0",
 ]
 
 
 @pytest.mark.parametrize("name", XSPACE_SAMPLES)
 def test_xspace_sample_steps_match_the_summary(name: str) -> None:
     assert _check_against_summary(SAMPLES / name, own_steps=True) >= 2
+
+
+@needs_shared
+def test_xspace_amd_jax_steps_match_the_summary() -> None:
+    assert _check_against_summary(SHARED_TRACES / "jax_gpu_gemm", own_steps=True) >= 2
 
 
 @needs_shared
