@@ -116,6 +116,19 @@ def test_xspace_gpu_multi_worker_step_matches_the_summary() -> None:
     assert {t.kind for t in st.tracks} == {"host", "device"}
 
 
+def test_xspace_host_events_that_launched_device_work_are_kernel_launch() -> None:
+    """As xprof classifies a host event where there are devices (ClassifyCpuEvent): one with a
+    correlation id is kernel launch, not host compute as on a CPU-only host."""
+    tl = load_timeline(SAMPLES / "jax_cuda_float32")
+    st = tl.step(tl.slowest())
+    launch = CATEGORIES.index("kernel_launch")
+    host = [t for t in st.tracks if t.kind == "host"]
+    launched = np.concatenate([t.cat[t.corr >= 0] for t in host])
+    assert len(launched) and (launched == launch).all()
+    others = np.concatenate([t.cat[t.corr < 0] for t in host])
+    assert len(others) and (others != launch).all()
+
+
 def test_gpu_trace_has_host_threads_and_a_device_stream() -> None:
     tl = load_timeline(SAMPLES / "torch_cuda_float32")
     st = tl.step(tl.slowest())

@@ -4,7 +4,7 @@ Why these steps: the spans are those of tuiprof's own step finder (xplane.steps.
 `FoundSteps.spans_ps`), the steps the summary shows wherever the converter found no step markers;
 where it did, the converter's step times may differ slightly from these spans (see
 docs/timeline.md). Categories are the converter's event types (step_events.classify_device /
-classify_host → CATEGORY_OF); GPU planes' derived lines (XLA Ops, Modules) repeat the streams'
+classify_host, with_launches on a host with devices → CATEGORY_OF); GPU planes' derived lines (XLA Ops, Modules) repeat the streams'
 kernels and are left out, as the step finder leaves them out. TPU cores keep every line XProf
 shows (Steps, XLA Modules, XLA Ops, …, in that order): their step markers are drawn as `other`
 (a marker, not work) and XLA's collective ops as collectives.
@@ -39,7 +39,9 @@ from tui_prof.profiles.xplane.step_events import (
     classify_device,
     classify_host,
     classify_tpu,
+    is_executor,
     types_of,
+    with_launches,
 )
 from tui_prof.profiles.xplane.steps import FoundSteps, find_steps
 from tui_prof.profiles.xplane.xspace import DERIVED_LINE_IDS, XSpaceFile, host_name
@@ -147,6 +149,12 @@ def _file_tracks(
             derived = DERIVED_LINE_IDS if dev is not None and dev[0] == "GPU" else None
             tpu = dev is not None and dev[0] == "TPU"
             classify = classify_host if dev is None else classify_tpu if tpu else classify_device
+            launches = dev is None and any(p.device is not None for p in space.planes)
+            executor = (
+                np.array([k for k, v in meta.event_names.items() if is_executor(v)], np.int64)
+                if launches
+                else None
+            )
             group = host if dev is None else f"{dev[0]} {dev[1]}"
             # line by line, each made a track at once: one line's decoded events at a time
             for size, le in space.lines(
@@ -156,6 +164,10 @@ def _file_tracks(
                 if le is None or not len(le.start_ps):
                     continue
                 types = types_of(le.metadata_id, meta.event_names, classify)
+                corr = le.ints["correlation_id"]
+                if executor is not None:  # a host with devices: its launches, as xprof's
+                    ran = (corr != MISSING) | np.isin(le.metadata_id, executor)
+                    types = with_launches(types, ran)
                 cat = _CODE[np.clip(types, 0, 255)]
                 if tpu and le.name in TPU_STEP_LINES:
                     cat[:] = _OTHER  # a step marker, not work: the ops show what ran
@@ -169,7 +181,6 @@ def _file_tracks(
                         name_list.append(printable(n))
                     ids.append(i)
                 nid = np.array(ids, dtype=np.int32)[inverse]
-                corr = le.ints["correlation_id"]
                 start = (le.start_ps - base_ps).astype(np.float64) / 1e6
                 end = (np.maximum(le.end_ps, le.start_ps) - base_ps).astype(np.float64) / 1e6
                 name = f"{group} {le.name}" if dev is not None else le.name
