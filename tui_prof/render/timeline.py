@@ -7,6 +7,7 @@ track is idle; names are already printable (timeline.model) and go into Text, ne
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -57,17 +58,35 @@ _SHORTER = (
 )
 
 
+_KIND_SUFFIX = re.compile(
+    r"\([A-Za-z][A-Za-z0-9 ]*\)$"
+)  # `(Kernel)`, `(MemcpyH2D)`: a stream's use
+_LAST_NUMBER = re.compile(r"\d+(?!.*\d)")
+
+
 def track_label(name: str, n: int) -> str:
-    """A track's name in n cells: as it is, else with its words shortened, else its start and
-    its end around an ellipsis (two streams of one GPU must not read the same)."""
+    """A track's name in n cells: as it is, else with its words shortened (then without a
+    stream's trailing `(Kernel)`), else its start and its end around an ellipsis, keeping its
+    last number whole (two streams of one GPU, two lines of one TPU core, must not read the
+    same)."""
     if len(name) <= n:
         return name
     for long, short in _SHORTER:
         name = name.replace(long, short)
+    if len(name) > n and _LAST_NUMBER.search(_KIND_SUFFIX.sub("", name)):
+        name = _KIND_SUFFIX.sub("", name)
     if len(name) <= n:
         return name
     head = min(6, max(n // 2 - 1, 1))
-    return name[:head] + "…" + name[len(name) - (n - head - 1) :]
+    tail = n - head - 1
+    last = _LAST_NUMBER.search(name)
+    if last is not None and last.end() <= len(name) - tail:  # the cut would drop the number
+        if len(name) - last.start() <= n - 2:
+            tail = len(name) - last.start()  # the end from the number on
+        elif last.end() <= n - 2:
+            tail = n - last.end() - 1  # the start up to the number, and the very end
+        head = n - tail - 1
+    return name[:head] + "…" + name[len(name) - tail :]
 
 
 # The legend's words where the full labels do not fit a narrow view.
