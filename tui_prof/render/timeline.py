@@ -164,10 +164,25 @@ def legend_line(st: StepTimeline, width: int, mono: bool = False) -> Text:
     return line
 
 
-def header_line(st: StepTimeline, view: View, width: int, note: str = "") -> Text:
-    span = f"{_ms(view.lo)}–{_ms(view.hi)} ms of {_ms(st.duration_us)} ms"
+def header_line(
+    st: StepTimeline, view: View, width: int, note: str = "", short_note: str | None = None
+) -> Text:
+    """The step, its source, the window shown, then `note`; where that is too wide, the window
+    said shorter (`216 ms` for the whole step, `41.9–83.8 of 216 ms`), then `short_note`, so
+    which step of how many and how many tracks still read at 80 columns."""
     src = f" · {st.source}" if st.source else ""
-    text = f"Step {st.step}{src} · {span}{note}"
+    whole = view.lo <= 0.0 and view.hi >= st.duration_us
+    span = f"{_ms(view.lo)}–{_ms(view.hi)} ms of {_ms(st.duration_us)} ms"
+    short = (
+        f"{_ms(st.duration_us)} ms"
+        if whole
+        else f"{_ms(view.lo)}–{_ms(view.hi)} of {_ms(st.duration_us)} ms"
+    )
+    tries = [(span, note), (short, note), (short, note if short_note is None else short_note)]
+    for window, said in tries:
+        text = f"Step {st.step}{src} · {window}{said}"
+        if len(text) <= width:
+            break
     return Text(_fit(text, width), style="bold")
 
 
