@@ -104,15 +104,17 @@ def _status_progress(status: Any, label: str) -> Progress:
     return report
 
 
-def _start_converter(sessions: Any, args: argparse.Namespace) -> None:
-    """The converter's process starts now, while this one imports the readers, when an XSpace
-    session will need it (not in the cache): its start-up then costs nothing."""
+def _start_converter(sessions: Any, args: argparse.Namespace) -> bool:
+    """The converter's processes start now, while this one imports the readers, when an XSpace
+    session will need them (not in the cache): their start-up then costs nothing."""
     from tui_prof.profiles.prefetch import cached
 
     if any(s.format == "xplane" and (args.no_cache or not cached(s)) for s in sessions):
         from tui_prof.profiles.xplane import convert_worker
 
         convert_worker.process().start()
+        return True
+    return False
 
 
 def _err(msg: str) -> None:
@@ -369,7 +371,7 @@ def run(args: argparse.Namespace) -> int:
             "found"
         )
         return 2
-    _start_converter(sessions, args)  # first: the imports below overlap its start
+    converting = _start_converter(sessions, args)  # first: the imports below overlap its start
     from tui_prof.model import ProfileError
     from tui_prof.profiles.efficiency import with_peak
     from tui_prof.profiles.load import load_summary
@@ -396,6 +398,10 @@ def run(args: argparse.Namespace) -> int:
         except ProfileError as exc:
             errors.append({"path": str(sess.path), "error": str(exc)})
             _err(f"{sess.path}: {exc}")
+    if converting:  # no more requests: they exit while the output is written
+        from tui_prof.profiles.xplane import convert_worker
+
+        convert_worker.process().finish()
     if args.format == "json":
         doc: dict[str, Any] = {"sessions": [s.to_dict() for s in summaries]}
         if errors:

@@ -10,6 +10,8 @@ one place that deals with them:
 - it is native code of unknown thread-safety, so calls are serialised;
 - a damaged file can crash it (a negated event offset: SIGSEGV), so it runs in a process of its
   own (convert_worker), whose death is the file's one-line error.
+Tools that do not reuse the overview's op stats (the memory profile) run `beside` the others in
+that process, in a thread of their own: on two cores they cost no wall time.
 """
 
 from __future__ import annotations
@@ -50,12 +52,14 @@ def convert(
     tools: Sequence[str] = DEFAULT_TOOLS,
     then: Callable[[dict[str, Any]], Sequence[str]] | None = None,
     meanwhile: Callable[[dict[str, Any]], None] | None = None,
+    beside: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Run TensorBoard's converter tools on one session's host files; raise ProfileError if one
     of `tools` fails. `then(results)` may name more tools to run on the same conversion (its
     saved op stats make them cheap); those are only missing from the result where they fail.
     `meanwhile(results)` runs here while the converter's process works on those (the two
-    overlap on two cores); the results it sees are `tools`' alone."""
+    overlap on two cores); the results it sees are `tools`' alone. `beside` tools (not
+    required either) run from the start beside all those (see the module)."""
     if not paths:
         raise ProfileError("no .xplane.pb files to read")
     names = [p.name for p in paths]
@@ -69,29 +73,22 @@ def convert(
             link = Path(tmp) / _link_name(p.name, i)
             os.symlink(os.path.abspath(p), link)
             links.append(str(link))
-        _ask_all(r2t, links, tools, names)  # at once: the process goes on while this one reads
-        for i, tool in enumerate(tools):
-            try:
-                out[tool] = _answer(r2t, tool, required=True, names=names)
-            except UnreadableProfile:
-                raise  # the process died: no answers are left to read
-            except ProfileError:
-                for later_tool in tools[i + 1 :]:  # keep the next call's answers in step
-                    _answer(r2t, later_tool, required=False, names=names)
-                raise
-        later = [t for t in (then(out) if then is not None else ()) if t not in out]
-        sent = 0
+        # All asked at once: the process goes on while this one reads.
+        side = [(tool, _ask(r2t, links, tool, names, beside=True)) for tool in beside]
+        asked = [(tool, _ask(r2t, links, tool, names)) for tool in tools]
         try:
-            for tool in later:
-                _ask(r2t, links, tool, names)
-                sent += 1
+            for tool, request_id in asked:
+                out[tool] = _answer(r2t, tool, request_id, required=True, names=names)
+            later = [t for t in (then(out) if then is not None else ()) if t not in out]
+            asked = [(tool, _ask(r2t, links, tool, names)) for tool in later]
             if meanwhile is not None:
                 meanwhile(dict(out))
-        finally:  # every answer asked for is read, so the next call's answers stay in step
-            answers = [_answer(r2t, tool, required=False, names=names) for tool in later[:sent]]
-        for tool, data in zip(later, answers, strict=False):
-            if data is not None:
-                out[tool] = data
+            for tool, request_id in asked + side:
+                data = _answer(r2t, tool, request_id, required=False, names=names)
+                if data is not None:
+                    out[tool] = data
+        finally:  # answers still owed (an error above) are dropped when they come
+            r2t.forget()
     return out
 
 
@@ -103,29 +100,31 @@ def _died(names: list[str], exc: convert_worker.ConverterDied) -> UnreadableProf
 
 
 def _ask(
-    r2t: convert_worker.ConverterProcess, links: list[str], tool: str, names: list[str]
-) -> None:
+    r2t: convert_worker.ConverterProcess,
+    links: list[str],
+    tool: str,
+    names: list[str],
+    *,
+    beside: bool = False,
+) -> int:
     try:
-        r2t.send(links, tool, {"use_saved_result": True})
+        return r2t.send(links, tool, {"use_saved_result": True}, beside=beside)
     except convert_worker.ConverterDied as exc:
         raise _died(names, exc) from None
 
 
-def _ask_all(
-    r2t: convert_worker.ConverterProcess, links: list[str], tools: Sequence[str], names: list[str]
-) -> None:
-    """Ask for every tool without waiting (a request that cannot be sent: the process died)."""
-    for tool in tools:
-        _ask(r2t, links, tool, names)
-
-
 def _answer(
-    r2t: convert_worker.ConverterProcess, tool: str, *, required: bool, names: list[str]
+    r2t: convert_worker.ConverterProcess,
+    tool: str,
+    request_id: int,
+    *,
+    required: bool,
+    names: list[str],
 ) -> Any:
-    """The answer to the oldest request, parsed: ProfileError where a required tool fails,
-    else None; the converter's death is the file's error either way (UnreadableProfile)."""
+    """The answer to this request, parsed: ProfileError where a required tool fails, else None;
+    the converter's death is the file's error either way (UnreadableProfile)."""
     try:
-        data = r2t.receive()
+        data = r2t.receive(request_id)
     except convert_worker.ConverterDied as exc:
         raise _died(names, exc) from None
     except Exception as exc:  # native errors surface as assorted exception types

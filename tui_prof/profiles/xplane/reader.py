@@ -17,7 +17,7 @@ import contextlib
 import mmap
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -46,6 +46,7 @@ from tui_prof.profiles.xplane.framework import framework_of
 from tui_prof.profiles.xplane.memory import memory_use
 
 if TYPE_CHECKING:
+    from tui_prof.profiles.xplane.device_ops import DeviceOps
     from tui_prof.profiles.xplane.hlo_cost import HloFlops
     from tui_prof.profiles.xplane.steps import FoundSteps
 
@@ -179,18 +180,13 @@ def summarize(
     own_path = force_fallback or bool(step_program)
 
     def hlo_if_no_steps(done: dict[str, Any]) -> tuple[str, ...]:
-        """Device HLO ops' types give the 16-bit share where the converter's steps do not;
-        the memory profile always (not required: older converters may lack it)."""
+        """Device HLO ops' types give the 16-bit share where the converter's steps do not."""
         steps = [] if own_path else tb_tables.overview_steps(done[converter.OVERVIEW])
         if steps:
             _report_step_time(session, steps, report)
-        return (
-            (converter.MEMORY_PROFILE,)
-            if steps
-            else (converter.HLO_STATS, converter.MEMORY_PROFILE)
-        )
+        return () if steps else (converter.HLO_STATS,)
 
-    capability = _Beside(_compute_capability, paths if _names_gpu_planes(paths) else [])
+    gpu = _GpuAhead(paths if _names_gpu_planes(paths) else [])
     converted: dict[str, Any] = {}
 
     def tables_meanwhile(first: dict[str, Any]) -> None:
@@ -199,10 +195,15 @@ def summarize(
         raw = tb_tables.kernels(first[converter.KERNEL_STATS])
         ops = tb_tables.top_ops(first[converter.OP_STATS])
         converted["raw_kernels"] = raw
-        converted["ops"], converted["kernels"] = _with_device_ops(paths, ops, raw)
+        converted["ops"], converted["kernels"] = _with_device_ops(paths, ops, raw, gpu)
         converted["hlo"] = _hlo_flops(paths, gpu=bool(raw))  # GPU kernels: count the HLO's math
 
-    tables = converter.convert(paths, then=hlo_if_no_steps, meanwhile=tables_meanwhile)
+    tables = converter.convert(
+        paths,
+        then=hlo_if_no_steps,
+        meanwhile=tables_meanwhile,
+        beside=(converter.MEMORY_PROFILE,),  # always (not required: older converters lack it)
+    )
     _check(cancel)
     overview = tables[converter.OVERVIEW]
     props = tb_tables.overview_properties(overview)
@@ -240,7 +241,7 @@ def summarize(
         device_count=device_count or len(names),
         hosts=tuple(h.host for h in session.hosts),
         device_names=names,
-        compute_capability=capability.result() if "GPU" in device_type.upper() else "",
+        compute_capability=gpu.capability() if "GPU" in device_type.upper() else "",
     )
     official = tb_tables.precision(props) if own.source == STEP_SOURCE_OFFICIAL else None
     training = props.get("is_training")
@@ -385,34 +386,67 @@ def _compute_capability(paths: Sequence[Path]) -> str:
 
 
 def _with_device_ops(
-    paths: Sequence[Path], ops: list[OpStat], kernels: list[KernelStat]
+    paths: Sequence[Path], ops: list[OpStat], kernels: list[KernelStat], gpu: _GpuAhead
 ) -> tuple[list[OpStat], list[KernelStat]]:
     """`device_ops.with_device_ops`, imported only where there are GPU kernels to complete."""
     if not kernels:
         return ops, kernels
     from tui_prof.profiles.xplane.device_ops import with_device_ops
 
-    return with_device_ops(paths, ops, kernels)
+    return with_device_ops(paths, ops, kernels, gpu.device_ops())
 
 
-class _Beside:
-    """`fn(paths)` in a thread of its own, started now: this process only waits while the
-    converter's process works, so the raw decoder's import and scan cost no wall time there.
-    An error is the converter's to report (it reads the same file): it gives `""`."""
+class _GpuAhead:
+    """The GPU planes read in a thread of their own, started now: this process only waits
+    while the converter's processes work, so parsing them costs no wall time there. They give
+    the compute capability (an error is the converter's to report, as it reads the same file:
+    `""`) and, where the planes' kernels name their op only in an annotation, never in the
+    stat the converter reads, the device ops the tables will then ask for (an error: None,
+    and they are read again where needed, which raises it)."""
 
-    def __init__(self, fn: Callable[[Sequence[Path]], str], paths: Sequence[Path]) -> None:
-        self._value = ""
+    def __init__(self, paths: Sequence[Path]) -> None:
+        self._capability = ""
+        self._device_ops: DeviceOps | None = None
+        self._thread: threading.Thread | None = None
+        if paths:
+            self._thread = threading.Thread(
+                target=self._run, args=(paths,), name="tuiprof-gpu-planes", daemon=True
+            )
+            self._thread.start()
 
-        def run() -> None:
-            with contextlib.suppress(Exception):
-                self._value = fn(paths)
+    def _run(self, paths: Sequence[Path]) -> None:
+        from tui_prof.profiles.xplane.device_ops import DeviceOps, add_plane, names_ops
+        from tui_prof.profiles.xplane.gpu_planes import gpu_planes, plane_capability
 
-        self._thread = threading.Thread(target=run, name="tuiprof-beside", daemon=True)
-        self._thread.start()
+        capability: str | None = None
+        stat_only = converter_stat = False  # a plane names ops in annotations; in tf_op
+        with contextlib.suppress(Exception):
+            for plane in gpu_planes(paths):  # one at a time: a plane can be tens of MB
+                if capability is None:
+                    capability = plane_capability(plane)
+                    self._capability = capability or ""
+                annotation, stat = names_ops(plane)
+                stat_only |= annotation
+                converter_stat |= stat
+                if capability is not None and converter_stat:
+                    break  # the converter names the ops: the tables will not ask
+            if stat_only and not converter_stat:
+                found = DeviceOps()
+                for plane in gpu_planes(paths):
+                    add_plane(found, plane)
+                self._device_ops = found
 
-    def result(self) -> str:
-        self._thread.join()
-        return self._value
+    def _join(self) -> None:
+        if self._thread is not None:
+            self._thread.join()
+
+    def capability(self) -> str:
+        self._join()
+        return self._capability
+
+    def device_ops(self) -> DeviceOps | None:
+        self._join()
+        return self._device_ops
 
 
 def _names_gpu_planes(paths: Sequence[Path]) -> bool:
