@@ -20,7 +20,7 @@ import json
 import os
 import tempfile
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -53,13 +53,15 @@ def convert(
     then: Callable[[dict[str, Any]], Sequence[str]] | None = None,
     meanwhile: Callable[[dict[str, Any]], None] | None = None,
     beside: Sequence[str] = (),
+    decoders: Mapping[str, Callable[[str], Any]] | None = None,
 ) -> dict[str, Any]:
     """Run TensorBoard's converter tools on one session's host files; raise ProfileError if one
     of `tools` fails. `then(results)` may name more tools to run on the same conversion (its
     saved op stats make them cheap); those are only missing from the result where they fail.
     `meanwhile(results)` runs here while the converter's process works on those (the two
     overlap on two cores); the results it sees are `tools`' alone. `beside` tools (not
-    required either) run from the start beside all those (see the module)."""
+    required either) run from the start beside all those (see the module). A tool's JSON is
+    parsed by json, or by its entry in `decoders` (ValueError where it is not JSON)."""
     if not paths:
         raise ProfileError("no .xplane.pb files to read")
     names = [p.name for p in paths]
@@ -78,13 +80,17 @@ def convert(
         asked = [(tool, _ask(r2t, links, tool, names)) for tool in tools]
         try:
             for tool, request_id in asked:
-                out[tool] = _answer(r2t, tool, request_id, required=True, names=names)
+                out[tool] = _answer(
+                    r2t, tool, request_id, required=True, names=names, decoders=decoders
+                )
             later = [t for t in (then(out) if then is not None else ()) if t not in out]
             asked = [(tool, _ask(r2t, links, tool, names)) for tool in later]
             if meanwhile is not None:
                 meanwhile(dict(out))
             for tool, request_id in asked + side:
-                data = _answer(r2t, tool, request_id, required=False, names=names)
+                data = _answer(
+                    r2t, tool, request_id, required=False, names=names, decoders=decoders
+                )
                 if data is not None:
                     out[tool] = data
         finally:  # answers still owed (an error above) are dropped when they come
@@ -120,6 +126,7 @@ def _answer(
     *,
     required: bool,
     names: list[str],
+    decoders: Mapping[str, Callable[[str], Any]] | None = None,
 ) -> Any:
     """The answer to this request, parsed: ProfileError where a required tool fails, else None;
     the converter's death is the file's error either way (UnreadableProfile)."""
@@ -138,7 +145,7 @@ def _answer(
             "TensorBoard's converter could not read it (not an XSpace profile, or truncated)"
         )
     try:
-        return json.loads(data)
+        return (decoders or {}).get(tool, json.loads)(data)
     except ValueError as exc:
         if not required:
             return None

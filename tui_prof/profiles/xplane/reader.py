@@ -40,7 +40,7 @@ from tui_prof.model import (
 )
 from tui_prof.profiles.assemble import assemble, average, check_numbers, step_time_words
 from tui_prof.profiles.discover import Session
-from tui_prof.profiles.xplane import converter, op_precision, tb_tables
+from tui_prof.profiles.xplane import converter, memory, op_precision, tb_tables
 from tui_prof.profiles.xplane.cost import hlo_efficiency, with_hlo, xla_efficiency
 from tui_prof.profiles.xplane.framework import framework_of
 from tui_prof.profiles.xplane.memory import memory_use
@@ -186,7 +186,7 @@ def summarize(
             _report_step_time(session, steps, report)
         return () if steps else (converter.HLO_STATS,)
 
-    gpu = _GpuAhead(paths if _names_gpu_planes(paths) else [])
+    ahead = _Ahead(paths, gpu=_names_gpu_planes(paths))
     converted: dict[str, Any] = {}
 
     def tables_meanwhile(first: dict[str, Any]) -> None:
@@ -195,7 +195,7 @@ def summarize(
         raw = tb_tables.kernels(first[converter.KERNEL_STATS])
         ops = tb_tables.top_ops(first[converter.OP_STATS])
         converted["raw_kernels"] = raw
-        converted["ops"], converted["kernels"] = _with_device_ops(paths, ops, raw, gpu)
+        converted["ops"], converted["kernels"] = _with_device_ops(paths, ops, raw, ahead)
         converted["hlo"] = _hlo_flops(paths, gpu=bool(raw))  # GPU kernels: count the HLO's math
 
     tables = converter.convert(
@@ -203,6 +203,7 @@ def summarize(
         then=hlo_if_no_steps,
         meanwhile=tables_meanwhile,
         beside=(converter.MEMORY_PROFILE,),  # always (not required: older converters lack it)
+        decoders={converter.MEMORY_PROFILE: memory.decode},
     )
     _check(cancel)
     overview = tables[converter.OVERVIEW]
@@ -241,7 +242,7 @@ def summarize(
         device_count=device_count or len(names),
         hosts=tuple(h.host for h in session.hosts),
         device_names=names,
-        compute_capability=gpu.capability() if "GPU" in device_type.upper() else "",
+        compute_capability=ahead.capability() if "GPU" in device_type.upper() else "",
     )
     official = tb_tables.precision(props) if own.source == STEP_SOURCE_OFFICIAL else None
     training = props.get("is_training")
@@ -262,7 +263,7 @@ def summarize(
         warnings + _pace_warning(own),
         utilization=utilization,
         programs=own.programs,
-        framework=framework_of(paths),
+        framework=ahead.framework(),
         is_training=True if training == "true" else None,
         efficiency=xla_efficiency(ops, own.steps, env, prec, kernels, utilization, hlo, from_hlo),
         memory=memory_use(tables.get(converter.MEMORY_PROFILE)),
@@ -386,35 +387,40 @@ def _compute_capability(paths: Sequence[Path]) -> str:
 
 
 def _with_device_ops(
-    paths: Sequence[Path], ops: list[OpStat], kernels: list[KernelStat], gpu: _GpuAhead
+    paths: Sequence[Path], ops: list[OpStat], kernels: list[KernelStat], ahead: _Ahead
 ) -> tuple[list[OpStat], list[KernelStat]]:
     """`device_ops.with_device_ops`, imported only where there are GPU kernels to complete."""
     if not kernels:
         return ops, kernels
     from tui_prof.profiles.xplane.device_ops import with_device_ops
 
-    return with_device_ops(paths, ops, kernels, gpu.device_ops())
+    return with_device_ops(paths, ops, kernels, ahead.device_ops())
 
 
-class _GpuAhead:
-    """The GPU planes read in a thread of their own, started now: this process only waits
-    while the converter's processes work, so parsing them costs no wall time there. They give
-    the compute capability (an error is the converter's to report, as it reads the same file:
-    `""`) and, where the planes' kernels name their op only in an annotation, never in the
-    stat the converter reads, the device ops the tables will then ask for (an error: None,
-    and they are read again where needed, which raises it)."""
+class _Ahead:
+    """What this process reads of the files itself, in a thread of its own started now: it only
+    waits while the converter's process works, so this costs no wall time there. The framework
+    (a scan of the bytes), and with `gpu` the GPU planes: the compute capability (an error is the
+    converter's to report, as it reads the same file: `""`) and, where the planes' kernels name
+    their op only in an annotation, never in the stat the converter reads, the device ops the
+    tables will then ask for (an error: None, and they are read again where needed, which
+    raises it)."""
 
-    def __init__(self, paths: Sequence[Path]) -> None:
+    def __init__(self, paths: Sequence[Path], *, gpu: bool) -> None:
+        self._framework = ""
         self._capability = ""
         self._device_ops: DeviceOps | None = None
-        self._thread: threading.Thread | None = None
-        if paths:
-            self._thread = threading.Thread(
-                target=self._run, args=(paths,), name="tuiprof-gpu-planes", daemon=True
-            )
-            self._thread.start()
+        self._thread = threading.Thread(
+            target=self._run, args=(paths, gpu), name="tuiprof-ahead", daemon=True
+        )
+        self._thread.start()
 
-    def _run(self, paths: Sequence[Path]) -> None:
+    def _run(self, paths: Sequence[Path], gpu: bool) -> None:
+        self._framework = framework_of(paths)
+        if gpu:
+            self._read_gpu_planes(paths)
+
+    def _read_gpu_planes(self, paths: Sequence[Path]) -> None:
         from tui_prof.profiles.xplane.device_ops import DeviceOps, add_plane, names_ops
         from tui_prof.profiles.xplane.gpu_planes import gpu_planes, plane_capability
 
@@ -437,8 +443,11 @@ class _GpuAhead:
                 self._device_ops = found
 
     def _join(self) -> None:
-        if self._thread is not None:
-            self._thread.join()
+        self._thread.join()
+
+    def framework(self) -> str:
+        self._join()
+        return self._framework
 
     def capability(self) -> str:
         self._join()
