@@ -80,6 +80,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     first = next((a for a in args_list if not a.startswith("-")), None)
     if first in SUBCOMMANDS:
+        if first == "summary" and not {"-h", "--help"} & set(args_list):
+            # TensorBoard's converter's process starts first: its import overlaps the parsing
+            # and the listing (`summary` stops it where no session needs it).
+            from tui_prof.profiles.xplane import convert_worker
+
+            convert_worker.process().start()
         parser = build_parser(only=first)
         args = parser.parse_args(args_list)
         if not hasattr(args, "func"):

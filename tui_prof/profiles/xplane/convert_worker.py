@@ -24,10 +24,63 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import IO, Any
 
 from tui_prof.profiles import forked
+
+OVERVIEW = "overview_page"
+OP_STATS = "framework_op_stats"
+KERNEL_STATS = "kernel_stats"
+HLO_STATS = "hlo_stats"  # device HLO ops with their text (types), for XLA programs
+MEMORY_PROFILE = "memory_profile"  # allocators' peaks and snapshots (XProf's Memory Profile)
+# What the reader asks of every session it converts (xplane/reader.py): these in order, and the
+# memory profile beside them; `ask_ahead` asks the same before the reader is imported.
+SUMMARY_TOOLS = (OVERVIEW, OP_STATS, KERNEL_STATS)
+SUMMARY_BESIDE = (MEMORY_PROFILE,)
+OPTIONS = {"use_saved_result": True}
+
+
+def large_profile_bytes() -> int:
+    """Sessions at least this big skip the converter unless asked (`TUIPROF_LARGE_MB`, default
+    200): the reader's streaming path reads them."""
+    try:
+        return int(float(os.environ.get("TUIPROF_LARGE_MB", "200")) * 2**20)
+    except ValueError:
+        return 200 * 2**20
+
+
+def link_name(name: str, index: int) -> str:
+    """The converter takes UTF-8 paths only; a host file whose name is not gets a neutral one."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return f"host{index}.xplane.pb"
+    return name
+
+
+def make_links(directory: str, paths: Sequence[Path]) -> list[str]:
+    """Symlinks to `paths` in `directory` (the converter writes its cache beside what it reads)."""
+    links = []
+    for i, p in enumerate(paths):
+        link = os.path.join(directory, link_name(p.name, i))
+        os.symlink(os.path.abspath(p), link)
+        links.append(link)
+    return links
+
+
+@dataclass
+class Ahead:
+    """Requests asked before their caller (`ask_ahead`): their files, links and ids."""
+
+    paths: tuple[str, ...]
+    tmp: tempfile.TemporaryDirectory[str]
+    links: list[str]
+    ids: dict[tuple[str, bool], int]  # (tool, beside) → request id
 
 
 class ConverterDied(Exception):
@@ -41,6 +94,7 @@ class ConverterProcess:
         self._waiting: list[int] = []  # ids asked for and not yet received, oldest first
         self._kept: dict[int, tuple[dict[str, Any], bytes]] = {}  # answers read early
         self._dropped: set[int] = set()  # ids whose answers nobody waits for any more
+        self._ahead: Ahead | None = None
 
     def start(self) -> forked.Child:
         """Start the process (if it is not running); requests start it too. Forked where that
@@ -121,11 +175,50 @@ class ConverterProcess:
                 raise
             raise ConverterDied(self._death(proc)) from None
 
-    def forget(self) -> None:
-        """Drop the answers still owed: read later, they are thrown away (the caller gave up
-        on them, e.g. after an error), so they never pass for another request's."""
-        self._dropped.update(self._waiting)
-        self._waiting.clear()
+    def ask_ahead(self, paths: Sequence[Path]) -> None:
+        """Ask now for what a summary of these host files asks (SUMMARY_TOOLS, SUMMARY_BESIDE),
+        so this process starts on them while the caller imports the readers; the next
+        `claim` of the same files takes them (of other files: drops them)."""
+        self._drop_ahead()
+        if len({p.name for p in paths}) != len(paths):
+            return  # the converter refuses them (converter.convert says why)
+        tmp = tempfile.TemporaryDirectory(prefix="tuiprof-")
+        try:
+            links = make_links(tmp.name, paths)
+            ids = {(t, True): self.send(links, t, OPTIONS, beside=True) for t in SUMMARY_BESIDE}
+            ids.update({(t, False): self.send(links, t, OPTIONS) for t in SUMMARY_TOOLS})
+        except (OSError, ConverterDied):
+            tmp.cleanup()  # asked again by the caller, who reports what is wrong
+            return
+        self._ahead = Ahead(tuple(map(str, paths)), tmp, links, ids)
+
+    def claim(self, paths: Sequence[Path]) -> Ahead | None:
+        """The requests `ask_ahead` made for these files (their answers still owed), or None;
+        the caller owns them (and their links' directory) now."""
+        ahead, self._ahead = self._ahead, None
+        if ahead is None:
+            return None
+        if ahead.paths == tuple(map(str, paths)) and all(
+            i in self._waiting for i in ahead.ids.values()
+        ):
+            return ahead
+        self.forget(ahead.ids.values())
+        ahead.tmp.cleanup()
+        return None
+
+    def _drop_ahead(self) -> None:
+        ahead, self._ahead = self._ahead, None
+        if ahead is not None:
+            self.forget(ahead.ids.values())
+            ahead.tmp.cleanup()
+
+    def forget(self, ids: Iterable[int] | None = None) -> None:
+        """Drop the answers still owed to these requests (default: all): read later, they are
+        thrown away (the caller gave up on them, e.g. after an error), so they never pass for
+        another request's."""
+        gone = set(self._waiting if ids is None else ids) & set(self._waiting)
+        self._dropped.update(gone)
+        self._waiting = [i for i in self._waiting if i not in gone]
         for request_id in [i for i in self._kept if i in self._dropped]:
             del self._kept[request_id]
             self._dropped.discard(request_id)
@@ -134,6 +227,9 @@ class ConverterProcess:
         self._waiting.clear()
         self._kept.clear()
         self._dropped.clear()
+        ahead, self._ahead = self._ahead, None
+        if ahead is not None:
+            ahead.tmp.cleanup()
 
     def _death(self, proc: forked.Child) -> str:
         try:

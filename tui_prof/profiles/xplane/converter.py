@@ -17,7 +17,6 @@ that process, in a thread of their own: on two cores they cost no wall time.
 from __future__ import annotations
 
 import json
-import os
 import tempfile
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -27,24 +26,19 @@ from typing import Any
 from tui_prof.model import ProfileError, UnreadableProfile
 from tui_prof.printable import printable
 from tui_prof.profiles.xplane import convert_worker
+from tui_prof.profiles.xplane.convert_worker import (
+    HLO_STATS,
+    KERNEL_STATS,
+    MEMORY_PROFILE,
+    OP_STATS,
+    OPTIONS,
+    OVERVIEW,
+)
 
-OVERVIEW = "overview_page"
-OP_STATS = "framework_op_stats"
-KERNEL_STATS = "kernel_stats"
-HLO_STATS = "hlo_stats"  # device HLO ops with their text (types), for XLA programs
-MEMORY_PROFILE = "memory_profile"  # allocators' peaks and snapshots (XProf's Memory Profile)
+__all__ = ["HLO_STATS", "KERNEL_STATS", "MEMORY_PROFILE", "OP_STATS", "OVERVIEW", "convert"]
 DEFAULT_TOOLS = (OVERVIEW, OP_STATS, KERNEL_STATS)
 
 _lock = threading.Lock()
-
-
-def _link_name(name: str, index: int) -> str:
-    """The converter takes UTF-8 paths only; a host file whose name is not gets a neutral one."""
-    try:
-        name.encode("utf-8")
-    except UnicodeEncodeError:
-        return f"host{index}.xplane.pb"
-    return name
 
 
 def convert(
@@ -69,32 +63,43 @@ def convert(
         raise ProfileError("two host files share a name; convert them as separate sessions")
     r2t = convert_worker.process()
     out: dict[str, Any] = {}
-    with _lock, tempfile.TemporaryDirectory(prefix="tuiprof-") as tmp:
-        links = []
-        for i, p in enumerate(paths):
-            link = Path(tmp) / _link_name(p.name, i)
-            os.symlink(os.path.abspath(p), link)
-            links.append(str(link))
-        # All asked at once: the process goes on while this one reads.
-        side = [(tool, _ask(r2t, links, tool, names, beside=True)) for tool in beside]
-        asked = [(tool, _ask(r2t, links, tool, names)) for tool in tools]
-        try:
-            for tool, request_id in asked:
-                out[tool] = _answer(
-                    r2t, tool, request_id, required=True, names=names, decoders=decoders
-                )
-            later = [t for t in (then(out) if then is not None else ()) if t not in out]
-            asked = [(tool, _ask(r2t, links, tool, names)) for tool in later]
-            if meanwhile is not None:
-                meanwhile(dict(out))
-            for tool, request_id in asked + side:
-                data = _answer(
-                    r2t, tool, request_id, required=False, names=names, decoders=decoders
-                )
-                if data is not None:
-                    out[tool] = data
-        finally:  # answers still owed (an error above) are dropped when they come
-            r2t.forget()
+    with _lock:
+        ahead = r2t.claim(paths)  # asked already (`tuiprof summary`, the first screen's child)
+        ahead_ids = dict(ahead.ids) if ahead is not None else {}
+        with (
+            ahead.tmp
+            if ahead is not None
+            else tempfile.TemporaryDirectory(prefix="tuiprof-") as tmp
+        ):
+            links = ahead.links if ahead is not None else convert_worker.make_links(tmp, paths)
+
+            def ask(tool: str, beside: bool = False) -> int:
+                if (tool, beside) in ahead_ids:
+                    return ahead_ids.pop((tool, beside))
+                return _ask(r2t, links, tool, names, beside=beside)
+
+            # All asked at once: the process goes on while this one reads.
+            side = [(tool, ask(tool, True)) for tool in beside]
+            asked = [(tool, ask(tool)) for tool in tools]
+            used = [i for _, i in side + asked]
+            try:
+                for tool, request_id in asked:
+                    out[tool] = _answer(
+                        r2t, tool, request_id, required=True, names=names, decoders=decoders
+                    )
+                later = [t for t in (then(out) if then is not None else ()) if t not in out]
+                asked = [(tool, ask(tool)) for tool in later]
+                used += [i for _, i in asked]
+                if meanwhile is not None:
+                    meanwhile(dict(out))
+                for tool, request_id in asked + side:
+                    data = _answer(
+                        r2t, tool, request_id, required=False, names=names, decoders=decoders
+                    )
+                    if data is not None:
+                        out[tool] = data
+            finally:  # answers still owed (an error above, asked ahead but not here) are
+                r2t.forget([*used, *ahead_ids.values()])  # dropped when they come
     return out
 
 
@@ -114,7 +119,7 @@ def _ask(
     beside: bool = False,
 ) -> int:
     try:
-        return r2t.send(links, tool, {"use_saved_result": True}, beside=beside)
+        return r2t.send(links, tool, OPTIONS, beside=beside)
     except convert_worker.ConverterDied as exc:
         raise _died(names, exc) from None
 

@@ -41,6 +41,7 @@ from tui_prof.model import (
 from tui_prof.profiles.assemble import assemble, average, check_numbers, step_time_words
 from tui_prof.profiles.discover import Session
 from tui_prof.profiles.xplane import converter, memory, op_precision, tb_tables
+from tui_prof.profiles.xplane.convert_worker import large_profile_bytes
 from tui_prof.profiles.xplane.cost import hlo_efficiency, with_hlo, xla_efficiency
 from tui_prof.profiles.xplane.framework import framework_of
 from tui_prof.profiles.xplane.memory import memory_use
@@ -72,14 +73,6 @@ def _validate(paths: Sequence[Path]) -> None:
             raise UnreadableProfile(f"{p.name}: cannot read ({os_reason(exc)})") from exc
         if size == 0:
             raise UnreadableProfile(f"{p.name}: empty file (0 bytes) — the capture wrote nothing")
-
-
-def large_profile_bytes() -> int:
-    """Sessions at least this big skip the converter unless asked (`TUIPROF_LARGE_MB`, default 200)."""
-    try:
-        return int(float(os.environ.get("TUIPROF_LARGE_MB", "200")) * 2**20)
-    except ValueError:
-        return 200 * 2**20
 
 
 @dataclass
