@@ -24,14 +24,15 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from tui_prof.profiles import forked
+
+if TYPE_CHECKING:  # imported where used: `main` imports this module before it parses
+    import tempfile
 
 OVERVIEW = "overview_page"
 OP_STATS = "framework_op_stats"
@@ -43,6 +44,7 @@ MEMORY_PROFILE = "memory_profile"  # allocators' peaks and snapshots (XProf's Me
 SUMMARY_TOOLS = (OVERVIEW, OP_STATS, KERNEL_STATS)
 SUMMARY_BESIDE = (MEMORY_PROFILE,)
 OPTIONS = {"use_saved_result": True}
+BESIDE_NICE = 10
 
 
 def large_profile_bytes() -> int:
@@ -73,14 +75,17 @@ def make_links(directory: str, paths: Sequence[Path]) -> list[str]:
     return links
 
 
-@dataclass
 class Ahead:
     """Requests asked before their caller (`ask_ahead`): their files, links and ids."""
 
-    paths: tuple[str, ...]
-    tmp: tempfile.TemporaryDirectory[str]
-    links: list[str]
-    ids: dict[tuple[str, bool], int]  # (tool, beside) → request id
+    def __init__(
+        self,
+        paths: tuple[str, ...],
+        tmp: tempfile.TemporaryDirectory[str],
+        links: list[str],
+        ids: dict[tuple[str, bool], int],  # (tool, beside) → request id
+    ) -> None:
+        self.paths, self.tmp, self.links, self.ids = paths, tmp, links, ids
 
 
 class ConverterDied(Exception):
@@ -182,6 +187,8 @@ class ConverterProcess:
         self._drop_ahead()
         if len({p.name for p in paths}) != len(paths):
             return  # the converter refuses them (converter.convert says why)
+        import tempfile
+
         tmp = tempfile.TemporaryDirectory(prefix="tuiprof-")
         try:
             links = make_links(tmp.name, paths)
@@ -310,10 +317,17 @@ def _serve(requests: IO[bytes], replies: IO[bytes]) -> None:
             replies.write(json.dumps(header).encode() + b"\n" + body)
             replies.flush()
 
+    def answer_beside(req: dict[str, Any]) -> None:
+        # The tools in order (the overview first) are what the caller waits for: on busy
+        # cores this thread yields to them (Linux: a thread's niceness is its own).
+        with contextlib.suppress(OSError):
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), BESIDE_NICE)
+        answer(req)
+
     for line in requests:
         req = json.loads(line)
         if req.get("beside"):
-            thread = threading.Thread(target=answer, args=(req,), daemon=True)
+            thread = threading.Thread(target=answer_beside, args=(req,), daemon=True)
             thread.start()
             beside.append(thread)
         else:
