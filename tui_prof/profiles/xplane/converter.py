@@ -50,8 +50,9 @@ def convert(
     decoders: Mapping[str, Callable[[str], Any]] | None = None,
 ) -> dict[str, Any]:
     """Run TensorBoard's converter tools on one session's host files; raise ProfileError if one
-    of `tools` fails. `then(results)` may name more tools to run on the same conversion (its
-    saved op stats make them cheap); those are only missing from the result where they fail.
+    of `tools` fails. `then(results)`, called once the first tool's result is in (the others'
+    are still to come), may name more tools to run on the same conversion (its saved op stats
+    make them cheap); those are only missing from the result where they fail.
     `meanwhile(results)` runs here while the converter's process works on those (the two
     overlap on two cores); the results it sees are `tools`' alone. `beside` tools (not
     required either) run from the start beside all those (see the module). A tool's JSON is
@@ -83,16 +84,18 @@ def convert(
             asked = [(tool, ask(tool)) for tool in tools]
             used = [i for _, i in side + asked]
             try:
-                for tool, request_id in asked:
+                later: list[tuple[str, int]] = []
+                for n, (tool, request_id) in enumerate(asked):
                     out[tool] = _answer(
                         r2t, tool, request_id, required=True, names=names, decoders=decoders
                     )
-                later = [t for t in (then(out) if then is not None else ()) if t not in out]
-                asked = [(tool, ask(tool)) for tool in later]
-                used += [i for _, i in asked]
+                    if n == 0 and then is not None:  # the first screen's step time: now
+                        wanted = [t for t in then(dict(out)) if t not in tools]
+                        later = [(t, ask(t)) for t in wanted]
+                        used += [i for _, i in later]
                 if meanwhile is not None:
                     meanwhile(dict(out))
-                for tool, request_id in asked + side:
+                for tool, request_id in later + side:
                     data = _answer(
                         r2t, tool, request_id, required=False, names=names, decoders=decoders
                     )

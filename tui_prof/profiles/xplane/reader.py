@@ -54,6 +54,7 @@ if TYPE_CHECKING:
 OFFICIAL_DETAIL = "steps from TensorBoard's converter (official step markers)"
 # The plane that keeps the programs' HLO (hlo_cost.METADATA_PLANE, whose import brings numpy)
 METADATA_PLANE_BYTES = b"/host:metadata"
+AHEAD_NICE = 10  # the read-ahead thread's niceness (Linux: a thread's own)
 # Program runs that leave the device idle for more than this share of the time between them.
 IDLE_BETWEEN_RUNS = 0.3
 
@@ -409,6 +410,10 @@ class _Ahead:
         self._thread.start()
 
     def _run(self, paths: Sequence[Path], gpu: bool) -> None:
+        # Nothing waits for this before the converter's tables: the overview (the first
+        # screen's step time) is what does, so on busy cores this thread yields to it.
+        with contextlib.suppress(OSError):
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), AHEAD_NICE)
         self._framework = framework_of(paths)
         if gpu:
             self._read_gpu_planes(paths)
