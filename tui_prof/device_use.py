@@ -8,6 +8,21 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+# How a device is named on a session of several hosts, each numbering its devices from 0: the
+# host, then the device, read apart (`tpuhost0 · /device:TPU:1`, shown `tpuhost0 · TPU:1`).
+HOST_DEVICE_SEPARATOR = " · "
+
+
+def host_device(host: str, device: str) -> str:
+    """A device's name qualified by its host (the one rule for such labels)."""
+    return f"{host}{HOST_DEVICE_SEPARATOR}{device}"
+
+
+def is_plane_name(name: str) -> bool:
+    """Whether a device name is an XSpace plane's (`/device:GPU:0`, on a host or not), not the
+    device's model."""
+    return "/device:" in name
+
 
 @dataclass(frozen=True)
 class DeviceBusy:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import pickle
 import subprocess
 import sys
 import textwrap
@@ -15,6 +16,7 @@ import pytest
 from kineto_factory import SGEMM, two_steps
 
 from tui_prof.model import ProfileError
+from tui_prof.profiles.kineto.stream import decode_events
 from tui_prof.profiles.load import summarize_session
 
 
@@ -93,6 +95,38 @@ def test_events_with_missing_or_malformed_fields(tmp_path: Path) -> None:
     assert any("skipped" in w and "missing or malformed" in w for w in s.warnings)
 
 
+@pytest.mark.parametrize("typed", [True, False], ids=["typed", "salvaged"])
+def test_flow_events_are_dropped_and_any_other_phase_kept(typed: bool) -> None:
+    """Events decode by their phase: flow events (40% of a Kineto trace, read by nothing) are
+    not built and not counted as skipped; instants (memory events), other and unknown phases
+    and events with no phase are kept as before, whether the part decodes typed or, with a
+    malformed event in it, one event at a time."""
+    memory = {"ph": "i", "name": "[memory]", "ts": 5, "pid": 1, "tid": 1, "args": {"Bytes": 64}}
+    events: list[Any] = [
+        {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 1, "dur": 2, "pid": 1, "tid": 1},
+        {"ph": "s", "id": 3, "cat": "ac2g", "name": "ac2g", "ts": 1, "pid": 1, "tid": 1},
+        {"ph": "f", "id": 3, "cat": "ac2g", "name": "ac2g", "ts": 2, "pid": 0, "tid": 7, "bp": "e"},
+        {"ph": "t", "id": 3, "name": "step"},
+        memory,
+        {"ph": "M", "name": "process_name", "pid": 1, "args": {"name": "python"}},
+        {"ph": "Z", "name": "a phase no format has"},
+        {"name": "no phase"},
+    ]
+    if not typed:
+        events.append({"ph": "X", "ts": "not a number"})
+    got, skipped = decode_events(json.dumps(events).encode())
+    assert [(e.ph, e.name) for e in got] == [
+        ("X", "aten::mm"),
+        ("i", "[memory]"),
+        ("M", "process_name"),
+        ("", "a phase no format has"),
+        ("", "no phase"),
+    ]
+    assert skipped == (0 if typed else 1)
+    assert got[1].args is not None and got[1].args.nbytes == 64
+    assert pickle.loads(pickle.dumps(got)) == got  # as a worker process sends them back
+
+
 def test_negative_and_overlapping_durations(tmp_path: Path) -> None:
     t = two_steps()
     t.op("aten::negative", 500, -300)
@@ -137,7 +171,8 @@ def test_a_2gb_file_that_is_not_json_fails_fast_in_bounded_memory(tmp_path: Path
     code = textwrap.dedent(
         f"""
         from tui_prof.model import ProfileError
-        from tui_prof.profiles.load import summarize_session
+        from tui_prof.profiles.kineto.stream import decode_events
+from tui_prof.profiles.load import summarize_session
         try:
             summarize_session({str(path)!r})
         except ProfileError as exc:
@@ -197,7 +232,8 @@ def test_a_2gb_trace_is_read_in_bounded_memory(tmp_path: Path) -> None:
     assert unpacked >= 2 * 2**30
     code = textwrap.dedent(
         f"""
-        from tui_prof.profiles.load import summarize_session
+        from tui_prof.profiles.kineto.stream import decode_events
+from tui_prof.profiles.load import summarize_session
         s = summarize_session({str(path)!r})
         print("STEPS", len(s.steps), s.kernels[0].occurrences)
         """

@@ -11,6 +11,7 @@ import io
 import itertools
 import json
 import os
+import socket
 import subprocess
 import sys
 import threading
@@ -27,6 +28,8 @@ from textual.widgets import Static
 
 from tui_prof.profiles.discover import Session
 from tui_prof.profiles.kineto import workers
+from tui_prof.profiles.kineto.collect import Host
+from tui_prof.profiles.kineto.ops import _tree_order
 from tui_prof.profiles.kineto.ranges import spans_union, union
 from tui_prof.profiles.kineto.rank import RankResult, analyse_file
 from tui_prof.profiles.kineto.stream import TraceStream
@@ -128,6 +131,31 @@ def test_a_cut_inside_a_name_sends_the_read_back_to_this_process(tmp_path: Path)
     assert len(there.breakdowns) == 120 and _facts(there) == _facts(here)
 
 
+def test_a_part_or_result_is_handed_over_without_waiting_for_the_other_side_to_read_it() -> None:
+    """What keeps the workers busy: sending 8 MB returns while nobody reads (through a pipe it
+    waited 64 kB at a time for the reader, and two workers used one core between them), and
+    what arrives is what was sent, in order."""
+    mine, theirs = socket.socketpair()
+    with mine, theirs:
+        parts = [bytes(range(256)) * (2**15 + k) for k in range(3)]  # 8 MB and a little
+        done = threading.Event()
+
+        def send() -> None:
+            for p in parts:
+                workers._send(mine, [p[:100], memoryview(p)[100:]])
+            done.set()
+
+        threading.Thread(target=send, daemon=True).start()
+        assert done.wait(10), "a send waited for the reader"
+        for p in parts:
+            got = workers._receive(theirs)
+            assert got is not None
+            with got:
+                assert got[:] == p
+        mine.close()
+        assert workers._receive(theirs) is None  # the other side ended
+
+
 @pytest.mark.parametrize("python", ["/nonexistent/python", "/bin/false"])
 def test_workers_that_cannot_start_or_end_at_once_leave_the_read_to_this_process(
     python: str,
@@ -163,6 +191,30 @@ def test_the_union_of_spans_without_their_array_equals_union_to_the_bit() -> Non
         x = rows[where] - base
         assert np.array_equal(union(x), spans_union(rows[where, 0], rows[where, 1], base))
         assert np.array_equal(union(x), spans_union(rows[:, 0], rows[:, 1], base, where))
+
+
+def test_the_op_trees_row_order_equals_lexsort_to_the_row() -> None:
+    """_tree_order (stable sorts by start and thread, then only tied rows by end and name)
+    against np.lexsort of the four keys on random host rows: nearly sorted or shuffled, with
+    many equal starts, equal ends and equal names, few threads or many."""
+    rng = np.random.default_rng(11)
+    for _ in range(300):
+        n = int(rng.integers(0, 400))
+        ts = np.round(np.cumsum(rng.exponential(2.0, n)) * rng.choice([1.0, 0.1]), 0) + 1.7e15
+        if rng.random() < 0.5:  # a few rows out of place, or all of them
+            k = n if rng.random() < 0.3 else int(rng.integers(0, 5))
+            at = rng.integers(0, max(n, 1), k)
+            ts[at] = rng.permutation(ts[at])
+        h = Host(
+            thread=rng.integers(0, int(rng.choice([1, 3, 50])), n).astype(np.int32),
+            ts=ts,
+            end=ts + rng.choice([0.0, 1.0, 5.0, 7.5], n),
+            nid=rng.integers(0, 6, n).astype(np.int32),
+            flags=rng.choice(np.array([0, 1, 4, 5], dtype=np.int8), n),
+            corr=np.full(n, -1.0),
+        )
+        want = np.lexsort((h.nid * 16 + h.flags, -h.end, h.ts, h.thread))
+        assert np.array_equal(_tree_order(h), want)
 
 
 def test_the_sample_and_shared_traces_are_all_here() -> None:

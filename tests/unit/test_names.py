@@ -191,3 +191,27 @@ def test_a_run_inside_another_run_nests_under_it() -> None:
 def test_samples_tree_paths(tmp_path: Path) -> None:
     assert [b.label for b in nest([])] == []
     assert [b.label for b in nest(["/abs/x"])] == ["abs/x"]
+
+
+@needs_shared
+def test_the_summary_kernel_table_keeps_different_kernels_apart_at_80_columns() -> None:
+    """`tuiprof summary` at 80 columns: two `reduce_kernel<ReduceOp<float, …>>` rows of the MI250
+    trace used to read `reduce_kernel<ReduceOp<fl…` both; the cell now fits each name by
+    `fit_kernels`, moving the window to where they differ."""
+    from tui_prof.profiles.discover import discover
+    from tui_prof.profiles.load import load_summary
+    from tui_prof.render.summary import kernels_table
+
+    path = SHARED_TRACES / "kineto" / "mi250_minitoy_train.json.gz"
+    s = load_summary(discover(path).sessions[0])
+    console = Console(width=80, record=True, color_system=None)
+    console.print(kernels_table(s, 10))
+    rows = [
+        line.split("│")[1].strip()
+        for line in console.export_text().splitlines()
+        if line.startswith("│")
+    ]
+    names = [k.name for k in s.kernels[:10]]
+    assert len(rows) == len(names) and max(map(len, rows)) < 40
+    different = {(a, b) for a in range(len(names)) for b in range(a) if names[a] != names[b]}
+    assert different and all(rows[a] != rows[b] for a, b in different), rows

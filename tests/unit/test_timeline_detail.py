@@ -33,6 +33,46 @@ def test_parents_of_nested_events() -> None:
     assert parents(start, end).tolist() == [-1, 0, 1, 1, 0]
 
 
+def test_parents_equal_a_stack_walk_on_random_nested_events() -> None:
+    """The vectorised parents of properly nested events of some length (ties of start and end
+    included, as µs-rounded traces have them) are those of the plain walk: the innermost open
+    enclosing event."""
+    from tui_prof.profiles.timeline.nesting import order
+
+    rng = np.random.default_rng(7)
+    for _ in range(300):
+        spans: list[tuple[float, float]] = []
+
+        def nest(
+            lo: float, hi: float, depth: int, spans: list[tuple[float, float]] = spans
+        ) -> None:
+            t = lo
+            while t < hi and depth < 6 and rng.random() < 0.8:
+                a = t + float(rng.integers(0, 3))
+                b = min(hi, a + float(rng.integers(1, 12)))
+                if a >= b:
+                    break
+                spans.append((a, b))
+                nest(a, b, depth + 1, spans)
+                t = b + float(rng.integers(0, 2))
+
+        nest(0.0, 100.0, 0)
+        start = np.array([a for a, _ in spans], dtype=np.float64)
+        end = np.array([b for _, b in spans], dtype=np.float64)
+        o = order(start, end)
+        start, end = start[o], end[o]
+        want: list[int] = []
+        stack: list[int] = []
+        for i in range(len(start)):
+            while stack and end[stack[-1]] < end[i]:
+                stack.pop()
+            while stack and start[i] >= end[stack[-1]]:
+                stack.pop()
+            want.append(stack[-1] if stack else -1)
+            stack.append(i)
+        assert parents(start, end).tolist() == want, spans
+
+
 def test_the_innermost_event_wins_its_cells() -> None:
     """A host op [0, 100] with a data-loader call [20, 60] inside: the call's cells show input,
     though the op covers them as fully (counting both levels, the op won every cell)."""

@@ -312,3 +312,32 @@ def test_xla_gpu_planes_give_the_compute_capability(
     tips = "\n".join(tf.recommendations)
     assert "mixed_float16" in tips and "bfloat16" not in tips
     assert by_dir["jax_gpu_gemm"].environment.compute_capability == ""
+
+
+@pytest.mark.parametrize("compute_percent", [1.2, 35.0])
+def test_device_compute_tips_follow_the_bottleneck_where_compute_is_small(
+    compute_percent: float,
+) -> None:
+    """Mixed precision cannot save more than the device compute: on a launch-bound step with
+    1.2% device compute it comes after the launch remedy and says its bound; at 35% it leads."""
+    env = Environment("GPU", 1, ("h",), ("NVIDIA A100-SXM4-40GB",))
+    b = {
+        "device_compute": compute_percent,
+        "kernel_launch": 100.0 - compute_percent - 10.0,
+        "host_compute": 10.0,
+    }
+    avg = average([StepBreakdown(1, 100.0, b)])
+    f = facts(env, Precision(0.0, 100.0), "pytorch")
+    _, v, flagged = advice.verdict(avg, f)
+    assert v is not None and avg is not None
+    share = advice.shares(avg)[2]["device_compute"]
+    assert share == pytest.approx(compute_percent)
+    tips = advice.recommendations(flagged, f, TensorCoreUse(10.0, 20.0), share)
+    mixed = [i for i, t in enumerate(tips) if "mixed precision" in t]
+    launch = [i for i, t in enumerate(tips) if t.startswith("Kernel launch")]
+    assert len(mixed) == 1 and len(launch) == 1
+    if compute_percent < advice.DEVICE_COMPUTE_PERCENT:
+        assert mixed[0] > launch[0]
+        assert f"only {compute_percent:.1f}% of this step" in tips[mixed[0]]
+    else:
+        assert mixed[0] == 0 and "of this step" not in tips[0]

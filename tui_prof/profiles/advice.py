@@ -93,6 +93,21 @@ def _ms(v: float) -> str:
     return f"{v:,.0f}" if v >= 100 else f"{v:.1f}" if v >= 10 else f"{v:.2f}"
 
 
+def shares(
+    avg: StepAverage, startup_ms: float = 0.0
+) -> tuple[float, dict[str, float], dict[str, float]]:
+    """(the step without start-up, ms per category, percent of that step per non-empty category).
+
+    Start-up calls sit in kernel launch (runtime calls); they are not a per-step cost."""
+    breakdown = dict(avg.breakdown_ms)
+    startup = min(max(0.0, startup_ms), breakdown.get("kernel_launch", 0.0))
+    breakdown["kernel_launch"] = breakdown.get("kernel_launch", 0.0) - startup
+    step = avg.step_time_ms - startup
+    if step <= 0:
+        return step, breakdown, {}
+    return step, breakdown, {c: 100.0 * v / step for c, v in breakdown.items() if v > 0}
+
+
 def verdict(
     avg: StepAverage | None,
     f: Facts,
@@ -102,14 +117,10 @@ def verdict(
     """(the sentence, its parts, the categories that deserve a remedy: dominant first)."""
     if avg is None:
         return "No steps found: no step-time breakdown.", None, []
-    breakdown = dict(avg.breakdown_ms)
-    # Start-up calls sit in kernel launch (runtime calls); they are not a per-step cost.
-    startup = min(max(0.0, startup_ms), breakdown.get("kernel_launch", 0.0))
-    breakdown["kernel_launch"] = breakdown.get("kernel_launch", 0.0) - startup
-    step = avg.step_time_ms - startup
+    step, breakdown, share = shares(avg, startup_ms)
+    startup = avg.step_time_ms - step
     if step <= 0:
         return "Steps of zero length: no step-time breakdown.", None, []
-    share = {c: 100.0 * v / step for c, v in breakdown.items() if v > 0}
     if not share:
         return "Steps without time in any category.", None, []
     top = max(share, key=lambda c: share[c])
@@ -144,11 +155,19 @@ def verdict(
 
 
 def recommendations(
-    flagged: Sequence[str], f: Facts, tensor_core: TensorCoreUse | None
+    flagged: Sequence[str],
+    f: Facts,
+    tensor_core: TensorCoreUse | None,
+    device_compute_percent: float | None = None,
 ) -> list[str]:
     """Mixed precision first where little compute is 16-bit, then remedies for the flagged
-    categories (dominant first), then matrix-unit use; each says how to go 16-bit at most once."""
-    tips: list[str] = []
+    categories (dominant first), then matrix-unit use; each says how to go 16-bit at most once.
+
+    Mixed precision and the matrix units shorten device compute only: where it is under
+    DEVICE_COMPUTE_PERCENT of the step (`device_compute_percent`, None where unknown), those tips
+    come after the remedies for what the step waits on, and say how little they can gain."""
+    small = device_compute_percent is not None and device_compute_percent < DEVICE_COMPUTE_PERCENT
+    compute_tips: list[str] = []
     if (
         not f.cpu_only
         and not f.tpu
@@ -157,8 +176,9 @@ def recommendations(
     ):
         tip = remedies.mixed_precision(f)
         if tip:
-            tips.append(tip)
+            compute_tips.append(tip)
             f = replace(f, sixteen_bit_said=True)
+    tips: list[str] = [] if small else list(compute_tips)
     for cat in flagged:
         tip = remedies.remedy(cat, f)
         if tip and tip not in tips:
@@ -170,7 +190,10 @@ def recommendations(
     ):
         tip = remedies.matrix_unit_use(f, tensor_core.percent_of_eligible_time)
         if tip:
-            tips.append(tip)
+            (compute_tips if small else tips).append(tip)
+    if small and compute_tips and device_compute_percent is not None:
+        bound = remedies.small_compute_bound(f, device_compute_percent)
+        tips.extend(f"{tip} {bound}" for tip in compute_tips)
     return tips
 
 

@@ -219,7 +219,12 @@ def assemble(
         prec = dataclasses.replace(prec, measured=False)
     f = facts(env, measured, framework, is_training)
     sentence, verdict, flagged = advice.verdict(avg, f, startup_ms, startup_calls)
-    tips = advice.recommendations(flagged, f, tc)
+    compute_share = (
+        advice.shares(avg, startup_ms)[2].get("device_compute", 0.0)
+        if verdict is not None and avg is not None
+        else None
+    )
+    tips = advice.recommendations(flagged, f, tc, compute_share)
     if avg is None:
         repeated = [p for p in programs if p.runs >= 2]
         if repeated and "TPU" not in env.device_type:  # TPU events carry no launch ids

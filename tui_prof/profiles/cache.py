@@ -38,7 +38,8 @@ from tui_prof.profiles.discover import Session, display_path
 # 10: float32 math that ran as TF32 counts against the TF32 peak; FFMA xmma kernels are not Tensor Cores.
 # 11: XSpace GPU FLOPs counted from the profile's own HLO too (library GEMM calls).
 # 12: Precision.measured (a 16-bit share that rests on no types is not shown as one).
-SCHEMA = 12
+# 13: several hosts' devices named "host · device"; a TPU's device compute from its "XLA Ops" lines.
+SCHEMA = 13
 SUFFIX = ".msgpack"
 
 _ENCODER = msgspec.msgpack.Encoder()

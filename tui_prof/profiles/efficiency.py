@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 
-from tui_prof.device_use import Efficiency, UnmodelledOp
+from tui_prof.device_use import Efficiency, UnmodelledOp, is_plane_name
 from tui_prof.model import Environment, OpStat, ProfileSummary
 from tui_prof.profiles import peaks
 
@@ -59,7 +59,7 @@ def _no_row(env: Environment) -> str:
     """Why the table has no peak for these devices, naming them."""
     if env.device_type.upper() == "CPU":
         return "the hardware table has no dense peak for a CPU"
-    models = [n for n in env.device_names if not n.startswith("/")]  # not XSpace plane names
+    models = [n for n in env.device_names if not is_plane_name(n)]
     name = models[0] if models else env.device_type
     if not name or name.upper() in ("GPU", "UNKNOWN"):
         return "the profile does not name the device's model"

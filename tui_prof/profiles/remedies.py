@@ -168,6 +168,14 @@ def mixed_precision(f: Facts) -> str:
     )
 
 
+def small_compute_bound(f: Facts, device_compute_percent: float) -> str:
+    """What a device-compute tip can gain where device compute is a small part of the step."""
+    return (
+        f"Worth it later: {f.device} compute is only {device_compute_percent:.1f}% of this step, "
+        "so this can save at most that until the rest of the step shrinks."
+    )
+
+
 def matrix_unit_use(f: Facts, percent: float) -> str:
     """Matrix-unit-eligible ops that run off the matrix units."""
     if not f.matrix_units:

@@ -107,6 +107,21 @@ class TailCut:
         yield Text(cut_left(self.text, options.max_width, self.sep), style=self.style)
 
 
+class KernelCut:
+    """One of several short kernel names, fitted to its cell when drawn (`fit_kernels`), so that
+    names that differ still read apart in a table whose width Rich decides."""
+
+    def __init__(self, shorts: Sequence[str], index: int) -> None:
+        self.shorts, self.index = shorts, index
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        n = len(self.shorts[self.index])
+        return Measurement(min(n, 12), n)
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield Text(fit_kernels(self.shorts, options.max_width)[self.index])
+
+
 # -- demangled C++ names -------------------------------------------------------------------
 @dataclass
 class _Part:

@@ -26,7 +26,7 @@ from tui_prof.model import (
 from tui_prof.profiles.assemble import fmt_ms as fmt_ms  # the faces' import of it
 from tui_prof.profiles.assemble import matrix_units, step_time_words
 from tui_prof.render.efficiency import PEAK_HINT, efficiency_text, memory_text
-from tui_prof.render.names import TailCut, kernel_names
+from tui_prof.render.names import KernelCut, TailCut, kernel_names
 
 # Colour and a monochrome glyph per category; the glyph is also drawn in colour terminals' legend.
 CATEGORY_STYLE: dict[str, tuple[str, str]] = {
@@ -386,12 +386,18 @@ def precision_text(summary: ProfileSummary) -> Text:
 
 
 def top_ops_table(summary: ProfileSummary, limit: int = 15) -> Table:
-    t = Table(title="Top ops by self time", title_justify="left", expand=True)
+    t = Table(
+        title="Top ops by self time",
+        title_justify="left",
+        expand=True,
+        caption="% of side: of the host's or of the devices' total self time, as Side says",
+        caption_justify="left",
+    )
     t.add_column("Op", overflow="ellipsis", no_wrap=True, ratio=3)
     t.add_column("Type", overflow="ellipsis", no_wrap=True, ratio=1)
-    t.add_column("Where")
+    t.add_column("Side")
     t.add_column("Self ms", justify="right")
-    t.add_column("%", justify="right")
+    t.add_column("% of side", justify="right")
     for o in summary.top_ops[:limit]:
         t.add_row(
             TailCut(o.name),  # a scope loses its head, never the op at its tail
@@ -419,9 +425,9 @@ def kernels_table(summary: ProfileSummary, limit: int = 15) -> Table:
     shapes = len(set(names)) < len(names)  # one kernel in several launch shapes: say which
     if shapes:
         t.add_column("Grid", justify="right")
-    for k, name in zip(kernels, names, strict=True):
+    for i, k in enumerate(kernels):
         t.add_row(
-            Text(name),
+            KernelCut(names, i),
             Text(k.op_name),
             str(k.occurrences),
             fmt_ms(k.total_duration_us / 1000),

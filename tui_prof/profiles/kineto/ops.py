@@ -25,6 +25,7 @@ from tui_prof.profiles.kineto.collect import (
     Array,
     Collector,
     Device,
+    Host,
     Ints,
 )
 
@@ -73,7 +74,7 @@ def _nest(c: Collector, launched: Array) -> _Tree:
     launch table (a trace's runtime calls are mostly polls and syncs that launch nothing)."""
     h = c.host
     assert h is not None, "device() first"
-    order = np.lexsort((h.nid * 16 + h.flags, -h.end, h.ts, h.thread))
+    order = _tree_order(h)
     for col in ("thread", "ts", "end", "nid", "flags", "corr"):  # sorted in place: no 2nd copy
         setattr(h, col, getattr(h, col)[order])
     del order
@@ -143,6 +144,30 @@ def _nest(c: Collector, launched: Array) -> _Tree:
         launch_ids=ids,
         launch_ops=ops,
     )
+
+
+def _tree_order(h: Host) -> Ints:
+    """The host rows' order by (thread, ts, -end, name id × 16 + flags), ties in row order:
+    `np.lexsort` of those four keys, in half its time. A trace is written nearly in time order
+    per thread, so two stable sorts (timsort: runs), by start then by thread, order most rows;
+    only the rows that share their thread and start with another are sorted again, by the
+    last two keys (a sixth of the rows of the A100 trace)."""
+    order = np.argsort(h.ts, kind="stable")
+    order = order[np.argsort(h.thread[order], kind="stable")]
+    ts, thread = h.ts[order], h.thread[order]
+    same = (ts[1:] == ts[:-1]) & (thread[1:] == thread[:-1])
+    del ts, thread
+    tied = np.zeros(len(order), dtype=bool)
+    tied[1:] = same
+    tied[:-1] |= same
+    rows = np.flatnonzero(tied)
+    del tied
+    if len(rows):
+        group = np.cumsum(~same, dtype=np.int64)  # per row after the first: its tie group
+        group = np.concatenate((np.zeros(1, dtype=np.int64), group))[rows]
+        sub = order[rows]
+        order[rows] = sub[np.lexsort((h.nid[sub] * 16 + h.flags[sub], -h.end[sub], group))]
+    return order
 
 
 def _climb(cand: Ints, parent: Ints, op_end: Array, at: Array) -> None:

@@ -25,7 +25,16 @@ from pathlib import Path
 import msgspec
 
 from tui_prof.model import Cancelled, ProfileError
-from tui_prof.profiles.kineto.events import RAW_ARGS, Event, Meta, Trace
+from tui_prof.profiles.kineto.events import (
+    PHASES,
+    RAW_ARGS,
+    AnyEvent,
+    Event,
+    Flow,
+    Meta,
+    Trace,
+    events_of,
+)
 from tui_prof.profiles.kineto.inflate import Inflater
 
 # An undecoded part (`defer`): its bytes are these buffers' one after another, valid until the
@@ -72,11 +81,12 @@ def _available_memory() -> int | None:
         return None
 
 
-_events_decoder = msgspec.json.Decoder(list[Event])
+_events_decoder = msgspec.json.Decoder(list[AnyEvent])
 _trace_decoder = msgspec.json.Decoder(Trace)
 _meta_decoder = msgspec.json.Decoder(Meta)
 
 
+_PHASE_TAGS = {*PHASES, "s", "t", "f"}
 _RAW_KEYS = tuple(f'"{k}"'.encode() for k in RAW_ARGS)
 
 
@@ -94,18 +104,22 @@ def decode_events(part: bytes | bytearray | memoryview) -> tuple[list[Event], in
     """One part's events and how many were dropped for fields of the wrong type; DecodeError
     where the part is not JSON (a cut that is not between two events)."""
     try:
-        return _events_decoder.decode(part), 0
+        return events_of(_events_decoder.decode(part)), 0
     except msgspec.ValidationError:
         return salvage(msgspec.json.decode(part))
 
 
 def salvage(items: object) -> tuple[list[Event], int]:
-    """Events one by one, dropping those whose fields have the wrong type (counted)."""
+    """Events one by one, dropping those whose fields have the wrong type (counted) and flow
+    events; one without a phase, or with one no trace format has, has the phase ""."""
     out: list[Event] = []
     skipped = 0
     for item in items if isinstance(items, list) else []:
         ev = None
         if isinstance(item, dict):
+            ph = item.get("ph", 0)
+            if "ph" not in item or (isinstance(ph, str) and ph not in _PHASE_TAGS):
+                item = {**item, "ph": ""}
             args = item.get("args")
             if isinstance(args, dict) and any(k in args for k in RAW_ARGS):
                 item = dict(item)
@@ -115,13 +129,13 @@ def salvage(items: object) -> tuple[list[Event], int]:
                 }
             for candidate in (item, {k: v for k, v in item.items() if k != "args"}):
                 try:
-                    ev = msgspec.convert(candidate, Event, strict=False)
+                    ev = msgspec.convert(candidate, AnyEvent, strict=False)
                     break
                 except msgspec.ValidationError:
                     continue
         if ev is None:
             skipped += 1
-        else:
+        elif not isinstance(ev, Flow):
             out.append(ev)
     return out, skipped
 
@@ -374,7 +388,7 @@ class TraceStream:
         finally:
             self._buf.clear()
         self._merge(trace)
-        return trace.traceEvents
+        return events_of(trace.traceEvents)
 
     def _decode_trace(self, doc: bytes | bytearray) -> Trace:
         try:

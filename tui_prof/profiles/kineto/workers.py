@@ -4,12 +4,13 @@ Contract: `read(stream, collector, extras)` consumes a TraceStream and leaves `c
 `extras` exactly as `add(batch)` on every batch in this process would (the test reads every
 sample and shared trace both ways). The first PARALLEL_FROM bytes of JSON are decoded here;
 a longer trace starts `workers` child processes (`python -m tui_prof.profiles.kineto.workers`,
-stdin/stdout pipes) and hands them its 16 MB parts undecoded, round robin; each decodes its part
-(msgspec), collects it (Collector.add) and picks the events the efficiency pass uses
-(Extras.pick), and, given a `rows` sink, makes the timeline's rows (timeline/kineto_rows.py);
-the parts are merged here in file order (Collector.merge maps names and threads to this
-collector's ids; the sink maps the rows' own). Why: msgspec's decode holds the GIL and is ≈ 1.5× `zcat`'s
-CPU alone, so one process cannot come within 2× of `zcat` (benchmarks/README.md, section 9).
+one end of a socket pair as stdin) and hands them its 4 MB parts undecoded, round robin, each
+in a file in memory (see _Pool); each decodes its part (msgspec), collects it (Collector.add)
+and picks the events the efficiency pass uses (Extras.pick), and, given a `rows` sink, makes
+the timeline's rows (timeline/kineto_rows.py); the parts are merged here in file order
+(Collector.merge maps names and threads to this collector's ids; the sink maps the rows' own).
+Why: msgspec's decode holds the GIL and is ≈ 1.5× `zcat`'s CPU alone, so one process cannot
+come within 2× of `zcat` (benchmarks/README.md, section 9).
 A cut that is not between two events (`},{` inside a name) fails to decode in its worker; the
 read then starts over in this process alone, where stream.py tries earlier cuts, as it does
 when a worker cannot start or ends before its part is done. The workers are killed when the
@@ -20,17 +21,18 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import mmap
 import os
 import pickle
-import queue
 import select
+import socket
 import struct
 import subprocess
 import sys
-import threading
-from collections.abc import Callable
+import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import IO, Any, Protocol
+from typing import Any, Protocol
 
 import msgspec
 
@@ -144,7 +146,16 @@ def read(
 
 
 class _Pool:
-    """Worker processes fed round robin; results merged in the order the parts were sent."""
+    """Worker processes fed round robin; results merged in the order the parts were sent.
+
+    Each part and each result travels as a file in memory (memfd) whose descriptor goes over a
+    socket pair (the worker's stdin) with its size: the worker decodes the part where
+    it lies (mapped), and no message ever waits for the other side to read it. Through pipes
+    (64 kB a read) the worker's reading thread had to win the GIL back from its decoding
+    thread (≈ 5 ms) for each 64 kB: parts crawled in, this process stalled writing them and
+    the other worker stalled with its result unread, and two workers used one core between
+    them (benchmarks/README.md, section 9).
+    """
 
     def __init__(
         self, n: int, c: Collector, extras: Extras, stream: TraceStream, rows: RowSink | None
@@ -152,41 +163,41 @@ class _Pool:
         self.c, self.extras, self.stream, self.rows = c, extras, stream, rows
         flags = [ROWS_FLAG] if rows is not None else []
         self.procs: list[subprocess.Popen[bytes]] = []
+        self.socks: list[socket.socket] = []
         self.sent = 0
-        self.waiting: collections.deque[subprocess.Popen[bytes]] = collections.deque()
+        self.waiting: collections.deque[socket.socket] = collections.deque()
         try:
             for _ in range(n):
-                self.procs.append(
-                    subprocess.Popen(
-                        [sys.executable, "-m", "tui_prof.profiles.kineto.workers", *flags],
-                        stdin=subprocess.PIPE,
-                        stdout=subprocess.PIPE,
-                        stderr=subprocess.DEVNULL,
-                        bufsize=0,  # raw pipes: select() sees every byte not yet read
+                mine, theirs = socket.socketpair()
+                self.socks.append(mine)
+                with theirs:
+                    self.procs.append(
+                        subprocess.Popen(
+                            [sys.executable, "-m", "tui_prof.profiles.kineto.workers", *flags],
+                            stdin=theirs.fileno(),
+                            stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL,
+                        )
                     )
-                )
         except OSError as exc:  # no interpreter to start (a frozen app), no processes left
             self.close()
             raise BadCut() from exc
 
     def submit(self, part: RawPart) -> None:
-        proc = self.procs[self.sent % len(self.procs)]
-        while len(self.waiting) >= IN_FLIGHT * len(self.procs):
+        sock = self.socks[self.sent % len(self.socks)]
+        while len(self.waiting) >= IN_FLIGHT * len(self.socks):
             self._merge_oldest()
-        assert proc.stdin is not None
         try:
-            _write_all(proc.stdin, _HEADER.pack(sum(len(p) for p in part)))
-            for piece in part:
-                _write_all(proc.stdin, piece)
+            _send(sock, part)
         except OSError as exc:  # it ended (could not import, killed): read in this process
             raise BadCut() from exc
         self.sent += 1
-        self.waiting.append(proc)
+        self.waiting.append(sock)
 
-    def _wait(self, f: IO[bytes]) -> None:
-        """Until `f` can be read, noticing a cancelled read within a poll (a worker may be in
-        the middle of a part for a second on a busy machine)."""
-        while not select.select([f], [], [], _POLL)[0]:
+    def _wait(self, sock: socket.socket) -> None:
+        """Until `sock` can be read, noticing a cancelled read within a poll (a worker may be
+        in the middle of a part for a second on a busy machine)."""
+        while not select.select([sock], [], [], _POLL)[0]:
             self.stream._check()
 
     def drain(self) -> None:
@@ -195,12 +206,16 @@ class _Pool:
 
     def _merge_oldest(self) -> None:
         self.stream._check()
-        proc = self.waiting.popleft()
-        assert proc.stdout is not None
-        blob = _read_frame(proc.stdout, self._wait)
+        sock = self.waiting.popleft()
+        self._wait(sock)
+        try:
+            blob = _receive(sock)
+        except (OSError, ValueError) as exc:
+            raise BadCut() from exc
         if blob is None:
             raise BadCut()
-        folded = pickle.loads(blob)
+        with blob:
+            folded = pickle.loads(blob)
         if folded is None:
             raise BadCut()
         assert isinstance(folded, Folded)
@@ -215,50 +230,59 @@ class _Pool:
         for p in self.procs:
             if p.poll() is None:
                 p.kill()
+        for s in self.socks:
+            s.close()
         for p in self.procs:
-            for f in (p.stdin, p.stdout):
-                if f is not None:
-                    with contextlib.suppress(OSError):
-                        f.close()
             p.wait()
         self.procs.clear()
+        self.socks.clear()
         self.waiting.clear()
 
 
-def _read_frame(f: IO[bytes], wait: Callable[[IO[bytes]], None] | None = None) -> bytearray | None:
-    """One length-prefixed frame; None at the end of the stream. `wait(f)` before each read."""
-    head = _read_exact(f, _HEADER.size, wait)
-    if head is None:
-        return None
-    (size,) = _HEADER.unpack(head)
-    return _read_exact(f, size, wait)
+def _scratch() -> int:
+    """A new file in memory (memfd on Linux; elsewhere an unlinked temporary file)."""
+    if hasattr(os, "memfd_create"):
+        return os.memfd_create("tuiprof-part", os.MFD_CLOEXEC)
+    with tempfile.TemporaryFile() as f:
+        return os.dup(f.fileno())
 
 
-def _read_exact(f: IO[bytes], n: int, wait: Callable[[IO[bytes]], None] | None) -> bytearray | None:
-    buf = bytearray(n)
-    got = 0
-    with memoryview(buf) as view:
-        while got < n:
-            if wait is not None:
-                wait(f)
-            k = f.readinto(view[got:])  # type: ignore[attr-defined]
-            if not k:
-                return None
-            got += k
-    return buf
+def _send(sock: socket.socket, buffers: Sequence[bytes | bytearray | memoryview]) -> None:
+    """`buffers`, one after another, as one message: written to a new file in memory, whose
+    descriptor goes over `sock` with its size."""
+    fd = _scratch()
+    try:
+        size = 0
+        for b in buffers:
+            with memoryview(b) as view:
+                while (
+                    view.nbytes
+                ):  # a write to a file in memory takes it whole; a signal may cut it
+                    k = os.write(fd, view)
+                    size += k
+                    view = view[k:]
+        socket.send_fds(sock, [_HEADER.pack(size)], [fd])
+    finally:
+        os.close(fd)
 
 
-def _write_all(f: IO[bytes], data: bytes | bytearray | memoryview) -> None:
-    with memoryview(data) as view:
-        done = 0
-        while done < len(view):
-            done += f.write(view[done:]) or 0
+def _receive(sock: socket.socket) -> mmap.mmap | None:
+    """The next message sent by _send, mapped (read-only); None where the other side ended."""
+    data, fds, _flags, _addr = socket.recv_fds(sock, _HEADER.size, 1, socket.MSG_WAITALL)
+    try:
+        if len(data) < _HEADER.size or not fds:
+            return None
+        (size,) = _HEADER.unpack(data)
+        return mmap.mmap(fds[0], size, prot=mmap.PROT_READ)
+    finally:
+        for fd in fds:
+            os.close(fd)
 
 
 # -- the worker process --------------------------------------------------------------------
 
 
-def fold(data: bytes | bytearray, extras: Extras, rows: bool = False) -> Folded | None:
+def fold(data: bytes | bytearray | memoryview, extras: Extras, rows: bool = False) -> Folded | None:
     """One part decoded and collected (and its timeline rows made, where `rows`); None where
     it is not a list of events (a bad cut)."""
     try:
@@ -270,34 +294,25 @@ def fold(data: bytes | bytearray, extras: Extras, rows: bool = False) -> Folded 
     return Folded(c.export(), extras.pick(events), skipped, rows_of(events) if rows else None)
 
 
-def _serve(inp: IO[bytes], out: IO[bytes], rows: bool = False) -> None:
-    """Fold parts from `inp` until it closes; a thread reads the next part while one folds."""
-    parts: queue.Queue[bytearray | None] = queue.Queue(maxsize=1)
-
-    def reader() -> None:
-        while True:
-            data = _read_frame(inp)
-            parts.put(data)
-            if data is None:
-                return
-
-    threading.Thread(target=reader, daemon=True).start()
+def _serve(sock: socket.socket, rows: bool = False) -> None:
+    """Fold the parts that come over `sock` until it closes, one at a time: a part is already
+    here (mapped) when the last is done, and a result never waits to be read (_Pool)."""
     extras = Extras()  # its caches only: the events it picks go back
-    while (data := parts.get()) is not None:
-        folded: Any = fold(data, extras, rows)
+    while (data := _receive(sock)) is not None:
+        # decoded where it lies: Raw args keep the mapping alive as long as they live
+        folded: Any = fold(memoryview(data), extras, rows)
         del data
-        blob = pickle.dumps(folded, protocol=pickle.HIGHEST_PROTOCOL)
+        _send(sock, [pickle.dumps(folded, protocol=pickle.HIGHEST_PROTOCOL)])
         del folded
-        out.write(_HEADER.pack(len(blob)))
-        out.write(blob)
-        out.flush()
 
 
 def main() -> None:
-    out = os.fdopen(os.dup(1), "wb")  # the results; anything printed goes to stderr
-    os.dup2(2, 1)
-    with contextlib.suppress(BrokenPipeError, KeyboardInterrupt):  # the reader went away
-        _serve(sys.stdin.buffer, out, ROWS_FLAG in sys.argv[1:])
+    sock = socket.socket(fileno=os.dup(0))  # parts in, results out (_Pool)
+    null = os.open(os.devnull, os.O_RDWR)
+    os.dup2(null, 0)
+    os.dup2(2, 1)  # anything printed goes to stderr
+    with contextlib.suppress(BrokenPipeError, ConnectionResetError, KeyboardInterrupt):
+        _serve(sock, ROWS_FLAG in sys.argv[1:])
 
 
 if __name__ == "__main__":  # run as imported, so what it pickles names this module, not __main__

@@ -24,7 +24,6 @@ from tui_prof.model import Cancelled, ProfileError
 from tui_prof.printable import printable
 from tui_prof.profiles import heap
 from tui_prof.profiles.discover import Session
-from tui_prof.profiles.kernel_names import is_xla_collective
 from tui_prof.profiles.timeline import store
 from tui_prof.profiles.timeline.model import (
     CATEGORY_CODE,
@@ -37,9 +36,9 @@ from tui_prof.profiles.timeline.model import (
 from tui_prof.profiles.xplane.line_events import MISSING
 from tui_prof.profiles.xplane.step_events import (
     CATEGORY_OF,
-    DEVICE_COLLECTIVES,
     classify_device,
     classify_host,
+    classify_tpu,
     types_of,
 )
 from tui_prof.profiles.xplane.steps import FoundSteps, find_steps
@@ -197,11 +196,6 @@ def _line_rank(t: Track) -> int:
     """A TPU core's lines in XProf's order (steps, programs, ops), then the others."""
     line = t.name.removeprefix(f"{t.group} ")
     return TPU_LINE_ORDER.index(line) if line in TPU_LINE_ORDER else len(TPU_LINE_ORDER)
-
-
-def classify_tpu(name: str) -> int:
-    """A TPU op's event type: XLA's collectives by name, else as a GPU's (compute)."""
-    return DEVICE_COLLECTIVES if is_xla_collective(name) else classify_device(name)
 
 
 def read_session(

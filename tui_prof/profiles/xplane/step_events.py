@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from tui_prof.profiles.kernel_names import is_xla_collective
 from tui_prof.profiles.xplane.line_events import MISSING, LineEvents
 from tui_prof.profiles.xplane.op_precision import KERNEL_16BIT
 
@@ -66,6 +67,18 @@ def classify_device(name: str, shapes: str = "") -> int:
         return DEVICE_COLLECTIVES
     half = "half" in shapes if shapes else bool(KERNEL_16BIT.search(name))
     return DEVICE_COMPUTE_16 if half else DEVICE_COMPUTE_32
+
+
+# The lines of a TPU core that hold its step's work, as the converter reads them (tsl
+# IsOpLineName; xprof ConvertDeviceTraceXPlaneToStepEvents reads a core's op line alone, each
+# op's self time its work, the rest of the step idle): not its programs' runs ("XLA Modules",
+# which span the gaps between their ops) nor its other lines.
+TPU_OP_LINES = frozenset({"XLA Ops", "TensorFlow Ops", "Sparse Core Ops"})
+
+
+def classify_tpu(name: str) -> int:
+    """A TPU op's event type: XLA's collectives by name, else as a GPU's (compute)."""
+    return DEVICE_COLLECTIVES if is_xla_collective(name) else classify_device(name)
 
 
 def classify_host(name: str) -> int:

@@ -15,8 +15,9 @@ A step's events are those of its marker's call tree, found as tsl's grouping fin
 nested in it on its thread, then events linked to those across threads (producer/consumer `_p`/`_c`
 stats, an executor's step id for async IteratorGetNext), and so on. With devices, only device
 events count (as in xprof 2.24): the kernels and copies whose launch (CUPTI correlation id) lies in
-the call tree; the step lasts from the first to the last of them on its busiest device. CPU-only,
-the call tree's host events count, and the marker's span is the step.
+the call tree (on a TPU core, its "XLA Ops" line's ops, as xprof reads a core's work: its
+programs' runs only widen the span); the step lasts from the first to the last of them on its
+busiest device. CPU-only, the call tree's host events count, and the marker's span is the step.
 Like the converter, a host with more than 5 well-formed steps loses its first and last (by group
 id, else by time), which may be cut by the profile's edges; not Keras' profiled batches (whole).
 Hosts of one session: the steps whose number every host has, each taken from its slowest host.
@@ -56,8 +57,10 @@ from tui_prof.profiles.xplane.step_events import (
     DEVICE_COMPUTE_16,
     DEVICE_COMPUTE_32,
     HOST_COMPUTE,
+    TPU_OP_LINES,
     classify_device,
     classify_host,
+    classify_tpu,
     coverage,
     host_groups,
     launched_in,
@@ -199,11 +202,16 @@ def _device_steps(
         k: [] for k in ("start", "end", "type", "dev", "corr", "group")
     }
     for d, pe in enumerate(devices):
+        tpu = pe.plane.device is not None and pe.plane.device[0] == "TPU"
         for le in pe.lines:
             if le.name == TPU_STEPS_LINE:
                 continue  # a TPU core's step markers: not work
             n = len(le.start_ps)
-            types = types_of(le.metadata_id, pe.meta.event_names, classify_device)
+            if tpu and le.name not in TPU_OP_LINES:  # its programs' runs, …: the span only
+                types = np.zeros(n, dtype=np.int64)
+            else:
+                classify = classify_tpu if tpu else classify_device
+                types = types_of(le.metadata_id, pe.meta.event_names, classify)
             shaped = [(i, "half" in v) for i, v in le.texts["shape"].items() if v]
             if shaped:  # the converter judges precision by the shapes where there are some
                 idx, half = (np.array(x) for x in zip(*shaped, strict=True))
@@ -261,7 +269,8 @@ def _device_steps(
     begin, end = np.where(ok, begin, 0), np.where(ok, end, 1)
     if choice.source == STEP_SOURCE_PROGRAM_RUNS:
         end = _program_spans(begin, end, ok, findings)
-    owned = coverage(step, ev["start"], ev["end"], ev["type"], begin, end)
+    work = ev["type"] > 0
+    owned = coverage(step[work], ev["start"][work], ev["end"][work], ev["type"][work], begin, end)
     return choice, numbers, begin, end - begin, owned, ok
 
 

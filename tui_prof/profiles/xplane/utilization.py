@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from tui_prof.device_use import DeviceBusy, DeviceUtilization
+from tui_prof.device_use import DeviceBusy, DeviceUtilization, host_device
 from tui_prof.profiles.xplane.line_events import LineEvents
 from tui_prof.profiles.xplane.xspace import (
     PlaneRef,
@@ -147,7 +147,7 @@ def device_utilization(
     chips: dict[tuple[int, int], _Duty] = {}  # (host file, local chip id) → its cores
     for n, path in enumerate(paths):
         with XSpaceFile(path) as space:
-            prefix = f"{host_name(Path(path), space)}" if len(paths) > 1 else ""
+            host = host_name(Path(path), space) if len(paths) > 1 else None
             span = _span_ns(space)
             if span:
                 spans.append((span[0] * 1000, span[1] * 1000))
@@ -158,7 +158,7 @@ def device_utilization(
                 lines = pe.lines
                 if ref.device[0] == "TPU":
                     duty = _tpu_duty(space, ref, lines)
-                    tpus.append((prefix + ref.name, duty))
+                    tpus.append((_label(host, ref.name), duty))
                     chip = _chip_id(pe.meta.stats)
                     key = (n, chip if chip is not None else -1 - len(tpus))
                     chips.setdefault(key, _Duty()).merge(duty)
@@ -167,7 +167,7 @@ def device_utilization(
                 end = np.concatenate([le.end_ps for le in lines] or [np.zeros(0, np.int64)])
                 first = int(start.min()) if len(start) else 0
                 last = int(end.max()) if len(end) else 0
-                devices.append((prefix + ref.name, union_ps(start, end), first, last))
+                devices.append((_label(host, ref.name), union_ps(start, end), first, last))
     if tpus and not devices:
         return _duty_cycle(tpus, list(chips.values()))
     if not devices:
@@ -187,6 +187,10 @@ def device_utilization(
         busy_percent=sum(d.busy_percent for d in busy) / len(busy),
         devices=busy,
     )
+
+
+def _label(host: str | None, plane: str) -> str:
+    return plane if host is None else host_device(host, plane)
 
 
 def _duty_cycle(cores: list[tuple[str, _Duty]], chips: list[_Duty]) -> DeviceUtilization | None:

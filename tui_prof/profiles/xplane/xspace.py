@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from tui_prof.device_use import host_device
 from tui_prof.model import UnreadableProfile, os_reason
 from tui_prof.profiles.xplane.gpu_planes import DERIVED_LINE_IDS as DERIVED_LINE_IDS
 from tui_prof.profiles.xplane.gpu_planes import stat_value as stat_value
@@ -339,7 +340,9 @@ def plane_summary(paths: Sequence[Path | str]) -> dict[str, Any]:
                 dev = plane.device
                 if dev:
                     kinds.add(dev[0])
-                    devices.append(plane.name if len(paths) == 1 else f"{hosts[-1]}{plane.name}")
+                    devices.append(
+                        plane.name if len(paths) == 1 else host_device(hosts[-1], plane.name)
+                    )
     kind = (
         "TPU"
         if "TPU" in kinds
