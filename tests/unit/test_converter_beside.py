@@ -155,3 +155,12 @@ def test_device_ops_read_ahead_are_those_the_tables_would_read(
         assert found == device_ops.device_ops(paths)
     else:
         assert read.device_ops() is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    ['{"a": 1, "a": [2.50, -0.0, 5e-324]}', "18446744073709551616", "1e400", '"\\ud800"', "NaN"],
+)
+def test_a_tools_json_is_decoded_as_json_reads_it(text: str) -> None:
+    got, want = converter.decode(text), json.loads(text)
+    assert repr(got) == repr(want) and type(got) is type(want)
