@@ -35,10 +35,24 @@ from tui_prof.profiles.xplane.convert_worker import (
     OVERVIEW,
 )
 
-__all__ = ["HLO_STATS", "KERNEL_STATS", "MEMORY_PROFILE", "OP_STATS", "OVERVIEW", "convert"]
+__all__ = [
+    "HLO_STATS",
+    "KERNEL_STATS",
+    "MEMORY_PROFILE",
+    "OP_STATS",
+    "OVERVIEW",
+    "convert",
+    "decode",
+    "start",
+]
 DEFAULT_TOOLS = (OVERVIEW, OP_STATS, KERNEL_STATS)
 
 _lock = threading.Lock()
+
+
+def start() -> None:
+    """Start the converter's process now (see convert_worker), if it is not running."""
+    convert_worker.process().start()
 
 
 def convert(

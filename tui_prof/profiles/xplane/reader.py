@@ -180,6 +180,7 @@ def summarize(
             _report_step_time(session, steps, report)
         return () if steps else (converter.HLO_STATS,)
 
+    converter.start()  # before the read-ahead thread: a fork is only safe while one runs
     ahead = _Ahead(paths, gpu=_names_gpu_planes(paths))
     converted: dict[str, Any] = {}
 
