@@ -333,8 +333,9 @@ def test_tpu_xspace_cores_in_xprofs_line_order_with_steps_from_the_summary(
 ) -> None:
     """A TPU profile as XProf reads one (per core: Steps, XLA Modules, XLA Ops, XLA TraceMe; no
     launch ids): every step's span is the summary's step time, device events cover its device
-    compute, each core's lines are grouped in XProf's order, step markers are drawn as `other`
-    (not work), XLA's all-reduce as a collective; the slow step (a long all-reduce on core 1)
+    compute, each core's lines are grouped in XProf's order, only its ops are work (step markers,
+    program runs and waits are drawn as `other`, as the summary counts the ops alone), XLA's
+    all-reduce as a collective; the slow step (a long all-reduce on core 1)
     is the slowest, and set beside the median it names core 1's ops. Without the host's step
     markers, the steps are the cores' own ("Steps" lines), as XProf takes them."""
     from xla_profiles import tpu_steps_job
@@ -353,7 +354,9 @@ def test_tpu_xspace_cores_in_xprofs_line_order_with_steps_from_the_summary(
         for line in ("Steps", "XLA Modules", "XLA Ops", "XLA TraceMe")
     ]
     by_name = {t.name: t for t in st.tracks}
-    assert set(by_name["TPU 0 Steps"].cat.tolist()) == {CATEGORIES.index("other")}
+    other = {CATEGORIES.index("other")}
+    for line in ("Steps", "XLA Modules", "XLA TraceMe"):  # markers, program runs, waits
+        assert set(by_name[f"TPU 0 {line}"].cat.tolist()) == other, line
     ops = by_name["TPU 1 XLA Ops"]
     reduce = [i for i, n in enumerate(ops.nid.tolist()) if "all-reduce" in st.event_name(n)]
     assert reduce and all(CATEGORIES[int(ops.cat[i])] == "device_collectives" for i in reduce)

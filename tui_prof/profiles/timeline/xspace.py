@@ -4,10 +4,12 @@ Why these steps: the spans are those of tuiprof's own step finder (xplane.steps.
 `FoundSteps.spans_ps`), the steps the summary shows wherever the converter found no step markers;
 where it did, the converter's step times may differ slightly from these spans (see
 docs/timeline.md). Categories are the converter's event types (step_events.classify_device /
-classify_host, with_launches on a host with devices → CATEGORY_OF); GPU planes' derived lines (XLA Ops, Modules) repeat the streams'
-kernels and are left out, as the step finder leaves them out. TPU cores keep every line XProf
-shows (Steps, XLA Modules, XLA Ops, …, in that order): their step markers are drawn as `other`
-(a marker, not work) and XLA's collective ops as collectives.
+classify_host, with_launches on a host with devices → CATEGORY_OF); GPU planes' derived lines
+(XLA Ops, Modules) repeat the streams' kernels and are left out, as the step finder leaves them
+out. TPU cores keep every line XProf shows (Steps, XLA Modules, XLA Ops, …, in that order); as
+the summary counts a core's work, only its op lines (step_events.TPU_OP_LINES) are work, XLA's
+collective ops as collectives; its step markers, its programs' runs (which also span the gaps
+between their ops) and its other lines (`XLA TraceMe`: waits) are drawn as `other`.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from tui_prof.profiles.timeline.model import (
 from tui_prof.profiles.xplane.line_events import MISSING
 from tui_prof.profiles.xplane.step_events import (
     CATEGORY_OF,
+    TPU_OP_LINES,
     classify_device,
     classify_host,
     classify_tpu,
@@ -49,7 +52,6 @@ from tui_prof.profiles.xplane.xspace import DERIVED_LINE_IDS, XSpaceFile, host_n
 _INFO_STATS = ("level 0", "tf_op", "hlo_op", "hlo_module")
 # A TPU core's lines as XProf names them (tsl xplane_schema): its step markers, then its
 # programs' runs and their ops; SparseCores the same.
-TPU_STEP_LINES = ("Steps", "Sparse Core Steps")
 TPU_LINE_ORDER = (
     "Steps",
     "XLA Modules",
@@ -169,8 +171,8 @@ def _file_tracks(
                     ran = (corr != MISSING) | np.isin(le.metadata_id, executor)
                     types = with_launches(types, ran)
                 cat = _CODE[np.clip(types, 0, 255)]
-                if tpu and le.name in TPU_STEP_LINES:
-                    cat[:] = _OTHER  # a step marker, not work: the ops show what ran
+                if tpu and le.name not in TPU_OP_LINES:
+                    cat[:] = _OTHER  # markers, program runs, waits: not work; the ops show it
                 uniq, inverse = np.unique(le.metadata_id, return_inverse=True)
                 ids = []
                 for u in uniq.tolist():
