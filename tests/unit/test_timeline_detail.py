@@ -248,3 +248,38 @@ def test_compare_median_names_the_category_that_grew(
     out = capsys.readouterr().out
     assert f"{top.name}  (input +{top.category_delta_us / 1000:.2f} ms)" in out
     assert all(len(line) <= 100 for line in out.splitlines())
+
+
+# Track names as the profiles here write them: XLA's streams on AMD and NVIDIA GPUs (a use after
+# the number), Kineto's streams and threads, host threads with long ids, a TPU core's lines.
+TRACK_NAMES = [
+    "GPU 0 Stream #16(Kernel)",
+    "GPU 0 Stream #17(Kernel)",
+    "GPU 6 Stream #143(MemcpyH2D)",
+    "GPU 6 Stream #144(MemcpyD2H)",
+    "GPU 6 Stream #142",
+    "GPU 0 stream 7",
+    "GPU 0 stream 13",
+    "Stream #14(Compute)",
+    "tf_pjrt_client_thread/1829982129071201",
+    "Host Threads/1083",
+    "Host Threads/1565",
+    "py_xla_execute/904895758363866",
+    "thread 575",
+    "TPU 0 XLA Ops",
+    "TPU 0 XLA Modules",
+    "TPU 1 XLA Ops",
+    "TPU 1 XLA TraceMe",
+]
+
+
+@pytest.mark.parametrize("cells", [8, 10, 13, 16, 22])
+def test_track_labels_fit_and_never_read_the_same(cells: int) -> None:
+    """At 80 columns the AMD JAX profile's two streams read `GPU 0…Kernel)` both: the number
+    that tells them apart sat before a `(Kernel)` the cut kept instead."""
+    from tui_prof.render.timeline import track_label
+
+    labels = [track_label(n, cells) for n in TRACK_NAMES]
+    assert all(len(x) <= cells for x in labels)
+    assert len(set(labels)) == len(labels), labels
+    assert track_label("GPU 0 Stream #16(Kernel)", 13) == "GPU 0 #16"
