@@ -102,7 +102,8 @@ async def test_empty_directory_names_sample_traces(tmp_path: Path) -> None:
 
 async def test_op_names_with_markup_are_shown_as_text(tmp_path: Path) -> None:
     """A real session's summary with its top op renamed to hold Rich markup, served through the
-    summary cache the app reads: the brackets must reach the screen as typed."""
+    summary cache the app reads: the brackets must reach the screen as typed (160 columns: the
+    Type column shows beside the name, "% of side" and Side)."""
     import dataclasses
 
     from tui_prof.profiles import cache
@@ -119,7 +120,7 @@ async def test_op_names_with_markup_are_shown_as_text(tmp_path: Path) -> None:
         cache.cache_key(session), dataclasses.replace(real, top_ops=(marked, *real.top_ops[1:]))
     )
     app = TuiprofApp(tmp_path)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with app.run_test(size=(160, 40)) as pilot:
         await _settle(pilot)
         await pilot.press("3")
         await pilot.pause()

@@ -24,7 +24,14 @@ from tui_prof.profiles.timeline.model import NoEvents, make_track
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLES = REPO / "sample_traces"
-KINETO_SAMPLES = ["torch_cuda_float32", "torch_cuda_autocast", "torch_float32"]
+KINETO_SAMPLES = [
+    "torch_cuda_float32",
+    "torch_cuda_autocast",
+    "torch_cuda_wide_float32",
+    "torch_cuda_wide_autocast",
+    "torch_float32",
+    "torch_autocast",
+]
 DEVICE_COMPUTE = CATEGORIES.index("device_compute")
 
 
@@ -62,6 +69,9 @@ def test_kineto_sample_steps_match_the_summary(name: str) -> None:
     [
         "kineto/a100_rank0.json.gz",
         "kineto/mi250_minitoy_train.json.gz",
+        "kineto/sampled_rank-0.json.gz",
+        "kineto/benchmark_result_2869224_1695835535_trace.json.gz",
+        "kineto/benchmark_result_924719_1679055439_trace.json.gz",
         "kineto_tb_plugin/worker0.1623143089861.pt.trace.json.gz",
     ],
 )
@@ -75,8 +85,16 @@ def test_kineto_public_steps_match_the_summary(rel: str) -> None:
 XSPACE_SAMPLES = [
     "jax_cuda_float32",
     "jax_cuda_bf16",
+    "jax_cuda_step_markers",
+    "jax_step_markers",
     "keras_fit_float32/train",
+    "keras_fit_mixed",
+    "keras_fit_step_markers",
     "jax_program_runs",
+    "custom_loop",
+    "input_bound",
+    "experiment_mixed_precision/runs/float32-r0",
+    "experiment_mixed_precision/runs/mixed-r0",
 ]
 
 
@@ -86,11 +104,29 @@ def test_xspace_sample_steps_match_the_summary(name: str) -> None:
 
 
 @needs_shared
+def test_xspace_amd_jax_steps_match_the_summary() -> None:
+    assert _check_against_summary(SHARED_TRACES / "jax_gpu_gemm", own_steps=True) >= 2
+
+
+@needs_shared
 def test_xspace_gpu_multi_worker_step_matches_the_summary() -> None:
     path = SHARED_TRACES / "tf_gpu_multi_worker"
     assert _check_against_summary(path, own_steps=True) >= 1
     st = load_timeline(path).step(0)
     assert {t.kind for t in st.tracks} == {"host", "device"}
+
+
+def test_xspace_host_events_that_launched_device_work_are_kernel_launch() -> None:
+    """As xprof classifies a host event where there are devices (ClassifyCpuEvent): one with a
+    correlation id is kernel launch, not host compute as on a CPU-only host."""
+    tl = load_timeline(SAMPLES / "jax_cuda_float32")
+    st = tl.step(tl.slowest())
+    launch = CATEGORIES.index("kernel_launch")
+    host = [t for t in st.tracks if t.kind == "host"]
+    launched = np.concatenate([t.cat[t.corr >= 0] for t in host])
+    assert len(launched) and (launched == launch).all()
+    others = np.concatenate([t.cat[t.corr < 0] for t in host])
+    assert len(others) and (others != launch).all()
 
 
 def test_gpu_trace_has_host_threads_and_a_device_stream() -> None:
@@ -297,8 +333,9 @@ def test_tpu_xspace_cores_in_xprofs_line_order_with_steps_from_the_summary(
 ) -> None:
     """A TPU profile as XProf reads one (per core: Steps, XLA Modules, XLA Ops, XLA TraceMe; no
     launch ids): every step's span is the summary's step time, device events cover its device
-    compute, each core's lines are grouped in XProf's order, step markers are drawn as `other`
-    (not work), XLA's all-reduce as a collective; the slow step (a long all-reduce on core 1)
+    compute, each core's lines are grouped in XProf's order, only its ops are work (step markers,
+    program runs and waits are drawn as `other`, as the summary counts the ops alone), XLA's
+    all-reduce as a collective; the slow step (a long all-reduce on core 1)
     is the slowest, and set beside the median it names core 1's ops. Without the host's step
     markers, the steps are the cores' own ("Steps" lines), as XProf takes them."""
     from xla_profiles import tpu_steps_job
@@ -317,7 +354,9 @@ def test_tpu_xspace_cores_in_xprofs_line_order_with_steps_from_the_summary(
         for line in ("Steps", "XLA Modules", "XLA Ops", "XLA TraceMe")
     ]
     by_name = {t.name: t for t in st.tracks}
-    assert set(by_name["TPU 0 Steps"].cat.tolist()) == {CATEGORIES.index("other")}
+    other = {CATEGORIES.index("other")}
+    for line in ("Steps", "XLA Modules", "XLA TraceMe"):  # markers, program runs, waits
+        assert set(by_name[f"TPU 0 {line}"].cat.tolist()) == other, line
     ops = by_name["TPU 1 XLA Ops"]
     reduce = [i for i, n in enumerate(ops.nid.tolist()) if "all-reduce" in st.event_name(n)]
     assert reduce and all(CATEGORIES[int(ops.cat[i])] == "device_collectives" for i in reduce)

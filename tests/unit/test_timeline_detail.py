@@ -33,6 +33,46 @@ def test_parents_of_nested_events() -> None:
     assert parents(start, end).tolist() == [-1, 0, 1, 1, 0]
 
 
+def test_parents_equal_a_stack_walk_on_random_nested_events() -> None:
+    """The vectorised parents of properly nested events of some length (ties of start and end
+    included, as µs-rounded traces have them) are those of the plain walk: the innermost open
+    enclosing event."""
+    from tui_prof.profiles.timeline.nesting import order
+
+    rng = np.random.default_rng(7)
+    for _ in range(300):
+        spans: list[tuple[float, float]] = []
+
+        def nest(
+            lo: float, hi: float, depth: int, spans: list[tuple[float, float]] = spans
+        ) -> None:
+            t = lo
+            while t < hi and depth < 6 and rng.random() < 0.8:
+                a = t + float(rng.integers(0, 3))
+                b = min(hi, a + float(rng.integers(1, 12)))
+                if a >= b:
+                    break
+                spans.append((a, b))
+                nest(a, b, depth + 1, spans)
+                t = b + float(rng.integers(0, 2))
+
+        nest(0.0, 100.0, 0)
+        start = np.array([a for a, _ in spans], dtype=np.float64)
+        end = np.array([b for _, b in spans], dtype=np.float64)
+        o = order(start, end)
+        start, end = start[o], end[o]
+        want: list[int] = []
+        stack: list[int] = []
+        for i in range(len(start)):
+            while stack and end[stack[-1]] < end[i]:
+                stack.pop()
+            while stack and start[i] >= end[stack[-1]]:
+                stack.pop()
+            want.append(stack[-1] if stack else -1)
+            stack.append(i)
+        assert parents(start, end).tolist() == want, spans
+
+
 def test_the_innermost_event_wins_its_cells() -> None:
     """A host op [0, 100] with a data-loader call [20, 60] inside: the call's cells show input,
     though the op covers them as fully (counting both levels, the op won every cell)."""
@@ -208,3 +248,38 @@ def test_compare_median_names_the_category_that_grew(
     out = capsys.readouterr().out
     assert f"{top.name}  (input +{top.category_delta_us / 1000:.2f} ms)" in out
     assert all(len(line) <= 100 for line in out.splitlines())
+
+
+# Track names as the profiles here write them: XLA's streams on AMD and NVIDIA GPUs (a use after
+# the number), Kineto's streams and threads, host threads with long ids, a TPU core's lines.
+TRACK_NAMES = [
+    "GPU 0 Stream #16(Kernel)",
+    "GPU 0 Stream #17(Kernel)",
+    "GPU 6 Stream #143(MemcpyH2D)",
+    "GPU 6 Stream #144(MemcpyD2H)",
+    "GPU 6 Stream #142",
+    "GPU 0 stream 7",
+    "GPU 0 stream 13",
+    "Stream #14(Compute)",
+    "tf_pjrt_client_thread/1829982129071201",
+    "Host Threads/1083",
+    "Host Threads/1565",
+    "py_xla_execute/904895758363866",
+    "thread 575",
+    "TPU 0 XLA Ops",
+    "TPU 0 XLA Modules",
+    "TPU 1 XLA Ops",
+    "TPU 1 XLA TraceMe",
+]
+
+
+@pytest.mark.parametrize("cells", [8, 10, 13, 16, 22])
+def test_track_labels_fit_and_never_read_the_same(cells: int) -> None:
+    """At 80 columns the AMD JAX profile's two streams read `GPU 0…Kernel)` both: the number
+    that tells them apart sat before a `(Kernel)` the cut kept instead."""
+    from tui_prof.render.timeline import track_label
+
+    labels = [track_label(n, cells) for n in TRACK_NAMES]
+    assert all(len(x) <= cells for x in labels)
+    assert len(set(labels)) == len(labels), labels
+    assert track_label("GPU 0 Stream #16(Kernel)", 13) == "GPU 0 #16"

@@ -104,15 +104,21 @@ def _status_progress(status: Any, label: str) -> Progress:
     return report
 
 
-def _start_converter(sessions: Any, args: argparse.Namespace) -> None:
-    """The converter's process starts now, while this one imports the readers, when an XSpace
-    session will need it (not in the cache): its start-up then costs nothing."""
+def _start_converter(sessions: Any, args: argparse.Namespace) -> bool:
+    """The converter's process (started by `main` before the parser) is kept where an XSpace
+    session needs it (not in the cache), else stopped; the first such session's tools are asked
+    for now, while this process imports the readers."""
     from tui_prof.profiles.prefetch import cached
+    from tui_prof.profiles.xplane import convert_worker
 
-    if any(s.format == "xplane" and (args.no_cache or not cached(s)) for s in sessions):
-        from tui_prof.profiles.xplane import convert_worker
-
-        convert_worker.process().start()
+    converting = [s for s in sessions if s.format == "xplane" and (args.no_cache or not cached(s))]
+    if not converting:
+        convert_worker.process().abandon()
+        return False
+    first = converting[0]
+    if args.full or first.size < convert_worker.large_profile_bytes():
+        convert_worker.process().ask_ahead([h.path for h in first.hosts])
+    return True
 
 
 def _err(msg: str) -> None:
@@ -356,6 +362,7 @@ def run(args: argparse.Namespace) -> int:
         found = discover(args.path)
     except (FileNotFoundError, PermissionError) as exc:
         _err(str(exc))
+        _start_converter((), args)  # stopped: nothing to convert
         return 2
     errors: list[dict[str, str]] = []
     for problem in found.problems:  # unreadable directories and files count as failed sessions
@@ -368,8 +375,9 @@ def run(args: argparse.Namespace) -> int:
             f"{args.path}: no profile sessions (*.xplane.pb, *.overview_page.pb or PyTorch traces) "
             "found"
         )
+        _start_converter((), args)
         return 2
-    _start_converter(sessions, args)  # first: the imports below overlap its start
+    converting = _start_converter(sessions, args)  # first: the imports below overlap its start
     from tui_prof.model import ProfileError
     from tui_prof.profiles.efficiency import with_peak
     from tui_prof.profiles.load import load_summary
@@ -396,6 +404,10 @@ def run(args: argparse.Namespace) -> int:
         except ProfileError as exc:
             errors.append({"path": str(sess.path), "error": str(exc)})
             _err(f"{sess.path}: {exc}")
+    if converting:  # no more requests: they exit while the output is written
+        from tui_prof.profiles.xplane import convert_worker
+
+        convert_worker.process().finish()
     if args.format == "json":
         doc: dict[str, Any] = {"sessions": [s.to_dict() for s in summaries]}
         if errors:

@@ -39,7 +39,8 @@ from tui_prof.profiles.discover import Session, display_path
 # 11: XSpace GPU FLOPs counted from the profile's own HLO too (library GEMM calls).
 # 12: Precision.measured (a 16-bit share that rests on no types is not shown as one).
 # 13: several hosts' devices named "host · device"; a TPU's device compute from its "XLA Ops" lines.
-SCHEMA = 13
+# 14: the timeline's XSpace host events that launched device work are kernel launch.
+SCHEMA = 14
 SUFFIX = ".msgpack"
 
 _ENCODER = msgspec.msgpack.Encoder()

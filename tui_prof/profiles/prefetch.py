@@ -175,6 +175,8 @@ def _child_main(path: str) -> int:
         worker.abandon()  # not needed: the first session is not XSpace, or is read already
     if done:
         return 0
+    if worker is not None and found[0].size < convert_worker.large_profile_bytes():
+        worker.ask_ahead([h.path for h in found[0].hosts])  # while the readers are imported
     from tui_prof.profiles.load import load_summary
 
     last: list[tuple[int, str]] = []

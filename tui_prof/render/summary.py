@@ -386,12 +386,18 @@ def precision_text(summary: ProfileSummary) -> Text:
 
 
 def top_ops_table(summary: ProfileSummary, limit: int = 15) -> Table:
-    t = Table(title="Top ops by self time", title_justify="left", expand=True)
+    t = Table(
+        title="Top ops by self time",
+        title_justify="left",
+        expand=True,
+        caption="% of side: of the host's or of the devices' total self time, as Side says",
+        caption_justify="left",
+    )
     t.add_column("Op", overflow="ellipsis", no_wrap=True, ratio=3)
     t.add_column("Type", overflow="ellipsis", no_wrap=True, ratio=1)
-    t.add_column("Where")
+    t.add_column("Side")
     t.add_column("Self ms", justify="right")
-    t.add_column("%", justify="right")
+    t.add_column("% of side", justify="right")
     for o in summary.top_ops[:limit]:
         t.add_row(
             TailCut(o.name),  # a scope loses its head, never the op at its tail

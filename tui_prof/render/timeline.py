@@ -7,6 +7,7 @@ track is idle; names are already printable (timeline.model) and go into Text, ne
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -57,17 +58,35 @@ _SHORTER = (
 )
 
 
+_KIND_SUFFIX = re.compile(
+    r"\([A-Za-z][A-Za-z0-9 ]*\)$"
+)  # `(Kernel)`, `(MemcpyH2D)`: a stream's use
+_LAST_NUMBER = re.compile(r"\d+(?!.*\d)")
+
+
 def track_label(name: str, n: int) -> str:
-    """A track's name in n cells: as it is, else with its words shortened, else its start and
-    its end around an ellipsis (two streams of one GPU must not read the same)."""
+    """A track's name in n cells: as it is, else with its words shortened (then without a
+    stream's trailing `(Kernel)`), else its start and its end around an ellipsis, keeping its
+    last number whole (two streams of one GPU, two lines of one TPU core, must not read the
+    same)."""
     if len(name) <= n:
         return name
     for long, short in _SHORTER:
         name = name.replace(long, short)
+    if len(name) > n and _LAST_NUMBER.search(_KIND_SUFFIX.sub("", name)):
+        name = _KIND_SUFFIX.sub("", name)
     if len(name) <= n:
         return name
     head = min(6, max(n // 2 - 1, 1))
-    return name[:head] + "…" + name[len(name) - (n - head - 1) :]
+    tail = n - head - 1
+    last = _LAST_NUMBER.search(name)
+    if last is not None and last.end() <= len(name) - tail:  # the cut would drop the number
+        if len(name) - last.start() <= n - 2:
+            tail = len(name) - last.start()  # the end from the number on
+        elif last.end() <= n - 2:
+            tail = n - last.end() - 1  # the start up to the number, and the very end
+        head = n - tail - 1
+    return name[:head] + "…" + name[len(name) - tail :]
 
 
 # The legend's words where the full labels do not fit a narrow view.
@@ -145,10 +164,25 @@ def legend_line(st: StepTimeline, width: int, mono: bool = False) -> Text:
     return line
 
 
-def header_line(st: StepTimeline, view: View, width: int, note: str = "") -> Text:
-    span = f"{_ms(view.lo)}–{_ms(view.hi)} ms of {_ms(st.duration_us)} ms"
+def header_line(
+    st: StepTimeline, view: View, width: int, note: str = "", short_note: str | None = None
+) -> Text:
+    """The step, its source, the window shown, then `note`; where that is too wide, the window
+    said shorter (`216 ms` for the whole step, `41.9–83.8 of 216 ms`), then `short_note`, so
+    which step of how many and how many tracks still read at 80 columns."""
     src = f" · {st.source}" if st.source else ""
-    text = f"Step {st.step}{src} · {span}{note}"
+    whole = view.lo <= 0.0 and view.hi >= st.duration_us
+    span = f"{_ms(view.lo)}–{_ms(view.hi)} ms of {_ms(st.duration_us)} ms"
+    short = (
+        f"{_ms(st.duration_us)} ms"
+        if whole
+        else f"{_ms(view.lo)}–{_ms(view.hi)} of {_ms(st.duration_us)} ms"
+    )
+    tries = [(span, note), (short, note), (short, note if short_note is None else short_note)]
+    for window, said in tries:
+        text = f"Step {st.step}{src} · {window}{said}"
+        if len(text) <= width:
+            break
     return Text(_fit(text, width), style="bold")
 
 

@@ -76,7 +76,10 @@ class PartRows:
 
 
 _UNSEEN: Any = object()  # an event kind and name not met before
+# on a device, name id, which args (_LINKS_*), a collective
+_What = tuple[bool, float, int, bool]
 _LINKS_OP, _LINKS_CALL, _LINKS_KERNEL = 1, 2, 3  # which args an event's row takes
+_FLAT = 5  # numbers per event in rows_of's list: track, start, duration, name id, link
 
 
 class _Tables:
@@ -84,16 +87,19 @@ class _Tables:
 
     def __init__(self) -> None:
         self.keys: list[TrackKey] = []
-        self.key_ids: dict[TrackKey, int] = {}
+        self.key_ids: dict[TrackKey, float] = {}
         self.names: list[str] = []
+        self.cats: list[int] = []  # per name id: its category code
+        self.links: list[int] = []  # per name id: which args its rows take (_LINKS_*)
         self.infos: list[str] = []
-        self.info_ids: dict[tuple[bytes, tuple[str, ...] | None], int] = {}
-        # per category, per name: (on a device, name id, category, which args) or None
-        self.what: dict[str, dict[str, tuple[bool, int, int, int] | None]] = {}
+        self.info_ids: dict[tuple[bytes, tuple[str, ...] | None], float] = {}
+        # per category, per name: (on a device, name id, which args) or None; ids as floats,
+        # as the rows hold them (a list of floats becomes an array fastest)
+        self.what: dict[str, dict[str, _What | None]] = {}
 
-    def classify(self, cat: str, name: str) -> tuple[bool, int, int, int] | None:
+    def classify(self, cat: str, name: str) -> _What | None:
         kind = kind_of(cat)
-        w: tuple[bool, int, int, int] | None = None
+        w: _What | None = None
         if kind not in _KEPT:
             pass
         elif kind == Kind.ANNOTATION and not (is_dataloader(name) or name in COMM_OPS):
@@ -112,26 +118,28 @@ class _Tables:
                 if kind == Kind.DATALOADER
                 else _LINKS_CALL
             )
-            w = (kind in DEVICE_KINDS, len(self.names) - 1, c, links)
+            self.cats.append(c)
+            self.links.append(links)
+            w = (kind in DEVICE_KINDS, float(len(self.names) - 1), links, c == COLLECTIVES)
         self.what.setdefault(cat, {})[name] = w
         return w
 
-    def info(self, args: Args) -> int:
+    def info(self, args: Args) -> float:
         key = (bytes(args.input_dims), args.input_type)
         i = self.info_ids.get(key)
         if i is None:
             text = shapes_text(raw_list(args.input_dims), args.input_type)
-            i = -1
+            i = -1.0
             if text:
-                i = len(self.infos)
+                i = float(len(self.infos))
                 self.infos.append(text)
             self.info_ids[key] = i
         return i
 
-    def track(self, key: TrackKey) -> int:
+    def track(self, key: TrackKey) -> float:
         i = self.key_ids.get(key)
         if i is None:
-            i = self.key_ids[key] = len(self.keys)
+            i = self.key_ids[key] = float(len(self.keys))
             self.keys.append(key)
         return i
 
@@ -139,14 +147,20 @@ class _Tables:
 def rows_of(batch: list[Event]) -> PartRows:
     """The timeline's rows of one part's events: per event, one dict lookup for what it is
     (by category, then name) and, when its thread or stream is not the previous event's, one
-    for its track."""
+    for its track. Written for speed (each decode worker runs it beside the summary's own
+    loop, which waits on it): per event only five numbers (track, start, duration, name, and
+    the launch id or input text its kind has), all floats (numpy reads a list of floats ≈ 2×
+    as fast as one of mixed ints and floats); a kernel's external id aside; the category, the
+    end and the other columns made afterwards with numpy from the part's name tables."""
     tables = _Tables()
-    what, info_of, track = tables.what, tables.info, tables.track
+    what, track, info_ids = tables.what, tables.track, tables.info_ids
     comm_ext: set[int] = set()
     flat: list[float] = []
+    kernel_at: list[int] = []  # where a kernel's row starts in `flat`, and its external id
+    kernel_ext: list[int] = []
     last_dev, last_pid, last_tid = False, _UNSEEN, _UNSEEN
-    tr = -1
-    by_name: dict[str, tuple[bool, int, int, int] | None] = {}
+    tr = -1.0
+    by_name: dict[str, _What | None] = {}
     last_cat: str | None = None
     for e in batch:
         if e.ph != "X":
@@ -155,37 +169,68 @@ def rows_of(batch: list[Event]) -> PartRows:
             last_cat = e.cat
             by_name = what.get(last_cat) or what.setdefault(last_cat, {})
         w = by_name.get(e.name, _UNSEEN)
-        if w is _UNSEEN:
-            w = tables.classify(e.cat, e.name)
         if w is None:
             continue
+        if w is _UNSEEN:
+            w = tables.classify(e.cat, e.name)
+            if w is None:
+                continue
         ts, dur = e.ts, e.dur
         if ts is None or dur is None or ts != ts or dur != dur:
             continue
-        device, nid, cat, links = w
-        ext = corr = info = -1
+        device, nid, links, collective = w
+        link: float = -1.0  # an op's input text, a call's or kernel's correlation id
         args = e.args
-        if args is not None and links:
+        if links and args is not None:
             if links == _LINKS_OP:
-                if args.input_dims or args.input_type:
-                    info = info_of(args)
-                if cat == COLLECTIVES:
+                dims, types = args.input_dims, args.input_type
+                if dims or types:
+                    got = info_ids.get((bytes(dims), types))
+                    link = tables.info(args) if got is None else got
+                if collective:
                     x = args.external_id
                     x = args.external_id_2021 if x is None else x
                     if x is not None:
                         comm_ext.add(x)
             else:
                 if args.correlation is not None:
-                    corr = args.correlation
+                    link = args.correlation
                 if links == _LINKS_KERNEL:
                     x = args.external_id
                     x = args.external_id_2021 if x is None else x
-                    ext = -1 if x is None else x
+                    if x is not None:
+                        kernel_at.append(len(flat))
+                        kernel_ext.append(x)
         if e.tid != last_tid or e.pid != last_pid or device is not last_dev:
             last_dev, last_pid, last_tid = device, e.pid, e.tid
             tr = track((device, last_pid, last_tid))
-        flat += (tr, ts, ts + (dur if dur > 0 else 0.0), nid, cat, ext, corr, info)
-    a = np.array(flat, dtype=np.float64).reshape(-1, len(COLUMNS))
-    if len(a):
-        a = a[np.argsort(a[:, TRACK], kind="stable")]
-    return PartRows(a, tables.keys, tables.names, tables.infos, comm_ext)
+        flat += (tr, ts, dur, nid, link)
+    return PartRows(
+        _columns(flat, kernel_at, kernel_ext, tables),
+        tables.keys,
+        tables.names,
+        tables.infos,
+        comm_ext,
+    )
+
+
+def _columns(
+    flat: list[float], kernel_at: list[int], kernel_ext: list[int], tables: _Tables
+) -> npt.NDArray[np.float64]:
+    """The part's rows as COLUMNS, sorted by track (file order within one)."""
+    c = np.fromiter(flat, dtype=np.float64, count=len(flat)).reshape(-1, _FLAT)
+    a = np.full((len(c), len(COLUMNS)), -1.0)
+    if not len(c):
+        return a
+    a[:, TRACK], a[:, START], a[:, NID] = c[:, 0], c[:, 1], c[:, 3]
+    a[:, END] = c[:, 1] + np.maximum(c[:, 2], 0.0)
+    nid = c[:, 3].astype(np.intp)
+    a[:, CAT] = np.array(tables.cats, dtype=np.float64)[nid]
+    links = np.array(tables.links, dtype=np.int8)[nid]
+    op = links == _LINKS_OP
+    a[op, INFO] = c[op, 4]
+    call = (links == _LINKS_CALL) | (links == _LINKS_KERNEL)
+    a[call, CORR] = c[call, 4]
+    if kernel_at:
+        a[np.array(kernel_at, dtype=np.intp) // _FLAT, EXT] = kernel_ext
+    return a[np.argsort(a[:, TRACK], kind="stable")]

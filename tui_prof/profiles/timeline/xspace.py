@@ -4,10 +4,12 @@ Why these steps: the spans are those of tuiprof's own step finder (xplane.steps.
 `FoundSteps.spans_ps`), the steps the summary shows wherever the converter found no step markers;
 where it did, the converter's step times may differ slightly from these spans (see
 docs/timeline.md). Categories are the converter's event types (step_events.classify_device /
-classify_host → CATEGORY_OF); GPU planes' derived lines (XLA Ops, Modules) repeat the streams'
-kernels and are left out, as the step finder leaves them out. TPU cores keep every line XProf
-shows (Steps, XLA Modules, XLA Ops, …, in that order): their step markers are drawn as `other`
-(a marker, not work) and XLA's collective ops as collectives.
+classify_host, with_launches on a host with devices → CATEGORY_OF); GPU planes' derived lines
+(XLA Ops, Modules) repeat the streams' kernels and are left out, as the step finder leaves them
+out. TPU cores keep every line XProf shows (Steps, XLA Modules, XLA Ops, …, in that order); as
+the summary counts a core's work, only its op lines (step_events.TPU_OP_LINES) are work, XLA's
+collective ops as collectives; its step markers, its programs' runs (which also span the gaps
+between their ops) and its other lines (`XLA TraceMe`: waits) are drawn as `other`.
 """
 
 from __future__ import annotations
@@ -36,10 +38,13 @@ from tui_prof.profiles.timeline.model import (
 from tui_prof.profiles.xplane.line_events import MISSING
 from tui_prof.profiles.xplane.step_events import (
     CATEGORY_OF,
+    TPU_OP_LINES,
     classify_device,
     classify_host,
     classify_tpu,
+    is_executor,
     types_of,
+    with_launches,
 )
 from tui_prof.profiles.xplane.steps import FoundSteps, find_steps
 from tui_prof.profiles.xplane.xspace import DERIVED_LINE_IDS, XSpaceFile, host_name
@@ -47,7 +52,6 @@ from tui_prof.profiles.xplane.xspace import DERIVED_LINE_IDS, XSpaceFile, host_n
 _INFO_STATS = ("level 0", "tf_op", "hlo_op", "hlo_module")
 # A TPU core's lines as XProf names them (tsl xplane_schema): its step markers, then its
 # programs' runs and their ops; SparseCores the same.
-TPU_STEP_LINES = ("Steps", "Sparse Core Steps")
 TPU_LINE_ORDER = (
     "Steps",
     "XLA Modules",
@@ -147,6 +151,12 @@ def _file_tracks(
             derived = DERIVED_LINE_IDS if dev is not None and dev[0] == "GPU" else None
             tpu = dev is not None and dev[0] == "TPU"
             classify = classify_host if dev is None else classify_tpu if tpu else classify_device
+            launches = dev is None and any(p.device is not None for p in space.planes)
+            executor = (
+                np.array([k for k, v in meta.event_names.items() if is_executor(v)], np.int64)
+                if launches
+                else None
+            )
             group = host if dev is None else f"{dev[0]} {dev[1]}"
             # line by line, each made a track at once: one line's decoded events at a time
             for size, le in space.lines(
@@ -156,9 +166,13 @@ def _file_tracks(
                 if le is None or not len(le.start_ps):
                     continue
                 types = types_of(le.metadata_id, meta.event_names, classify)
+                corr = le.ints["correlation_id"]
+                if executor is not None:  # a host with devices: its launches, as xprof's
+                    ran = (corr != MISSING) | np.isin(le.metadata_id, executor)
+                    types = with_launches(types, ran)
                 cat = _CODE[np.clip(types, 0, 255)]
-                if tpu and le.name in TPU_STEP_LINES:
-                    cat[:] = _OTHER  # a step marker, not work: the ops show what ran
+                if tpu and le.name not in TPU_OP_LINES:
+                    cat[:] = _OTHER  # markers, program runs, waits: not work; the ops show it
                 uniq, inverse = np.unique(le.metadata_id, return_inverse=True)
                 ids = []
                 for u in uniq.tolist():
@@ -169,7 +183,6 @@ def _file_tracks(
                         name_list.append(printable(n))
                     ids.append(i)
                 nid = np.array(ids, dtype=np.int32)[inverse]
-                corr = le.ints["correlation_id"]
                 start = (le.start_ps - base_ps).astype(np.float64) / 1e6
                 end = (np.maximum(le.end_ps, le.start_ps) - base_ps).astype(np.float64) / 1e6
                 name = f"{group} {le.name}" if dev is not None else le.name

@@ -18,6 +18,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from tui_prof.model import KernelStat, OpStat
 from tui_prof.profiles.xplane.gpu_planes import DERIVED_LINE_IDS, gpu_planes, text
@@ -64,42 +65,55 @@ def device_ops(paths: Sequence[Path]) -> DeviceOps:
     """Kernels by the op their annotation names, over every GPU plane of the session (parsed
     with upb, gpu_planes: no numpy on the converter's path)."""
     found = DeviceOps()
-    wanted_names = (*OP_STATS, "kernel_details")
     for plane in gpu_planes(paths):
-        stat_names = {k: text(v.name) for k, v in plane.stat_metadata.items()}
-        event_names = {k: text(v.name or v.display_name) for k, v in plane.event_metadata.items()}
-        wanted = {k: v for k, v in stat_names.items() if v in wanted_names}
-        for line in plane.lines:
-            if line.id in DERIVED_LINE_IDS:
-                continue
-            for e in line.events:
-                texts: dict[str, str] = {}
-                for st in e.stats:
-                    name = wanted.get(st.metadata_id)
-                    kind = st.WhichOneof("value") if name is not None else None
-                    if name is None or kind is None:
-                        continue
-                    value = getattr(st, kind)
-                    texts[name] = (  # as xspace reads a text stat (its upb path)
-                        stat_names.get(value, "")
-                        if kind == "ref_value"
-                        else text(value)
-                        if isinstance(value, bytes)
-                        else str(value)
-                    )
-                label = next((texts[s] for s in OP_STATS if texts.get(s)), "")
-                if not label:
-                    continue
-                us = e.duration_ps / 1e6
-                name, op_type = parse_op(label)
-                _, n, total = found.ops.get(name, (op_type, 0, 0.0))
-                found.ops[name] = (op_type, n + 1, total + us)
-                kernel = event_names.get(e.metadata_id, "")
-                _count(found.by_kernel.setdefault(kernel, {}), name, us)
-                if m := _SHAPE.search(texts.get("kernel_details", "")):
-                    shape = (kernel, m.group(1), m.group(2))
-                    _count(found.by_shape.setdefault(shape, {}), name, us)
+        add_plane(found, plane)
     return found
+
+
+def names_ops(plane: Any) -> tuple[bool, bool]:
+    """Whether a GPU plane's stats include the `level 0` annotation, and the `tf_op` stat the
+    converter reads: annotations alone on every plane mean the converter will name no device
+    op, and `device_ops` is worth reading before its tables say so."""
+    names = {text(v.name) for v in plane.stat_metadata.values()}
+    return OP_STATS[1] in names, OP_STATS[0] in names
+
+
+def add_plane(found: DeviceOps, plane: Any) -> None:
+    """One GPU plane's kernels into `found` (planes in file order)."""
+    wanted_names = (*OP_STATS, "kernel_details")
+    stat_names = {k: text(v.name) for k, v in plane.stat_metadata.items()}
+    event_names = {k: text(v.name or v.display_name) for k, v in plane.event_metadata.items()}
+    wanted = {k: v for k, v in stat_names.items() if v in wanted_names}
+    for line in plane.lines:
+        if line.id in DERIVED_LINE_IDS:
+            continue
+        for e in line.events:
+            texts: dict[str, str] = {}
+            for st in e.stats:
+                name = wanted.get(st.metadata_id)
+                kind = st.WhichOneof("value") if name is not None else None
+                if name is None or kind is None:
+                    continue
+                value = getattr(st, kind)
+                texts[name] = (  # as xspace reads a text stat (its upb path)
+                    stat_names.get(value, "")
+                    if kind == "ref_value"
+                    else text(value)
+                    if isinstance(value, bytes)
+                    else str(value)
+                )
+            label = next((texts[s] for s in OP_STATS if texts.get(s)), "")
+            if not label:
+                continue
+            us = e.duration_ps / 1e6
+            name, op_type = parse_op(label)
+            _, n, total = found.ops.get(name, (op_type, 0, 0.0))
+            found.ops[name] = (op_type, n + 1, total + us)
+            kernel = event_names.get(e.metadata_id, "")
+            _count(found.by_kernel.setdefault(kernel, {}), name, us)
+            if m := _SHAPE.search(texts.get("kernel_details", "")):
+                shape = (kernel, m.group(1), m.group(2))
+                _count(found.by_shape.setdefault(shape, {}), name, us)
 
 
 def _count(per: dict[str, tuple[int, float]], op: str, us: float) -> None:
@@ -143,13 +157,17 @@ def needs_device_ops(ops: Sequence[OpStat], kernels: Sequence[KernelStat]) -> bo
 
 
 def with_device_ops(
-    paths: Sequence[Path], ops: list[OpStat], kernels: list[KernelStat]
+    paths: Sequence[Path],
+    ops: list[OpStat],
+    kernels: list[KernelStat],
+    read: DeviceOps | None = None,
 ) -> tuple[list[OpStat], list[KernelStat]]:
     """The converter's ops and kernels, completed from the annotations where it has GPU kernels
-    but no device op and no kernel's op (see the module's contract)."""
+    but no device op and no kernel's op (see the module's contract); `read`: `device_ops(paths)`
+    where it was read already."""
     if not needs_device_ops(ops, kernels):
         return ops, kernels
-    found = device_ops(paths)
+    found = read if read is not None else device_ops(paths)
     if not found.ops:
         return ops, kernels
     merged = ops + found.top_ops()

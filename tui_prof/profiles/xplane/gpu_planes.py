@@ -132,10 +132,18 @@ def compute_capability(paths: Sequence[Path | str]) -> str:
     (`compute_cap_major`/`_minor`); "" where there is none. AMD planes carry ROCm's own
     major.minor (gfx942 as 9.4), which is not CUDA's and is left out."""
     for plane in gpu_planes(paths):
-        _names, stats = plane_stats(plane)
-        if str(stats.get("device_vendor") or "Nvidia").lower() != "nvidia":
-            return ""
-        major, minor = stats.get("compute_cap_major"), stats.get("compute_cap_minor")
-        if isinstance(major, int) and isinstance(minor, int):
-            return f"{major}.{minor}"
+        found = plane_capability(plane)
+        if found is not None:
+            return found
     return ""
+
+
+def plane_capability(plane: Any) -> str | None:
+    """`compute_capability`'s answer where this plane (the next in order) gives it, else None."""
+    _names, stats = plane_stats(plane)
+    if str(stats.get("device_vendor") or "Nvidia").lower() != "nvidia":
+        return ""
+    major, minor = stats.get("compute_cap_major"), stats.get("compute_cap_minor")
+    if isinstance(major, int) and isinstance(minor, int):
+        return f"{major}.{minor}"
+    return None

@@ -17,7 +17,7 @@ import contextlib
 import mmap
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -40,18 +40,21 @@ from tui_prof.model import (
 )
 from tui_prof.profiles.assemble import assemble, average, check_numbers, step_time_words
 from tui_prof.profiles.discover import Session
-from tui_prof.profiles.xplane import converter, op_precision, tb_tables
+from tui_prof.profiles.xplane import converter, memory, op_precision, tb_tables
+from tui_prof.profiles.xplane.convert_worker import large_profile_bytes
 from tui_prof.profiles.xplane.cost import hlo_efficiency, with_hlo, xla_efficiency
 from tui_prof.profiles.xplane.framework import framework_of
 from tui_prof.profiles.xplane.memory import memory_use
 
 if TYPE_CHECKING:
+    from tui_prof.profiles.xplane.device_ops import DeviceOps
     from tui_prof.profiles.xplane.hlo_cost import HloFlops
     from tui_prof.profiles.xplane.steps import FoundSteps
 
 OFFICIAL_DETAIL = "steps from TensorBoard's converter (official step markers)"
 # The plane that keeps the programs' HLO (hlo_cost.METADATA_PLANE, whose import brings numpy)
 METADATA_PLANE_BYTES = b"/host:metadata"
+AHEAD_NICE = 10  # the read-ahead thread's niceness (Linux: a thread's own)
 # Program runs that leave the device idle for more than this share of the time between them.
 IDLE_BETWEEN_RUNS = 0.3
 
@@ -71,14 +74,6 @@ def _validate(paths: Sequence[Path]) -> None:
             raise UnreadableProfile(f"{p.name}: cannot read ({os_reason(exc)})") from exc
         if size == 0:
             raise UnreadableProfile(f"{p.name}: empty file (0 bytes) — the capture wrote nothing")
-
-
-def large_profile_bytes() -> int:
-    """Sessions at least this big skip the converter unless asked (`TUIPROF_LARGE_MB`, default 200)."""
-    try:
-        return int(float(os.environ.get("TUIPROF_LARGE_MB", "200")) * 2**20)
-    except ValueError:
-        return 200 * 2**20
 
 
 @dataclass
@@ -179,18 +174,14 @@ def summarize(
     own_path = force_fallback or bool(step_program)
 
     def hlo_if_no_steps(done: dict[str, Any]) -> tuple[str, ...]:
-        """Device HLO ops' types give the 16-bit share where the converter's steps do not;
-        the memory profile always (not required: older converters may lack it)."""
+        """Device HLO ops' types give the 16-bit share where the converter's steps do not."""
         steps = [] if own_path else tb_tables.overview_steps(done[converter.OVERVIEW])
         if steps:
             _report_step_time(session, steps, report)
-        return (
-            (converter.MEMORY_PROFILE,)
-            if steps
-            else (converter.HLO_STATS, converter.MEMORY_PROFILE)
-        )
+        return () if steps else (converter.HLO_STATS,)
 
-    capability = _Beside(_compute_capability, paths if _names_gpu_planes(paths) else [])
+    converter.start()  # before the read-ahead thread: a fork is only safe while one runs
+    ahead = _Ahead(paths, gpu=_names_gpu_planes(paths))
     converted: dict[str, Any] = {}
 
     def tables_meanwhile(first: dict[str, Any]) -> None:
@@ -199,10 +190,16 @@ def summarize(
         raw = tb_tables.kernels(first[converter.KERNEL_STATS])
         ops = tb_tables.top_ops(first[converter.OP_STATS])
         converted["raw_kernels"] = raw
-        converted["ops"], converted["kernels"] = _with_device_ops(paths, ops, raw)
+        converted["ops"], converted["kernels"] = _with_device_ops(paths, ops, raw, ahead)
         converted["hlo"] = _hlo_flops(paths, gpu=bool(raw))  # GPU kernels: count the HLO's math
 
-    tables = converter.convert(paths, then=hlo_if_no_steps, meanwhile=tables_meanwhile)
+    tables = converter.convert(
+        paths,
+        then=hlo_if_no_steps,
+        meanwhile=tables_meanwhile,
+        beside=(converter.MEMORY_PROFILE,),  # always (not required: older converters lack it)
+        decoders={converter.MEMORY_PROFILE: memory.decode},
+    )
     _check(cancel)
     overview = tables[converter.OVERVIEW]
     props = tb_tables.overview_properties(overview)
@@ -240,7 +237,7 @@ def summarize(
         device_count=device_count or len(names),
         hosts=tuple(h.host for h in session.hosts),
         device_names=names,
-        compute_capability=capability.result() if "GPU" in device_type.upper() else "",
+        compute_capability=ahead.capability() if "GPU" in device_type.upper() else "",
     )
     official = tb_tables.precision(props) if own.source == STEP_SOURCE_OFFICIAL else None
     training = props.get("is_training")
@@ -261,7 +258,7 @@ def summarize(
         warnings + _pace_warning(own),
         utilization=utilization,
         programs=own.programs,
-        framework=framework_of(paths),
+        framework=ahead.framework(),
         is_training=True if training == "true" else None,
         efficiency=xla_efficiency(ops, own.steps, env, prec, kernels, utilization, hlo, from_hlo),
         memory=memory_use(tables.get(converter.MEMORY_PROFILE)),
@@ -385,34 +382,79 @@ def _compute_capability(paths: Sequence[Path]) -> str:
 
 
 def _with_device_ops(
-    paths: Sequence[Path], ops: list[OpStat], kernels: list[KernelStat]
+    paths: Sequence[Path], ops: list[OpStat], kernels: list[KernelStat], ahead: _Ahead
 ) -> tuple[list[OpStat], list[KernelStat]]:
     """`device_ops.with_device_ops`, imported only where there are GPU kernels to complete."""
     if not kernels:
         return ops, kernels
     from tui_prof.profiles.xplane.device_ops import with_device_ops
 
-    return with_device_ops(paths, ops, kernels)
+    return with_device_ops(paths, ops, kernels, ahead.device_ops())
 
 
-class _Beside:
-    """`fn(paths)` in a thread of its own, started now: this process only waits while the
-    converter's process works, so the raw decoder's import and scan cost no wall time there.
-    An error is the converter's to report (it reads the same file): it gives `""`."""
+class _Ahead:
+    """What this process reads of the files itself, in a thread of its own started now: it only
+    waits while the converter's process works, so this costs no wall time there. The framework
+    (a scan of the bytes), and with `gpu` the GPU planes: the compute capability (an error is the
+    converter's to report, as it reads the same file: `""`) and, where the planes' kernels name
+    their op only in an annotation, never in the stat the converter reads, the device ops the
+    tables will then ask for (an error: None, and they are read again where needed, which
+    raises it)."""
 
-    def __init__(self, fn: Callable[[Sequence[Path]], str], paths: Sequence[Path]) -> None:
-        self._value = ""
-
-        def run() -> None:
-            with contextlib.suppress(Exception):
-                self._value = fn(paths)
-
-        self._thread = threading.Thread(target=run, name="tuiprof-beside", daemon=True)
+    def __init__(self, paths: Sequence[Path], *, gpu: bool) -> None:
+        self._framework = ""
+        self._capability = ""
+        self._device_ops: DeviceOps | None = None
+        self._thread = threading.Thread(
+            target=self._run, args=(paths, gpu), name="tuiprof-ahead", daemon=True
+        )
         self._thread.start()
 
-    def result(self) -> str:
+    def _run(self, paths: Sequence[Path], gpu: bool) -> None:
+        # Nothing waits for this before the converter's tables: the overview (the first
+        # screen's step time) is what does, so on busy cores this thread yields to it.
+        with contextlib.suppress(OSError):
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), AHEAD_NICE)
+        self._framework = framework_of(paths)
+        if gpu:
+            self._read_gpu_planes(paths)
+
+    def _read_gpu_planes(self, paths: Sequence[Path]) -> None:
+        from tui_prof.profiles.xplane.device_ops import DeviceOps, add_plane, names_ops
+        from tui_prof.profiles.xplane.gpu_planes import gpu_planes, plane_capability
+
+        capability: str | None = None
+        stat_only = converter_stat = False  # a plane names ops in annotations; in tf_op
+        with contextlib.suppress(Exception):
+            for plane in gpu_planes(paths):  # one at a time: a plane can be tens of MB
+                if capability is None:
+                    capability = plane_capability(plane)
+                    self._capability = capability or ""
+                annotation, stat = names_ops(plane)
+                stat_only |= annotation
+                converter_stat |= stat
+                if capability is not None and converter_stat:
+                    break  # the converter names the ops: the tables will not ask
+            if stat_only and not converter_stat:
+                found = DeviceOps()
+                for plane in gpu_planes(paths):
+                    add_plane(found, plane)
+                self._device_ops = found
+
+    def _join(self) -> None:
         self._thread.join()
-        return self._value
+
+    def framework(self) -> str:
+        self._join()
+        return self._framework
+
+    def capability(self) -> str:
+        self._join()
+        return self._capability
+
+    def device_ops(self) -> DeviceOps | None:
+        self._join()
+        return self._device_ops
 
 
 def _names_gpu_planes(paths: Sequence[Path]) -> bool:

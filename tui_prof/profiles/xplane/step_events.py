@@ -95,6 +95,19 @@ def classify_host(name: str) -> int:
     return HOST_COMPUTE
 
 
+def with_launches(types: np.ndarray, launches: np.ndarray) -> np.ndarray:
+    """xprof ClassifyCpuEvent on a host with devices: an event that launched device work (its
+    correlation id) or an executor's `ExecutorState::Process` is kernel launch (HOST_PREPARE),
+    where the CPU-only rule (classify_host) made it host compute or input; copies stay copies."""
+    prepare = launches & ((types == HOST_COMPUTE) | (types == HOST_WAIT_INPUT))
+    types[prepare] = HOST_PREPARE
+    return types
+
+
+def is_executor(name: str) -> bool:
+    return name.lower().startswith("executorstate::process")
+
+
 def types_of(
     metadata_id: np.ndarray, names: dict[int, str], fn: Callable[[str], int]
 ) -> np.ndarray:

@@ -124,10 +124,10 @@ class TopOpsTable(FittedTable):
         columns = [
             Column("name", "Op", 16, 0, flexible=True, want=_wish(width, (o.name for o in ops))),
             Column("self", "Self ms", 8, 0),
-            Column("percent", "%", 5, 1),
-            Column("type", "Type", 14, 2),
-            Column("calls", "Calls", 5, 3),
-            Column("where", "Where", 6, 4),
+            Column("percent", "% of side", 9, 0),
+            Column("type", "Type", 14, 3),
+            Column("calls", "Calls", 5, 4),
+            Column("where", "Side", 6, 0),  # kept with "% of side": it says which total that is of
         ]
         if any(o.flops for o in ops):  # efficiency columns give way first on narrow screens
             columns += [Column("rate", "FLOP/s", 13, 5), Column("bound", "Bound by", 12, 6)]

@@ -17,6 +17,7 @@ from textual.worker import get_current_worker
 
 from tui_prof.model import CATEGORIES, CATEGORY_LABELS, ProfileError
 from tui_prof.profiles.timeline.bins import event_at
+from tui_prof.profiles.timeline.compare import Comparison, compare_median
 from tui_prof.profiles.timeline.model import StepTimeline, Timeline, Track
 from tui_prof.render.timeline import (
     View,
@@ -375,17 +376,16 @@ class TimelineView(Widget, can_focus=True):
             self._show_step(self.timeline.slowest(self.source))
         self.refresh()
 
-    def _versus(self, width: int, tracks: int, grown: int) -> list[Text]:
-        """Under the slowest step: the median step (`tracks` rows) in the same window, so their
-        lengths compare cell for cell, then the `grown` tracks that grew most; every line one
-        line of `width`."""
-        from tui_prof.profiles.timeline.compare import compare_median
-
-        assert self.timeline is not None
-        c = compare_median(self.timeline, self.source)
+    def _versus(
+        self, c: Comparison, width: int, keys: list[tuple[str, str]], grown: int
+    ) -> list[Text]:
+        """Under the slowest step: the median step's tracks `keys` (kind, name: those drawn
+        above) in the same window, so their lengths compare cell for cell, then the `grown`
+        tracks that grew most; every line one line of `width`."""
         median_view = self.view  # the slow step's window: both on one time scale, aligned
         lines = [header_line(c.median, median_view, width, " (median)")]
-        lines += [track_line(t, median_view, width) for t in c.median.tracks[:tracks]]
+        by_key = {(t.kind, t.name): t for t in c.median.tracks}
+        lines += [track_line(by_key[k], median_view, width) for k in keys if k in by_key]
         lines.append(
             Text(
                 f"Step {c.slow.step}: {c.delta_us / 1000:+.2f} ms against the median step "
@@ -410,10 +410,14 @@ class TimelineView(Widget, can_focus=True):
         dur = float(t.end[i] - t.start[i])
         out = Text(name, style="bold", overflow="fold")
         long = f"{dur / 1000:,.3f} ms" if dur >= 1000 else f"{dur:,.1f} µs"
-        where = (
-            f"{t.name} · at {float(t.start[i]) / 1000:.3f} ms · {long} long · "
-            f"{CATEGORY_LABELS[CATEGORIES[int(t.cat[i])]]}"
+        at, what = (
+            f" · at {float(t.start[i]) / 1000:.3f} ms · ",
+            CATEGORY_LABELS[CATEGORIES[int(t.cat[i])]],
         )
+        tail = f"{at}{long} long · {what}"
+        if len(t.name) + len(tail) > width:  # when and how long stay whole: the words go first
+            tail = f"{at}{long} · {what}"
+        where = track_label(t.name, max(width - len(tail), 8)) + tail
         for line in (where, st.info(self.track, i), self._partner_line(st, i, width)):
             if line:
                 out.append("\n" + (line if len(line) <= width else line[: width - 1] + "…"))
@@ -462,22 +466,37 @@ class TimelineView(Widget, can_focus=True):
         tall = len(detail.wrap(self.app.console, width)) if width else 1
         rows = max(self.size.height - FIXED_LINES - tall, 1)
         grown = 0
-        if self.versus:  # no detail: the slowest and the median step's tracks, what grew
+        order = list(range(len(st.tracks)))
+        c = None
+        if self.versus and self.timeline is not None:  # no detail: both steps' tracks, growth
+            c = compare_median(self.timeline, self.source)
             grown = min(3, max(self.size.height // 5, 1))
             rows = max((self.size.height - FIXED_LINES - 2 - grown) // 2, 1)
+            if len(st.tracks) > rows:  # too few rows for all: those that grew most
+                rank = {(g.kind, g.name): i for i, g in enumerate(c.tracks)}
+                order.sort(key=lambda k: rank.get((st.tracks[k].kind, st.tracks[k].name), 1 << 30))
         first = max(0, min(self.track - rows + 1, len(st.tracks) - rows)) if st.tracks else 0
+        if c is not None and len(st.tracks) > rows:
+            first = 0
         cells = cells_for(width)
         span = max(self.view.hi - self.view.lo, 1e-9)
         at = int((self.cursor - self.view.lo) / span * cells)
         cursor_cell = at if 0 <= at < cells else None
         nums = self.timeline.step_numbers() if self.timeline else []
-        note = f" · step {nums.index(st.step) + 1}/{len(nums)}" if st.step in nums else ""
+        nth = f"{nums.index(st.step) + 1}/{len(nums)}" if st.step in nums else ""
+        note = f" · step {nth}" if nth else ""
+        short = f" · {nth}" if nth else ""
         if self.query_text:
-            note += f" · /{self.query_text}: {len(self.matches)} names"
+            found = f" · /{self.query_text}: {len(self.matches)}"
+            note, short = f"{note}{found} names", f"{short}{found}"
         if len(st.tracks) > rows:
-            note += f" · {len(st.tracks)} tracks"
-        lines: list[Text] = [header_line(st, self.view, width, note)]
-        for k, t in enumerate(st.tracks[first : first + rows], start=first):
+            most = ", most grown" if c is not None else ""
+            note += f" · {rows} of {len(st.tracks)} tracks{most}"
+            short += f" · {rows}/{len(st.tracks)} tracks"
+        lines: list[Text] = [header_line(st, self.view, width, note, short)]
+        shown = order[first : first + rows]
+        for k in shown:
+            t = st.tracks[k]
             line = track_line(t, self.view, width, cursor=cursor_cell if k == self.track else None)
             if k == self.track:
                 line.stylize("bold reverse", 0, label_width(width))
@@ -487,8 +506,9 @@ class TimelineView(Widget, can_focus=True):
             lines.append(line)
         lines.append(axis_line(self.view, width))
         lines.append(legend_line(st, width))
-        if self.versus:
-            lines += self._versus(width, rows, grown)
+        if c is not None:
+            keys = [(st.tracks[k].kind, st.tracks[k].name) for k in shown]
+            lines += self._versus(c, width, keys, grown)
         else:
             lines.append(detail)
         return Group(*lines)
