@@ -255,9 +255,7 @@ def _send(sock: socket.socket, buffers: Sequence[bytes | bytearray | memoryview]
         size = 0
         for b in buffers:
             with memoryview(b) as view:
-                while (
-                    view.nbytes
-                ):  # a write to a file in memory takes it whole; a signal may cut it
+                while view.nbytes:  # a file in memory takes a write whole; a signal may cut it
                     k = os.write(fd, view)
                     size += k
                     view = view[k:]
