@@ -9,6 +9,11 @@ mapped, the first frame timed from the call that loads them).
 The children share a fresh cache directory, so nothing comes from an earlier run.
 
     python benchmarks/bench_timeline.py PATH [--width 120]
+    python benchmarks/bench_timeline.py PATH --index-cost 3
+
+`--index-cost N`: what indexing costs the summary: N rounds of the summary with the index and
+without it, alternating, each in a fresh process and cache (CPU of the process and of its
+decode workers, wall, peak RSS).
 """
 
 from __future__ import annotations
@@ -53,7 +58,10 @@ else:  # timeline, reopen
     out["events"] = sum(len(t.start) for s in tl.sources for t in s.tracks)
     if what == "reopen":
         out["first_frame_s"] += out.pop("read_s")  # load + cut + draw, from the store
-out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+out["cpu_s"] = me.ru_utime + me.ru_stime  # this process's, then its decode workers'
+out["cpu_children_s"] = kids.ru_utime + kids.ru_stime
+out["peak_rss_mb"] = me.ru_maxrss / 1024
 # the largest child (the summary's decode workers), beside this process's own peak
 out["peak_rss_child_mb"] = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
 print(json.dumps(out))
@@ -64,7 +72,10 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("path")
     ap.add_argument("--width", type=int, default=120)
+    ap.add_argument("--index-cost", type=int, default=0, metavar="N")
     args = ap.parse_args()
+    if args.index_cost:
+        return index_cost(args.path, args.index_cost)
     result = {}
     # as the TUI runs its summaries: indexing the events for the timeline as they are read
     env = os.environ | {
@@ -83,6 +94,38 @@ def main() -> int:
         result[what] = json.loads(done.stdout) | {"wall_s": time.perf_counter() - t}
     shutil.rmtree(env["TUIPROF_CACHE_DIR"], ignore_errors=True)
     print(json.dumps(result, indent=2))
+    return 0
+
+
+def index_cost(path: str, rounds: int) -> int:
+    """The summary with the timeline's index (as the TUI runs it) and without, alternating."""
+    rows = []
+    for r in range(rounds):
+        for index in ("1", "0"):
+            cache = tempfile.mkdtemp(prefix="bench_timeline_")
+            env = os.environ | {"TUIPROF_CACHE_DIR": cache, "TUIPROF_TIMELINE_INDEX": index}
+            t = time.perf_counter()
+            done = subprocess.run(
+                [sys.executable, "-c", CHILD, "summary", path, "0"],
+                capture_output=True,
+                text=True,
+                check=True,
+                env=env,
+            )
+            got = json.loads(done.stdout)
+            shutil.rmtree(cache, ignore_errors=True)
+            rows.append(
+                {
+                    "round": r,
+                    "index": index == "1",
+                    "wall_s": round(time.perf_counter() - t, 2),
+                    "cpu_s": round(got["cpu_s"] + got["cpu_children_s"], 2),
+                    "cpu_workers_s": round(got["cpu_children_s"], 2),
+                    "peak_rss_mb": round(got["peak_rss_mb"]),
+                    "load": round(os.getloadavg()[0], 1),
+                }
+            )
+            print(json.dumps(rows[-1]), flush=True)
     return 0
 
 

@@ -165,6 +165,18 @@ def test_text_view_fits_its_width(width: int, capsys: pytest.CaptureFixture[str]
     assert max(len(line) for line in out) <= width
     assert out[0].startswith("Step ")
     assert any(line.startswith("GPU 0") and "█" in line for line in out)
+    rc = main(
+        [
+            "timeline",
+            str(SAMPLES / "torch_cuda_autocast"),
+            "--width",
+            str(width),
+            "--compare-median",
+        ]
+    )
+    out = capsys.readouterr().out.splitlines()
+    assert rc == 0 and "Busy time per track:" in " ".join(out)
+    assert max(len(line) for line in out) <= width  # the heading wrapped, not cut or wider
 
 
 def test_json_contract(capsys: pytest.CaptureFixture[str]) -> None:

@@ -108,10 +108,15 @@ def _start_converter(sessions: Any, args: argparse.Namespace) -> bool:
     """The converter's process (started by `main` before the parser) is kept where an XSpace
     session needs it (not in the cache), else stopped; the first such session's tools are asked
     for now, while this process imports the readers."""
-    from tui_prof.profiles.prefetch import cached
     from tui_prof.profiles.xplane import convert_worker
 
-    converting = [s for s in sessions if s.format == "xplane" and (args.no_cache or not cached(s))]
+    converting = []
+    if any(s.format == "xplane" for s in sessions):
+        from tui_prof.profiles.prefetch import cached
+
+        converting = [
+            s for s in sessions if s.format == "xplane" and (args.no_cache or not cached(s))
+        ]
     if not converting:
         convert_worker.process().abandon()
         return False

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import shutil
 import sys
+import textwrap
 from typing import Any
 
 from tui_prof.model import ProfileError
@@ -100,7 +101,7 @@ def _compare(tl: Any, as_json: bool, width: int, rank: str | None) -> int:
         f"{c.delta_us / 1000:+.2f} ms against the median step {c.median.step} "
         f"({c.median.duration_us / 1000:.2f} ms). Busy time per track:"
     )
-    print(head[:width] if len(head) <= width else head)
+    print(textwrap.fill(head, width))  # every line no wider than asked, nothing cut
     for r in c.tracks:
         print(growth_line(r, width, with_kind=True).plain)
     return 0

@@ -223,3 +223,59 @@ def growth_line(r: TrackGrowth, width: int, with_kind: bool = False) -> Text:
         f"{kind}{r.name}{what}"
     )
     return Text(text if len(text) <= width else text[: width - 1] + "…")
+
+
+def event_detail(st: StepTimeline, track: int, i: int, width: int) -> Text:
+    """The selected event: its name (two lines at most), then one line each for where and how
+    long, its inputs and its partner, cut to the width, so the tracks keep their rows."""
+    t = st.tracks[track]
+    name = st.event_name(int(t.nid[i]))
+    if len(name) > 2 * width:
+        name = name[: 2 * width - 1] + "…"
+    dur = float(t.end[i] - t.start[i])
+    out = Text(name, style="bold", overflow="fold")
+    long = f"{dur / 1000:,.3f} ms" if dur >= 1000 else f"{dur:,.1f} µs"
+    at = f" · at {float(t.start[i]) / 1000:.3f} ms · "
+    what = CATEGORY_LABELS[CATEGORIES[int(t.cat[i])]]
+    tail = f"{at}{long} long · {what}"
+    if len(t.name) + len(tail) > width:  # when and how long stay whole: the words go first
+        tail = f"{at}{long} · {what}"
+    where = track_label(t.name, max(width - len(tail), 8)) + tail
+    for line in (where, st.info(track, i), partner_line(st, track, i, width)):
+        if line:
+            out.append("\n" + (line if len(line) <= width else line[: width - 1] + "…"))
+    out.stylize("dim", len(name))
+    return out
+
+
+def partner_line(st: StepTimeline, track: int, i: int, width: int) -> str:
+    """Where `p` goes: the call (and op) that launched a kernel, or what an op launched; the
+    names cut so the line's end (where it is) stays in `width`."""
+
+    def fit(head: str, name: str, tail: str) -> str:
+        room = max(width - len(head) - len(tail), 6)
+        return head + (name if len(name) <= room else name[: room - 1] + "…") + tail
+
+    by = st.launched_by(track, i)
+    if by is not None:
+        (k, j), op = by
+        call = st.tracks[k]
+        what = st.event_name(int(call.nid[j]))
+        if op is not None:
+            what = f"{st.event_name(int(call.nid[op]))} → {what}"
+        return fit(
+            "launched by (p): ",
+            what,
+            f" · {track_label(call.name, 20)} {float(call.start[j]) / 1000:.3f} ms",
+        )
+    found = st.launched(track, i)
+    if not found:
+        return ""
+    k, j = found[0]
+    dev = st.tracks[k]
+    more = f" (+{len(found) - 1} more)" if len(found) > 1 else ""
+    return fit(
+        "launched (p): ",
+        st.event_name(int(dev.nid[j])),
+        f"{more} · {track_label(dev.name, 20)} {float(dev.start[j]) / 1000:.3f} ms",
+    )

@@ -120,7 +120,7 @@ class RankRows:
                 self.pieces.append([])
             if bounds[j + 1] > bounds[j]:
                 self.pieces[g].append((self.rows + bounds[j], self.rows + bounds[j + 1]))
-        self.file.write(np.ascontiguousarray(a).tobytes())
+        self.file.write(np.ascontiguousarray(a).data)  # no copy of the part's rows
         self.rows += len(a)
 
     def close(self) -> None:

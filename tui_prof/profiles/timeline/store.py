@@ -107,7 +107,7 @@ class Writer:
             for t in tracks:
                 m = len(t.start)
                 for c, f in raw.items():
-                    f.write(np.ascontiguousarray(_column(t, c), dtype=COLUMNS[c]).tobytes())
+                    f.write(np.ascontiguousarray(_column(t, c), dtype=COLUMNS[c]).data)
                 key = order(t) if order is not None else len(rows)
                 rows.append((key, [t.name, t.kind, t.group, at, m, t.longest]))
                 at += m

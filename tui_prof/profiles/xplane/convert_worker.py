@@ -45,6 +45,7 @@ SUMMARY_TOOLS = (OVERVIEW, OP_STATS, KERNEL_STATS)
 SUMMARY_BESIDE = (MEMORY_PROFILE,)
 OPTIONS = {"use_saved_result": True}
 BESIDE_NICE = 10
+CLOSE_WAIT_S = 0.05  # how long `close` lets the process end by itself before it stops it
 
 
 def large_profile_bytes() -> int:
@@ -269,15 +270,16 @@ class ConverterProcess:
 
     def close(self) -> None:
         proc, self._proc = self._proc, None
+        self._forget_all()
         if proc is not None and proc.poll() is None:
             assert proc.stdin is not None
             with contextlib.suppress(OSError):
                 proc.stdin.close()
-            try:
-                proc.wait(timeout=0.5)  # it exits on its stdin's end, or is still importing
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            try:  # an idle one exits on its stdin's end at once; one still importing the
+                proc.wait(timeout=CLOSE_WAIT_S)  # converter, or converting what nobody
+            except subprocess.TimeoutExpired:  # waits for any more, is stopped: it writes
+                proc.kill()  # nothing but its answers and the converter's cache in the
+                proc.wait()  # links' directory
 
 
 _process: ConverterProcess | None = None

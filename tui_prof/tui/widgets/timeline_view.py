@@ -15,7 +15,7 @@ from textual.binding import Binding
 from textual.widget import Widget
 from textual.worker import get_current_worker
 
-from tui_prof.model import CATEGORIES, CATEGORY_LABELS, ProfileError
+from tui_prof.model import ProfileError
 from tui_prof.profiles.timeline.bins import event_at
 from tui_prof.profiles.timeline.compare import Comparison, compare_median
 from tui_prof.profiles.timeline.model import StepTimeline, Timeline, Track
@@ -23,11 +23,11 @@ from tui_prof.render.timeline import (
     View,
     axis_line,
     cells_for,
+    event_detail,
     growth_line,
     header_line,
     label_width,
     legend_line,
-    track_label,
     track_line,
 )
 
@@ -397,64 +397,10 @@ class TimelineView(Widget, can_focus=True):
         return [x if x.cell_len <= width else x[: width - 1] + Text("…") for x in lines]
 
     def _detail(self, width: int) -> Text:
-        """The selected event: its name (two lines at most), then one line each for where and
-        how long, its inputs and its partner, cut to the width, so the tracks keep their rows."""
         st = self.step_tl
         if st is None or not st.tracks or self.event is None:
             return Text("no event selected", style="dim")
-        t = st.tracks[self.track]
-        i = self.event
-        name = st.event_name(int(t.nid[i]))
-        if len(name) > 2 * width:
-            name = name[: 2 * width - 1] + "…"
-        dur = float(t.end[i] - t.start[i])
-        out = Text(name, style="bold", overflow="fold")
-        long = f"{dur / 1000:,.3f} ms" if dur >= 1000 else f"{dur:,.1f} µs"
-        at, what = (
-            f" · at {float(t.start[i]) / 1000:.3f} ms · ",
-            CATEGORY_LABELS[CATEGORIES[int(t.cat[i])]],
-        )
-        tail = f"{at}{long} long · {what}"
-        if len(t.name) + len(tail) > width:  # when and how long stay whole: the words go first
-            tail = f"{at}{long} · {what}"
-        where = track_label(t.name, max(width - len(tail), 8)) + tail
-        for line in (where, st.info(self.track, i), self._partner_line(st, i, width)):
-            if line:
-                out.append("\n" + (line if len(line) <= width else line[: width - 1] + "…"))
-        out.stylize("dim", len(name))
-        return out
-
-    def _partner_line(self, st: StepTimeline, i: int, width: int) -> str:
-        """Where `p` goes: the call (and op) that launched a kernel, or what an op launched;
-        the names cut so the line's end (where it is) stays in `width`."""
-
-        def fit(head: str, name: str, tail: str) -> str:
-            room = max(width - len(head) - len(tail), 6)
-            return head + (name if len(name) <= room else name[: room - 1] + "…") + tail
-
-        by = st.launched_by(self.track, i)
-        if by is not None:
-            (k, j), op = by
-            call = st.tracks[k]
-            what = st.event_name(int(call.nid[j]))
-            if op is not None:
-                what = f"{st.event_name(int(call.nid[op]))} → {what}"
-            return fit(
-                "launched by (p): ",
-                what,
-                f" · {track_label(call.name, 20)} {float(call.start[j]) / 1000:.3f} ms",
-            )
-        found = st.launched(self.track, i)
-        if not found:
-            return ""
-        k, j = found[0]
-        dev = st.tracks[k]
-        more = f" (+{len(found) - 1} more)" if len(found) > 1 else ""
-        return fit(
-            "launched (p): ",
-            st.event_name(int(dev.nid[j])),
-            f"{more} · {track_label(dev.name, 20)} {float(dev.start[j]) / 1000:.3f} ms",
-        )
+        return event_detail(st, self.track, self.event, width)
 
     def render(self) -> RenderableType:
         st = self.step_tl
