@@ -30,7 +30,7 @@ from tui_prof.profiles.discover import Session
 from tui_prof.profiles.kineto import workers
 from tui_prof.profiles.kineto.collect import Host
 from tui_prof.profiles.kineto.ops import _tree_order
-from tui_prof.profiles.kineto.ranges import spans_union, union
+from tui_prof.profiles.kineto.ranges import Ranges, partition, spans_union, union
 from tui_prof.profiles.kineto.rank import RankResult, analyse_file
 from tui_prof.profiles.kineto.stream import TraceStream
 from tui_prof.profiles.load import summarize_session
@@ -191,6 +191,54 @@ def test_the_union_of_spans_without_their_array_equals_union_to_the_bit() -> Non
         x = rows[where] - base
         assert np.array_equal(union(x), spans_union(rows[where, 0], rows[where, 1], base))
         assert np.array_equal(union(x), spans_union(rows[:, 0], rows[:, 1], base, where))
+
+
+def _split_by_search(roles: list[Ranges], steps: Ranges) -> Ranges:
+    """The role split as it was written first: each range's bounds found by binary search."""
+    k, r = len(steps), len(roles)
+    out = np.zeros((k, r + 1))
+    bounds = np.unique(np.concatenate([steps.ravel(), *(x.ravel() for x in roles)]))
+    m = len(bounds)
+    seg = np.diff(bounds)
+    owner = np.full(m - 1, r, dtype=np.int64)
+    free = np.ones(m - 1, dtype=bool)
+    for i, x in enumerate(roles):
+        if len(x):
+            lo, hi = np.searchsorted(bounds, x[:, 0]), np.searchsorted(bounds, x[:, 1])
+            depth = np.cumsum(np.bincount(lo, minlength=m) - np.bincount(hi, minlength=m))[:-1]
+            owner[free & (depth > 0)] = i
+            free &= depth <= 0
+    first, last = np.searchsorted(bounds, steps[:, 0]), np.searchsorted(bounds, steps[:, 1])
+    for j in range(k):
+        if last[j] > first[j]:
+            out[j] = np.bincount(
+                owner[first[j] : last[j]], weights=seg[first[j] : last[j]], minlength=r + 1
+            )
+    return out
+
+
+def test_the_role_split_equals_its_binary_search_form_to_the_bit() -> None:
+    """partition finds where each range's start and end lie from np.unique's inverse: the same
+    split as searching the bounds for them, on random roles (empty, touching, nested, zero-length,
+    across windows of steps) and steps, including steps that share a bound."""
+    rng = np.random.default_rng(5)
+    for _ in range(400):
+        n = int(rng.integers(1, 40))
+        starts = np.sort(np.round(rng.uniform(0, 1e4, n), int(rng.integers(0, 2))))
+        steps = np.column_stack([starts, starts + np.round(rng.exponential(300, n))])
+        roles = []
+        for _ in range(int(rng.integers(0, 6))):
+            m = int(rng.integers(0, 60))
+            at = np.round(rng.uniform(-100, 1.2e4, m), int(rng.integers(0, 2)))
+            roles.append(union(np.column_stack([at, at + rng.choice([0.0, 1.0, 50.0], m)])))
+        window = int(rng.choice([1, 3, 16]))
+        want = np.zeros((n, len(roles) + 1))
+        for g in range(0, n, window):  # what partition gives each window: pieces inside it
+            part = steps[g : g + window]
+            a, b = float(part[:, 0].min()), float(part[:, 1].max())
+            pieces = [np.clip(u[(u[:, 1] > a) & (u[:, 0] < b)], a, b) for u in roles]
+            want[g : g + window] = _split_by_search(pieces, part)
+        assert np.array_equal(partition(roles, steps, window), want)
 
 
 def test_the_op_trees_row_order_equals_lexsort_to_the_row() -> None:

@@ -108,22 +108,28 @@ def _partition(roles: Sequence[Ranges], steps: Ranges) -> npt.NDArray[np.float64
     out = np.zeros((k, r + 1))
     if k == 0:
         return out
-    bounds = np.unique(np.concatenate([steps.ravel(), *(x.ravel() for x in roles)]))
+    # every start and end is one of the bounds: where each lies comes with them (np.unique's
+    # inverse), not from a binary search per range (40% of the split's time)
+    bounds, at = np.unique(
+        np.concatenate([steps.ravel(), *(x.ravel() for x in roles)]), return_inverse=True
+    )
     m = len(bounds)
     seg = np.diff(bounds)
     owner = np.full(m - 1, r, dtype=np.int64)
     free = np.ones(m - 1, dtype=bool)
+    off = 2 * k  # the roles' (start, end) pairs follow the steps' in `at`
     for i, x in enumerate(roles):
+        pos = at[off : off + 2 * len(x)]
+        off += 2 * len(x)
         if not len(x):
             continue
-        lo = np.searchsorted(bounds, x[:, 0])
-        hi = np.searchsorted(bounds, x[:, 1])
-        depth = np.cumsum(np.bincount(lo, minlength=m) - np.bincount(hi, minlength=m))[:-1]
+        depth = np.cumsum(
+            np.bincount(pos[0::2], minlength=m) - np.bincount(pos[1::2], minlength=m)
+        )[:-1]
         take = free & (depth > 0)
         owner[take] = i
         free &= depth <= 0
-    first = np.searchsorted(bounds, steps[:, 0])
-    last = np.searchsorted(bounds, steps[:, 1])
+    first, last = at[0 : 2 * k : 2], at[1 : 2 * k : 2]
     for j in range(k):
         a, b = first[j], last[j]
         if b > a:
