@@ -73,7 +73,7 @@ def test_tools_asked_ahead_are_claimed_by_their_files_and_dropped_for_others() -
             ahead = proc.claim([XPLANE])
             assert ahead is not None and set(ahead.ids) == {
                 *((t, False) for t in convert_worker.SUMMARY_TOOLS),
-                *((t, True) for t in convert_worker.SUMMARY_BESIDE),
+                *((t, True) for t in convert_worker.summary_beside()),
             }
             with ahead.tmp:
                 got = proc.receive(ahead.ids[(converter.KERNEL_STATS, False)])

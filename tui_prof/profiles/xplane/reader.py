@@ -40,7 +40,7 @@ from tui_prof.model import (
 )
 from tui_prof.profiles.assemble import assemble, average, check_numbers, step_time_words
 from tui_prof.profiles.discover import Session
-from tui_prof.profiles.xplane import converter, memory, op_precision, tb_tables
+from tui_prof.profiles.xplane import convert_worker, converter, memory, op_precision, tb_tables
 from tui_prof.profiles.xplane.convert_worker import large_profile_bytes
 from tui_prof.profiles.xplane.cost import hlo_efficiency, with_hlo, xla_efficiency
 from tui_prof.profiles.xplane.framework import framework_of
@@ -173,12 +173,17 @@ def summarize(
     report(0.05, "running TensorBoard's converter")
     own_path = force_fallback or bool(step_program)
 
+    # The memory profile always (not required: older converters lack it), beside the others
+    # or after them (convert_worker.MEMORY_BESIDE).
+    beside = convert_worker.summary_beside()
+
     def hlo_if_no_steps(done: dict[str, Any]) -> tuple[str, ...]:
         """Device HLO ops' types give the 16-bit share where the converter's steps do not."""
         steps = [] if own_path else tb_tables.overview_steps(done[converter.OVERVIEW])
         if steps:
             _report_step_time(session, steps, report)
-        return () if steps else (converter.HLO_STATS,)
+        memory_after = () if beside else (converter.MEMORY_PROFILE,)
+        return memory_after if steps else (converter.HLO_STATS, *memory_after)
 
     converter.start()  # before the read-ahead thread: a fork is only safe while one runs
     ahead = _Ahead(paths, gpu=_names_gpu_planes(paths))
@@ -197,7 +202,7 @@ def summarize(
         paths,
         then=hlo_if_no_steps,
         meanwhile=tables_meanwhile,
-        beside=(converter.MEMORY_PROFILE,),  # always (not required: older converters lack it)
+        beside=beside,
         decoders={converter.MEMORY_PROFILE: memory.decode},
     )
     _check(cancel)
