@@ -171,8 +171,7 @@ def test_a_2gb_file_that_is_not_json_fails_fast_in_bounded_memory(tmp_path: Path
     code = textwrap.dedent(
         f"""
         from tui_prof.model import ProfileError
-        from tui_prof.profiles.kineto.stream import decode_events
-from tui_prof.profiles.load import summarize_session
+        from tui_prof.profiles.load import summarize_session
         try:
             summarize_session({str(path)!r})
         except ProfileError as exc:
@@ -232,8 +231,7 @@ def test_a_2gb_trace_is_read_in_bounded_memory(tmp_path: Path) -> None:
     assert unpacked >= 2 * 2**30
     code = textwrap.dedent(
         f"""
-        from tui_prof.profiles.kineto.stream import decode_events
-from tui_prof.profiles.load import summarize_session
+        from tui_prof.profiles.load import summarize_session
         s = summarize_session({str(path)!r})
         print("STEPS", len(s.steps), s.kernels[0].occurrences)
         """

@@ -7,7 +7,11 @@ one place that deals with them:
   `TF_CPP_MIN_LOG_LEVEL=3` is forced before the library loads;
 - it writes a cache (`ALL_HOSTS.op_stats_v2.pb`) next to the files it reads, so it reads symlinks
   from a private temporary directory instead, and a user's logdir is never written to;
-- it is native code of unknown thread-safety, so calls are serialised;
+- it is native code of unknown thread-safety, so calls are serialised (one `convert` at a
+  time), but for a tool sent `beside` the others, which reads the files on its own (with the
+  memory profile made beside them, the overview, op and kernel stats and the memory figures
+  were those made one after another in 75 runs on 5 profiles, but for the memory series xprof
+  varies run to run on JAX profiles anyway; tests/unit/test_converter_beside.py checks one);
 - a damaged file can crash it (a negated event offset: SIGSEGV), so it runs in a process of its
   own (convert_worker), whose death is the file's one-line error.
 Tools that do not reuse the overview's op stats (the memory profile) run `beside` the others in
