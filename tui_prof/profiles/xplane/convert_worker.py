@@ -331,9 +331,8 @@ def _serve(requests: IO[bytes], replies: IO[bytes]) -> None:
 
     def answer_beside(req: dict[str, Any]) -> None:
         # The tools in order (the overview first) are what the caller waits for: on busy
-        # cores this thread yields to them (Linux: a thread's niceness is its own).
-        with contextlib.suppress(OSError):
-            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), BESIDE_NICE)
+        # cores this thread yields to them.
+        forked.yield_cpu(BESIDE_NICE)
         answer(req)
 
     for line in requests:

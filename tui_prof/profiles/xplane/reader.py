@@ -38,6 +38,7 @@ from tui_prof.model import (
     UnreadableProfile,
     os_reason,
 )
+from tui_prof.profiles import forked
 from tui_prof.profiles.assemble import assemble, average, check_numbers, step_time_words
 from tui_prof.profiles.discover import Session
 from tui_prof.profiles.xplane import convert_worker, converter, memory, op_precision, tb_tables
@@ -54,7 +55,7 @@ if TYPE_CHECKING:
 OFFICIAL_DETAIL = "steps from TensorBoard's converter (official step markers)"
 # The plane that keeps the programs' HLO (hlo_cost.METADATA_PLANE, whose import brings numpy)
 METADATA_PLANE_BYTES = b"/host:metadata"
-AHEAD_NICE = 10  # the read-ahead thread's niceness (Linux: a thread's own)
+AHEAD_NICE = 10  # the read-ahead thread's niceness
 # Program runs that leave the device idle for more than this share of the time between them.
 IDLE_BETWEEN_RUNS = 0.3
 
@@ -418,8 +419,7 @@ class _Ahead:
     def _run(self, paths: Sequence[Path], gpu: bool) -> None:
         # Nothing waits for this before the converter's tables: the overview (the first
         # screen's step time) is what does, so on busy cores this thread yields to it.
-        with contextlib.suppress(OSError):
-            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), AHEAD_NICE)
+        forked.yield_cpu(AHEAD_NICE)
         self._framework = framework_of(paths)
         if gpu:
             self._read_gpu_planes(paths)
