@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import tempfile
+import threading
 from pathlib import Path
 
 import pytest
 from conftest import SAMPLES
 from test_tf_device_ops import tf_gpu_profile
 
+from tui_prof.profiles import forked
 from tui_prof.profiles.xplane import convert_worker, converter, device_ops, memory
 from tui_prof.profiles.xplane.framework import framework_of
 from tui_prof.profiles.xplane.reader import _Ahead
@@ -73,7 +76,7 @@ def test_tools_asked_ahead_are_claimed_by_their_files_and_dropped_for_others() -
             ahead = proc.claim([XPLANE])
             assert ahead is not None and set(ahead.ids) == {
                 *((t, False) for t in convert_worker.SUMMARY_TOOLS),
-                *((t, True) for t in convert_worker.SUMMARY_BESIDE),
+                *((t, True) for t in convert_worker.summary_beside()),
             }
             with ahead.tmp:
                 got = proc.receive(ahead.ids[(converter.KERNEL_STATS, False)])
@@ -164,3 +167,19 @@ def test_device_ops_read_ahead_are_those_the_tables_would_read(
 def test_a_tools_json_is_decoded_as_json_reads_it(text: str) -> None:
     got, want = converter.decode(text), json.loads(text)
     assert repr(got) == repr(want) and type(got) is type(want)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a thread's own niceness: Linux")
+def test_a_thread_that_yields_the_cpu_leaves_the_others_as_they_were() -> None:
+    base = os.getpriority(os.PRIO_PROCESS, 0)
+    wanted = min(19, base + 3)
+    seen: list[int] = []
+
+    def run() -> None:
+        forked.yield_cpu(wanted)
+        seen.append(os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join()
+    assert seen == [wanted] and os.getpriority(os.PRIO_PROCESS, 0) == base

@@ -55,6 +55,14 @@ def can_fork() -> bool:
     )
 
 
+def yield_cpu(nice: int) -> None:
+    """Give the calling thread this niceness, so on busy cores it yields to the threads others
+    wait for (Linux, where a thread's niceness is its own; elsewhere nothing)."""
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError):
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), nice)
+
+
 def _os_threads() -> int:
     try:
         return len(os.listdir("/proc/self/task"))

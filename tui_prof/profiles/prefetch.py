@@ -161,6 +161,7 @@ def _child_main(path: str) -> int:
     (each whole per mille once)."""
     from tui_prof.profiles.xplane import convert_worker
 
+    convert_worker.MEMORY_BESIDE = False  # the step time first: see there
     # The converter's process starts first, before this one imports and lists anything
     # (~50 ms), where the path holds an XSpace file at all: it is the longest part of the work.
     worker = convert_worker.process() if _holds_xspace(Path(path)) else None

@@ -42,7 +42,17 @@ MEMORY_PROFILE = "memory_profile"  # allocators' peaks and snapshots (XProf's Me
 # What the reader asks of every session it converts (xplane/reader.py): these in order, and the
 # memory profile beside them; `ask_ahead` asks the same before the reader is imported.
 SUMMARY_TOOLS = (OVERVIEW, OP_STATS, KERNEL_STATS)
-SUMMARY_BESIDE = (MEMORY_PROFILE,)
+# The memory profile is made beside them (on two cores it then costs no wall time), but in the
+# first screen's analysis child, which wants the overview's step time first and shares the
+# cores with Textual's start: there it follows the tables (the child sets this False).
+MEMORY_BESIDE = True
+
+
+def summary_beside() -> tuple[str, ...]:
+    """The tools a summary asks for beside SUMMARY_TOOLS (see MEMORY_BESIDE)."""
+    return (MEMORY_PROFILE,) if MEMORY_BESIDE else ()
+
+
 OPTIONS = {"use_saved_result": True}
 BESIDE_NICE = 10
 CLOSE_WAIT_S = 0.05  # how long `close` lets the process end by itself before it stops it
@@ -182,7 +192,7 @@ class ConverterProcess:
             raise ConverterDied(self._death(proc)) from None
 
     def ask_ahead(self, paths: Sequence[Path]) -> None:
-        """Ask now for what a summary of these host files asks (SUMMARY_TOOLS, SUMMARY_BESIDE),
+        """Ask now for what a summary of these host files asks (SUMMARY_TOOLS, summary_beside),
         so this process starts on them while the caller imports the readers; the next
         `claim` of the same files takes them (of other files: drops them)."""
         self._drop_ahead()
@@ -193,7 +203,7 @@ class ConverterProcess:
         tmp = tempfile.TemporaryDirectory(prefix="tuiprof-")
         try:
             links = make_links(tmp.name, paths)
-            ids = {(t, True): self.send(links, t, OPTIONS, beside=True) for t in SUMMARY_BESIDE}
+            ids = {(t, True): self.send(links, t, OPTIONS, beside=True) for t in summary_beside()}
             ids.update({(t, False): self.send(links, t, OPTIONS) for t in SUMMARY_TOOLS})
         except (OSError, ConverterDied):
             tmp.cleanup()  # asked again by the caller, who reports what is wrong
@@ -321,9 +331,8 @@ def _serve(requests: IO[bytes], replies: IO[bytes]) -> None:
 
     def answer_beside(req: dict[str, Any]) -> None:
         # The tools in order (the overview first) are what the caller waits for: on busy
-        # cores this thread yields to them (Linux: a thread's niceness is its own).
-        with contextlib.suppress(OSError):
-            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), BESIDE_NICE)
+        # cores this thread yields to them.
+        forked.yield_cpu(BESIDE_NICE)
         answer(req)
 
     for line in requests:

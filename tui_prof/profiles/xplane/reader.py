@@ -38,9 +38,10 @@ from tui_prof.model import (
     UnreadableProfile,
     os_reason,
 )
+from tui_prof.profiles import forked
 from tui_prof.profiles.assemble import assemble, average, check_numbers, step_time_words
 from tui_prof.profiles.discover import Session
-from tui_prof.profiles.xplane import converter, memory, op_precision, tb_tables
+from tui_prof.profiles.xplane import convert_worker, converter, memory, op_precision, tb_tables
 from tui_prof.profiles.xplane.convert_worker import large_profile_bytes
 from tui_prof.profiles.xplane.cost import hlo_efficiency, with_hlo, xla_efficiency
 from tui_prof.profiles.xplane.framework import framework_of
@@ -54,7 +55,7 @@ if TYPE_CHECKING:
 OFFICIAL_DETAIL = "steps from TensorBoard's converter (official step markers)"
 # The plane that keeps the programs' HLO (hlo_cost.METADATA_PLANE, whose import brings numpy)
 METADATA_PLANE_BYTES = b"/host:metadata"
-AHEAD_NICE = 10  # the read-ahead thread's niceness (Linux: a thread's own)
+AHEAD_NICE = 10  # the read-ahead thread's niceness
 # Program runs that leave the device idle for more than this share of the time between them.
 IDLE_BETWEEN_RUNS = 0.3
 
@@ -173,12 +174,17 @@ def summarize(
     report(0.05, "running TensorBoard's converter")
     own_path = force_fallback or bool(step_program)
 
+    # The memory profile always (not required: older converters lack it), beside the others
+    # or after them (convert_worker.MEMORY_BESIDE).
+    beside = convert_worker.summary_beside()
+
     def hlo_if_no_steps(done: dict[str, Any]) -> tuple[str, ...]:
         """Device HLO ops' types give the 16-bit share where the converter's steps do not."""
         steps = [] if own_path else tb_tables.overview_steps(done[converter.OVERVIEW])
         if steps:
             _report_step_time(session, steps, report)
-        return () if steps else (converter.HLO_STATS,)
+        memory_after = () if beside else (converter.MEMORY_PROFILE,)
+        return memory_after if steps else (converter.HLO_STATS, *memory_after)
 
     converter.start()  # before the read-ahead thread: a fork is only safe while one runs
     ahead = _Ahead(paths, gpu=_names_gpu_planes(paths))
@@ -197,7 +203,7 @@ def summarize(
         paths,
         then=hlo_if_no_steps,
         meanwhile=tables_meanwhile,
-        beside=(converter.MEMORY_PROFILE,),  # always (not required: older converters lack it)
+        beside=beside,
         decoders={converter.MEMORY_PROFILE: memory.decode},
     )
     _check(cancel)
@@ -413,8 +419,7 @@ class _Ahead:
     def _run(self, paths: Sequence[Path], gpu: bool) -> None:
         # Nothing waits for this before the converter's tables: the overview (the first
         # screen's step time) is what does, so on busy cores this thread yields to it.
-        with contextlib.suppress(OSError):
-            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), AHEAD_NICE)
+        forked.yield_cpu(AHEAD_NICE)
         self._framework = framework_of(paths)
         if gpu:
             self._read_gpu_planes(paths)
