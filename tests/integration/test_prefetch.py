@@ -7,15 +7,16 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from conftest import REPO, SAMPLES
 
 from tui_prof.profiles.assemble import step_time_words
 from tui_prof.profiles.discover import discover
 from tui_prof.profiles.load import summarize_session
-from tui_prof.profiles.prefetch import CACHED, Prefetch, cached
+from tui_prof.profiles.prefetch import CACHED, REST_NICE, Prefetch, cached
 
 
-def test_a_cold_start_analyses_in_a_child_and_a_warm_one_stops_it() -> None:
+def test_a_cold_start_analyses_in_a_child_and_a_warm_one_starts_none() -> None:
     cold = Prefetch(SAMPLES).start()
     assert cold.analysed.wait(60)
     assert cold.summary is not None and cold.session is not None and cold.error is None
@@ -25,10 +26,11 @@ def test_a_cold_start_analyses_in_a_child_and_a_warm_one_stops_it() -> None:
     assert cached(cold.session)
 
     warm = Prefetch(SAMPLES).start()
+    assert warm.listed.is_set()  # listed before start returns: the cache's answer needs it
+    # The cache holds it: no child (nor its converter's process) takes the cores from Textual.
+    assert warm._child is None
     assert warm.analysed.wait(60)
     assert warm.summary == cold.summary
-    # Not needed: stopped at once (or, on a fast machine, already done reading the cache).
-    assert warm._child is None or warm._child.poll() is not None
 
 
 def test_without_a_child_the_thread_analyses_itself() -> None:
@@ -59,3 +61,38 @@ def test_the_child_says_the_step_time_before_the_rest_and_when_the_cache_holds_i
     first = next(i for i, t in enumerate(texts) if "per step" in t)
     assert texts[first].startswith(early), (texts, early)
     assert first < texts.index("done")
+
+
+YIELD_AND_SAY = (
+    "import os, time\n"
+    "pid = os.fork()\n"
+    "if pid == 0:\n"  # a process of the group, as the converter's is
+    "    time.sleep(5)\n"
+    "    os._exit(0)\n"
+    "from tui_prof.profiles.prefetch import _yield_to_the_screen\n"
+    "_yield_to_the_screen()\n"
+    "print(os.getpriority(os.PRIO_PROCESS, 0), os.getpriority(os.PRIO_PROCESS, pid))\n"
+    "os.kill(pid, 9)\n"
+)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="niceness of a group: Linux")
+@pytest.mark.parametrize("own_group", [True, False])
+def test_once_the_step_time_is_out_the_analysis_group_yields_but_never_its_caller(
+    own_group: bool,
+) -> None:
+    """The launcher's child leads its own group: it and its converter's process drop to
+    REST_NICE. Run from a shell or a harness (in the caller's group) it changes nothing."""
+    mine = os.getpriority(os.PRIO_PROCESS, 0)
+    out = subprocess.run(
+        [sys.executable, "-c", YIELD_AND_SAY],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        start_new_session=own_group,
+        timeout=60,
+        check=True,
+    ).stdout.split()
+    expected = max(mine, REST_NICE) if own_group else mine
+    assert out == [str(expected), str(expected)]
+    assert os.getpriority(os.PRIO_PROCESS, 0) == mine

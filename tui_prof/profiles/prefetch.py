@@ -8,10 +8,10 @@ and running it, ~0.3 s of mostly GIL-holding work) runs in a child process (fork
 PATH`), which leaves its result in the summary cache: in a thread it took the GIL from Textual's
 import and first frame and made both slower. The child's stdout is its progress, one
 "fraction<TAB>text" line at a time (the step time among them, as soon as the converter's
-overview has it), then `CACHED` once the summary is stored. The thread here lists the path,
-follows the child (or stops it when the cache already holds the summary), then reads the cache
-(or analyses itself when the child could not, so errors are reported as always). UI-free: a
-process, a thread and events.
+overview has it), then `CACHED` once the summary is stored. `start` lists the path and starts
+the child only where the cache does not hold the first session's summary; the thread here
+follows the child, then reads the cache (or analyses itself when the child could not, so errors
+are reported as always). UI-free: a process, a thread and events.
 """
 
 from __future__ import annotations
@@ -34,6 +34,9 @@ if TYPE_CHECKING:  # imported where used: the child starts the converter's proce
 
 
 CACHED = b"cached\n"  # the child's last line: its summary is in the cache
+# The niceness of the analysis once the step time is out: the first screen shows that line, and
+# the rest (op and kernel tables, memory profile) yields the cores to the TUI's own start.
+REST_NICE = 10
 
 
 class Prefetch:
@@ -56,11 +59,23 @@ class Prefetch:
         self._child: forked.Child | None = None
 
     def start(self, *, child: bool = True) -> Prefetch:
-        """Start; with `child`, an analysis the cache does not hold runs in a process of its own
-        (see the module)."""
-        # At once, before the listing: the converter's import alone takes ~0.2 s. A summary the
-        # cache already holds makes the child unneeded, and it is stopped.
-        self._child = _spawn(self.path) if child else None
+        """List the path, then start the analysis of its first session; with `child`, an
+        analysis the cache does not hold runs in a process of its own (see the module)."""
+        # The listing and the cache's answer first (a few ms: neither imports the model nor
+        # msgspec): a summary the cache holds needs no child, nor its converter's process, whose
+        # ~0.1 s of CPU took the cores from Textual's import; a child that is needed is handed
+        # the listing (it lists nothing and imports no listing code) and starts the converter.
+        from tui_prof.profiles.discover import discover
+
+        try:
+            self.discovery = discover(self.path)
+        except OSError:
+            self.discovery = None  # the screen lists again and reports it
+        if self.discovery is not None and self.discovery.sessions:
+            self.session = self.discovery.sessions[0]
+        self.listed.set()
+        if child and self.session is not None and not cached(self.session):
+            self._child = _spawn(self.path, self.discovery)
         threading.Thread(target=self._run, name="tuiprof-prefetch", daemon=True).start()
         return self
 
@@ -68,8 +83,12 @@ class Prefetch:
         """Stop the child if it is still at work (not needed, or the app is closing)."""
         child = self._child
         if child is not None and child.poll() is None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
+            try:
                 os.killpg(child.pid, signal.SIGKILL)  # it only ever writes the cache atomically
+            except (ProcessLookupError, PermissionError):
+                # Just forked, its group not made yet (it has started nothing): itself alone.
+                with contextlib.suppress(ProcessLookupError):
+                    child.kill()
             with contextlib.suppress(subprocess.TimeoutExpired):
                 child.wait(timeout=2)
 
@@ -93,21 +112,12 @@ class Prefetch:
 
     def _run(self) -> None:
         from tui_prof.model import ProfileError
-        from tui_prof.profiles.discover import discover
 
         try:
-            self.discovery = discover(self.path)
-        except OSError:
-            self.discovery = None  # the screen lists again and reports it
-        self.listed.set()
-        try:
-            if self.discovery is not None and self.discovery.sessions:
+            if self.session is not None:
                 from tui_prof.profiles.load import load_summary
 
-                self.session = self.discovery.sessions[0]
-                if cached(self.session):
-                    self.close()
-                elif self._child is not None:
+                if self._child is not None:
                     self._follow(self._child)  # its summary is in the cache now (or it failed)
                 if self._stopped:
                     return
@@ -124,19 +134,20 @@ class Prefetch:
 
 def cached(session: Session) -> bool:
     """Whether the cache holds this session's summary (then reading it is the quick way)."""
-    from tui_prof.profiles import cache
+    from tui_prof.profiles.cache_keys import cache_key, cache_path
 
     try:
-        return cache.cache_path(cache.cache_key(session)).is_file()
+        return cache_path(cache_key(session)).is_file()
     except OSError:
         return False
 
 
-def _spawn(path: Path) -> forked.Child | None:
-    """The child, forked where that is safe (the launcher runs one thread until Textual)."""
+def _spawn(path: Path, discovery: Discovery | None) -> forked.Child | None:
+    """The child, forked where that is safe (the launcher runs one thread until Textual): then
+    it has the listing already."""
     try:
         return forked.start(
-            lambda: _child_main(str(path)),
+            lambda: _child_main(str(path), discovery),
             ["-m", "tui_prof.profiles.prefetch", str(path)],
             stdin=False,
             stdout=True,  # progress lines: "fraction<TAB>what it does"; errors: the parent's
@@ -144,6 +155,21 @@ def _spawn(path: Path) -> forked.Child | None:
         )
     except OSError:
         return None
+
+
+STEP_TIME = "per step"  # in the progress line that carries the step time (step_time_words)
+
+
+def _yield_to_the_screen() -> None:
+    """The step time is out: this process and its converter's (its process group) yield the
+    cores to the TUI's start, which they share (on 2 cores the first frame came after the step
+    time). Only where this process leads its own group (the launcher's child), so a `python -m`
+    run from a shell or a harness never changes its caller's priority."""
+    if not sys.platform.startswith("linux") or os.getpgrp() != os.getpid():
+        return
+    with contextlib.suppress(OSError):
+        if os.getpriority(os.PRIO_PROCESS, 0) < REST_NICE:
+            os.setpriority(os.PRIO_PGRP, 0, REST_NICE)
 
 
 def _holds_xspace(path: Path) -> bool:
@@ -156,21 +182,28 @@ def _holds_xspace(path: Path) -> bool:
         return False
 
 
-def _child_main(path: str) -> int:
-    """Analyse the first session under `path` into the summary cache; print only its progress
-    (each whole per mille once)."""
+def _child_main(path: str, discovery: Discovery | None = None) -> int:
+    """Analyse the first session under `path` into the summary cache (listed by the parent, or
+    here); print only its progress (each whole per mille once)."""
     from tui_prof.profiles.xplane import convert_worker
 
     convert_worker.MEMORY_BESIDE = False  # the step time first: see there
     # The converter's process starts first, before this one imports and lists anything
     # (~50 ms), where the path holds an XSpace file at all: it is the longest part of the work.
-    worker = convert_worker.process() if _holds_xspace(Path(path)) else None
+    if discovery is not None:
+        xspace = bool(discovery.sessions) and discovery.sessions[0].format == "xplane"
+    else:
+        xspace = _holds_xspace(Path(path))
+    worker = convert_worker.process() if xspace else None
     if worker is not None:
         worker.start()
     from tui_prof.model import ProfileError
-    from tui_prof.profiles.discover import discover
 
-    found = discover(Path(path)).sessions
+    if discovery is None:
+        from tui_prof.profiles.discover import discover
+
+        discovery = discover(Path(path))
+    found = discovery.sessions
     done = not found or cached(found[0])
     if worker is not None and (done or found[0].format != "xplane"):
         worker.abandon()  # not needed: the first session is not XSpace, or is read already
@@ -189,6 +222,8 @@ def _child_main(path: str) -> int:
             with contextlib.suppress(OSError):  # the parent stopped reading: no matter
                 sys.stdout.write(f"{fraction:.4f}\t{' '.join(text.split())}\n")
                 sys.stdout.flush()
+            if STEP_TIME in text:
+                _yield_to_the_screen()
 
     try:
         load_summary(found[0], progress=progress)
