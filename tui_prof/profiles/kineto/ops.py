@@ -154,7 +154,11 @@ def _tree_order(h: Host) -> Ints:
     only the rows that share their thread and start with another are sorted again, by the
     last two keys (a sixth of the rows of the A100 trace)."""
     order = np.argsort(h.ts, kind="stable")
-    order = order[np.argsort(h.thread[order], kind="stable")]
+    key = h.thread[order]  # thread ids as int16 where they fit: numpy radix-sorts those
+    order = order[
+        np.argsort(key.astype(np.int16) if len(key) and key.max() < 2**15 else key, kind="stable")
+    ]
+    del key
     ts, thread = h.ts[order], h.thread[order]
     same = (ts[1:] == ts[:-1]) & (thread[1:] == thread[:-1])
     del ts, thread
@@ -267,8 +271,11 @@ def analyse_ops(c: Collector, dev: Device) -> OpsResult:
     launched = nodes >= 0
     dev_op = op_nid[nodes[launched]]
     device = np.bincount(dev_op, weights=durs[launched], minlength=n_names)
-    seen, first_node = np.unique(op_nid, return_index=True)
-    for i in seen[np.argsort(first_node, kind="stable")].tolist():  # first-seen order
+    # each name's first op node (np.unique's return_index sorted all 2 M ops to find them)
+    first_node = np.full(n_names, len(op_nid), dtype=np.int64)
+    np.minimum.at(first_node, op_nid, np.arange(len(op_nid), dtype=np.int64))
+    seen = np.flatnonzero(first_node < len(op_nid))
+    for i in seen[np.argsort(first_node[seen], kind="stable")].tolist():  # first-seen order
         if listed[i]:
             res.ops[c.names[i]] = OpTotals(int(calls[i]), float(host[i]), float(device[i]))
     # kernels per (kernel name, launching op name or "")
