@@ -240,7 +240,7 @@ async def test_numbers_are_never_cut_in_the_step_table(tmp_path: Path) -> None:
     from tui_prof.profiles import cache
     from tui_prof.profiles.load import session_of
     from tui_prof.tui.app import TuiprofApp
-    from tui_prof.tui.widgets.session_view import StepBreakdownTable
+    from tui_prof.tui.widgets.summary_tables import StepBreakdownTable
 
     src = sample_session("custom_loop")
     shutil.copytree(src, tmp_path / "run" / "plugins" / "profile" / src.name)

@@ -16,7 +16,7 @@ from tui_prof.tui.app import TuiprofApp
 from tui_prof.tui.screens.browse import BrowseScreen
 from tui_prof.tui.screens.help import HelpScreen
 from tui_prof.tui.widgets.profile_tree import ProfileTree
-from tui_prof.tui.widgets.session_view import StepBreakdownTable
+from tui_prof.tui.widgets.summary_tables import StepBreakdownTable
 
 _settle = settle
 

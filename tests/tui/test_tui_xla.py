@@ -10,7 +10,7 @@ from xla_profiles import gpu_job, tpu_job
 
 from tui_prof.tui.app import TuiprofApp
 from tui_prof.tui.screens.program_dialog import ProgramDialog
-from tui_prof.tui.widgets.session_view import StepBreakdownTable
+from tui_prof.tui.widgets.summary_tables import StepBreakdownTable
 
 
 async def test_p_picks_the_program_whose_runs_are_the_steps(tmp_path: Path) -> None:

@@ -141,7 +141,7 @@ async def test_the_steps_tab_shows_each_steps_gpu_utilization(tmp_path: Path) ->
     from textual.widgets.data_table import ColumnKey
 
     from tui_prof.tui.app import TuiprofApp
-    from tui_prof.tui.widgets.session_view import StepBreakdownTable
+    from tui_prof.tui.widgets.summary_tables import StepBreakdownTable
 
     (tmp_path / PLUGIN_SAMPLE.name).symlink_to(PLUGIN_SAMPLE)
     expected = ours(PLUGIN_SAMPLE).gpu_metrics[0].steps

@@ -12,7 +12,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.lazy import Lazy
-from textual.widgets import Header, TabbedContent, Tree
+from textual.widgets import Header, Tree
 from textual.worker import get_current_worker
 
 from tui_prof.model import ProfileError, ProfileSummary
@@ -339,7 +339,11 @@ class BrowseScreen(TuiprofScreen):
         return self._current
 
     def action_tab(self, tab: str) -> None:
-        for tabs in self.query("#tabs").results(TabbedContent):  # mounted after the first frame
+        if not self.query("#tabs"):
+            return  # mounted after the first frame (and Textual's TabbedContent imported then)
+        from textual.widgets import TabbedContent
+
+        for tabs in self.query("#tabs").results(TabbedContent):
             tabs.active = tab
 
     def action_toggle_full(self) -> None:
