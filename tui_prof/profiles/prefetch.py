@@ -55,6 +55,7 @@ class Prefetch:
         self.used = False  # the browse screen took (or waited for) the summary
         # the child's latest progress line (fraction, what it does): a large trace takes minutes
         self.progress: tuple[float, str] | None = None
+        self.news = threading.Event()  # set at each new progress line and when analysed
         self._stopped = False
         self._child: forked.Child | None = None
 
@@ -108,6 +109,7 @@ class Prefetch:
                 fraction, _, text = line.decode(errors="replace").rstrip("\n").partition("\t")
                 with contextlib.suppress(ValueError):
                     self.progress = (float(fraction), text)
+                    self.news.set()
         child.wait()
 
     def _run(self) -> None:
@@ -130,6 +132,7 @@ class Prefetch:
         finally:
             self.close()  # a child not waited for above is not needed (nor read: its pipe fills)
             self.analysed.set()
+            self.news.set()
 
 
 def cached(session: Session) -> bool:

@@ -255,7 +255,11 @@ class BrowseScreen(TuiprofScreen):
         if pre is not None and not pre.used and pre.listed.is_set() and pre.session == session:
             pre.used = True  # started before Textual loaded: wait for it rather than redo it
             shown = None
-            while not pre.analysed.wait(0.01):  # the first numbers wait on this
+            # The first numbers wait on this; a progress line (the step time, on a cold start)
+            # wakes it at once rather than at the next 10 ms tick.
+            while not pre.analysed.is_set():
+                pre.news.wait(0.01)
+                pre.news.clear()
                 if cancel.is_set():
                     pre.stop()  # the session was left: its analysis stops with it
                     return
