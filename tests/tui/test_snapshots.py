@@ -51,8 +51,11 @@ def _steady(pilot: Pilot[int]) -> None:
 async def _still(pilot: Pilot[int]) -> None:
     """Cursors steady, then the screen unchanged over two looks 0.1 s apart. Workers done is not
     enough: the tabs a summary brings mount over several turns of the event loop, and on a loaded
-    machine a picture once caught the Overview's tab with its parts not yet drawn."""
+    machine a picture once caught the Overview's tab with its parts not yet drawn. Animations
+    (the tabs' underline) are waited for first."""
     _steady(pilot)
+    # A tab switch slides its underline: on a loaded machine two looks caught it mid-slide.
+    await pilot.wait_for_scheduled_animations()
     await pilot.pause()
     before = pilot.app.export_screenshot()
     for _ in range(50):

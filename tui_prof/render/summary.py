@@ -397,7 +397,7 @@ def top_ops_table(summary: ProfileSummary, limit: int = 15) -> Table:
     t.add_column("Type", overflow="ellipsis", no_wrap=True, ratio=1)
     t.add_column("Side")
     t.add_column("Self ms", justify="right")
-    t.add_column("% of side", justify="right")
+    t.add_column("% of\nside", justify="right")  # two lines: the names keep the width
     for o in summary.top_ops[:limit]:
         t.add_row(
             TailCut(o.name),  # a scope loses its head, never the op at its tail
