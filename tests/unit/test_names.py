@@ -10,8 +10,8 @@ import pytest
 from conftest import GPU_LOGDIR, SHARED_TRACES, needs_shared
 from rich.console import Console
 
+from tui_prof.render.name_cells import TailCut
 from tui_prof.render.names import (
-    TailCut,
     cut_left,
     cut_middle,
     fit_kernels,

@@ -15,10 +15,6 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from rich.console import Console, ConsoleOptions, RenderResult
-from rich.measure import Measurement
-from rich.text import Text
-
 ELLIPSIS = "…"
 
 
@@ -92,34 +88,6 @@ def _with_parts(parts: list[str], keep: set[int], sep: str) -> str:
         elif not out or out[-1] != ELLIPSIS:
             out.append(ELLIPSIS)
     return sep.join(out)
-
-
-class TailCut:
-    """A path or scope drawn on one line, losing its head when the line is too short."""
-
-    def __init__(self, text: str, style: str = "", sep: str = "/") -> None:
-        self.text, self.style, self.sep = text, style, sep
-
-    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
-        return Measurement(min(len(self.text), 8), len(self.text))
-
-    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        yield Text(cut_left(self.text, options.max_width, self.sep), style=self.style)
-
-
-class KernelCut:
-    """One of several short kernel names, fitted to its cell when drawn (`fit_kernels`), so that
-    names that differ still read apart in a table whose width Rich decides."""
-
-    def __init__(self, shorts: Sequence[str], index: int) -> None:
-        self.shorts, self.index = shorts, index
-
-    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
-        n = len(self.shorts[self.index])
-        return Measurement(min(n, 12), n)
-
-    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        yield Text(fit_kernels(self.shorts, options.max_width)[self.index])
 
 
 # -- demangled C++ names -------------------------------------------------------------------

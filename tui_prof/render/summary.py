@@ -26,7 +26,8 @@ from tui_prof.model import (
 from tui_prof.profiles.assemble import fmt_ms as fmt_ms  # the faces' import of it
 from tui_prof.profiles.assemble import matrix_units, step_time_words
 from tui_prof.render.efficiency import PEAK_HINT, efficiency_text, memory_text
-from tui_prof.render.names import KernelCut, TailCut, kernel_names
+from tui_prof.render.name_cells import KernelCut, TailCut
+from tui_prof.render.names import kernel_names
 
 # Colour and a monochrome glyph per category; the glyph is also drawn in colour terminals' legend.
 CATEGORY_STYLE: dict[str, tuple[str, str]] = {

@@ -17,7 +17,7 @@ from textual.containers import Vertical
 from textual.widgets import Input, ProgressBar, Static
 
 from tui_prof.model import ProfileSummary
-from tui_prof.render.names import TailCut
+from tui_prof.render.name_cells import TailCut
 from tui_prof.render.summary import (
     headline,
     headline_folded,

@@ -1,0 +1,43 @@
+"""Names drawn in table cells: fitted to the width Rich gives the cell when it draws it.
+
+The rules for shortening live in `names`; these renderables only ask them at draw time, so a
+table whose column widths Rich decides still keeps what tells two names apart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich.console import Console, ConsoleOptions, RenderResult
+from rich.measure import Measurement
+from rich.text import Text
+
+from tui_prof.render.names import cut_left, fit_kernels
+
+
+class TailCut:
+    """A path or scope drawn on one line, losing its head when the line is too short."""
+
+    def __init__(self, text: str, style: str = "", sep: str = "/") -> None:
+        self.text, self.style, self.sep = text, style, sep
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        return Measurement(min(len(self.text), 8), len(self.text))
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield Text(cut_left(self.text, options.max_width, self.sep), style=self.style)
+
+
+class KernelCut:
+    """One of several short kernel names, fitted to its cell when drawn (`fit_kernels`), so that
+    names that differ still read apart in a table whose width Rich decides."""
+
+    def __init__(self, shorts: Sequence[str], index: int) -> None:
+        self.shorts, self.index = shorts, index
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        n = len(self.shorts[self.index])
+        return Measurement(min(n, 12), n)
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield Text(fit_kernels(self.shorts, options.max_width)[self.index])
