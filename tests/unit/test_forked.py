@@ -84,16 +84,22 @@ def _talk(child: forked.Child) -> list[str]:
     return out
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="forks only on Linux")
-def test_a_forked_child_has_its_pipes_its_status_and_nothing_else_of_ours() -> None:
+def _fresh_interpreter(source: str) -> subprocess.CompletedProcess[str]:
+    """Run `source` in a new Python (forking is allowed there): it must end cleanly."""
     run = subprocess.run(
-        [sys.executable, "-c", FORKS],
+        [sys.executable, "-c", source],
         capture_output=True,
         text=True,
         timeout=120,
         env={**os.environ, "PYTHONPATH": str(REPO), "TUIPROF_NO_FORK": ""},
     )
     assert run.returncode == 0, run.stderr
+    return run
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="forks only on Linux")
+def test_a_forked_child_has_its_pipes_its_status_and_nothing_else_of_ours() -> None:
+    run = _fresh_interpreter(FORKS)
     out = json.loads(run.stdout.splitlines()[-1])  # one line: a child never returned into it
     assert out["can_fork"] and not out["popen"], out
     assert out["lines"][0] == "HELLO" and out["echo"] == 3 and out["poll"] == 3
@@ -126,12 +132,5 @@ def test_no_fork_where_another_thread_runs_or_where_turned_off(
 def test_no_fork_where_a_native_thread_runs() -> None:
     """A library's own thread is invisible to `threading` but would be missing in a fork, with
     any lock it held: no fork then."""
-    run = subprocess.run(
-        [sys.executable, "-c", NATIVE],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "PYTHONPATH": str(REPO), "TUIPROF_NO_FORK": ""},
-    )
-    assert run.returncode == 0, run.stderr
+    run = _fresh_interpreter(NATIVE)
     assert run.stdout.split() == ["True", "1", "False"], run.stdout
