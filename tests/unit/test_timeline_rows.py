@@ -80,8 +80,9 @@ def reference_rows(batch: list[Event]) -> kr.PartRows:
                 ext = -1 if x is None else x
         end = ts + max(dur, 0.0)
         rows.append((keys.index(key), ts, end, nid, cat, ext, corr, info))
-    a = np.array(rows, dtype=np.float64).reshape(-1, len(kr.COLUMNS))
-    return kr.PartRows(a[np.argsort(a[:, kr.TRACK], kind="stable")], keys, names, infos, comm_ext)
+    out = np.array(rows, dtype=np.float64).reshape(-1, len(kr.COLUMNS))
+    by_track = np.argsort(out[:, kr.TRACK], kind="stable")
+    return kr.PartRows(out[by_track], keys, names, infos, comm_ext)
 
 
 def _collected(batches: list[list[Event]]) -> list[kr.PartRows]:

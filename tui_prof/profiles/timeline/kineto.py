@@ -2,9 +2,10 @@
 
 Why built beside the summary: reading a 2 GiB trace takes over a minute, so the summary's own
 read (kineto/rank.py) hands each part's rows (kineto_rows.py, made in the Collector's own loop,
-in the decode workers) to a RankRows, which writes them to a spill file at once; when the rank is read, its tracks are made
-one at a time from that file and written to the timeline store (store.Writer), so the Timeline
-tab opens from the store without a second pass, and neither step holds the events at once.
+mostly in the decode workers) to a RankRows, which writes them to a spill file at once; when
+the rank is read, its tracks are made one at a time from that file and written to the timeline
+store (store.Writer), so the Timeline tab opens from the store without a second pass, and
+neither step holds the events at once.
 `read_session` does the same read alone, for a session whose summary came from the cache
 without a store. Steps are the summary's own (kineto.steps.find_steps on the same Collector),
 so a step's span is its step time.
