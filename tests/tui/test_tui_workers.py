@@ -139,7 +139,10 @@ async def test_quitting_with_stop_keeps_drawing_while_runs_end(tmp_path: Path) -
         app._start(StartRequest(load_spec(_stubborn_spec(tmp_path, grace))))
         await until(pilot, lambda: app.active_runs == 1 and app.runners)
         runner = next(iter(app.runners.values()))
-        await until(pilot, lambda: bool(runner.active))
+        # The job ignores SIGTERM once it said 'ready' (a run being active is not enough: on a
+        # loaded machine Python was still starting, and the SIGTERM ended it before the grace).
+        log = runner.experiment_dir / "runs" / "default-r0" / "output.log"
+        await until(pilot, lambda: log.exists() and "ready" in log.read_text())
         meter = LagMeter(app)
         await pilot.press("q")
         # The dialog is the screen before its buttons are mounted and laid out: wait for the one
