@@ -364,6 +364,7 @@ def test_stop_processes_waits_until_every_process_of_a_run_is_gone(tmp_path: Pat
             [sys.executable, "-c", "import time; time.sleep(60)"],
             env={**env, "TUIPROF_RUN_DIR": str(run_dir) + "0"},
             start_new_session=True,
+            text=True,
         ),
     ]
     try:
