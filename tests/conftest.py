@@ -151,6 +151,16 @@ async def shown(
     return widget  # type: ignore[return-value]
 
 
+async def filled(
+    pilot: Pilot[Any], selector: str | type[W], expect_type: type[W] | None = None
+) -> W:
+    """A table of the current screen once it has rows: a tab's table is drawn when the tab
+    first has a width, some frames after the key that shows it."""
+    table = await shown(pilot, selector, expect_type)
+    await until(pilot, lambda: getattr(table, "row_count", 0) > 0)
+    return table
+
+
 def needs_module(module: str, extra: str) -> pytest.MarkDecorator:
     """Skip, saying why, where an optional framework (an extra) is not installed."""
     return pytest.mark.skipif(
