@@ -10,13 +10,14 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pytest
 
 if TYPE_CHECKING:
     from textual.app import App
     from textual.pilot import Pilot
+    from textual.widget import Widget
 
 TESTS = Path(__file__).resolve().parent
 REPO = TESTS.parent
@@ -123,6 +124,41 @@ async def until(pilot: Pilot[Any], predicate: Callable[[], object], timeout: flo
     while not predicate():
         assert time.monotonic() < deadline, f"timed out after {timeout} s waiting for the app"
         await pilot.pause(0.05)
+
+
+W = TypeVar("W", bound="Widget")
+
+
+async def shown(
+    pilot: Pilot[Any], selector: str | type[W], expect_type: type[W] | None = None
+) -> W:
+    """The widget `selector` on the current screen, once it is mounted there. A screen or a tab
+    mounts its widgets over several turns of the event loop after the key that shows it, and
+    `pilot.pause()` (Textual's idle guess: little CPU used meanwhile) returns early on a loaded
+    machine, where the process got little CPU either way."""
+    from textual.widget import Widget
+
+    found: list[Widget] = []
+
+    def mounted() -> bool:
+        found[:] = [w for w in pilot.app.screen.query(selector) if w.is_mounted]
+        return bool(found)
+
+    await until(pilot, mounted)
+    widget = found[0]
+    want = expect_type or (selector if isinstance(selector, type) else Widget)
+    assert isinstance(widget, want), widget
+    return widget  # type: ignore[return-value]
+
+
+async def filled(
+    pilot: Pilot[Any], selector: str | type[W], expect_type: type[W] | None = None
+) -> W:
+    """A table of the current screen once it has rows: a tab's table is drawn when the tab
+    first has a width, some frames after the key that shows it."""
+    table = await shown(pilot, selector, expect_type)
+    await until(pilot, lambda: getattr(table, "row_count", 0) > 0)
+    return table
 
 
 def needs_module(module: str, extra: str) -> pytest.MarkDecorator:

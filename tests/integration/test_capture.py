@@ -325,7 +325,9 @@ def test_timeout_bounds_a_hung_server(silent: SilentListener, tmp_path: Path) ->
         capture(f"127.0.0.1:{silent.port}", logdir=tmp_path, duration_ms=500, timeout_s=2.0)
     elapsed = time.monotonic() - t0
     assert info.value.kind == "timeout"
-    assert 1.9 < elapsed < 6.0
+    # The 2 s limit, not the default (duration + 35 s): the room above it is for stopping the
+    # child on a loaded machine, where 6 s left 4 s for a Python to start and be stopped.
+    assert 1.9 < elapsed < 20.0
     assert "\n" not in str(info.value)
 
 
@@ -333,9 +335,14 @@ def test_cancel_stops_a_capture_at_once(silent: SilentListener, tmp_path: Path) 
     from tui_prof.live.capture import CaptureError, capture
 
     cancel = threading.Event()
-    threading.Timer(0.5, cancel.set).start()
+    cancelled_at: list[float] = []
+
+    def press_cancel() -> None:
+        cancelled_at.append(time.monotonic())
+        cancel.set()
+
+    threading.Timer(0.5, press_cancel).start()
     progress: list[tuple[float, str]] = []
-    t0 = time.monotonic()
     with pytest.raises(CaptureError) as info:
         capture(
             f"127.0.0.1:{silent.port}",
@@ -345,7 +352,9 @@ def test_cancel_stops_a_capture_at_once(silent: SilentListener, tmp_path: Path) 
             progress=lambda f, m: progress.append((f, m)),
         )
     assert info.value.kind == "cancelled"
-    assert time.monotonic() - t0 < 3.0
+    # At once: from the cancel, not from the start (which a loaded machine stretches), and far
+    # below the 5 s trace and the 25 s a silent server is waited for.
+    assert time.monotonic() - cancelled_at[0] < 4.0
     assert progress and all(0.0 <= f <= 1.0 for f, _ in progress)
 
 

@@ -18,7 +18,7 @@ from conftest import REPO, run_cli
 from tui_prof.experiments.commands import save_spec, spec_from_commands
 from tui_prof.experiments.spec import SpecError, load_spec
 from tui_prof.experiments.store import load_experiment
-from tui_prof.model import RUN_FINISHED
+from tui_prof.model import RUN_FINISHED, RUN_RUNNING
 
 if TYPE_CHECKING:
     from tui_prof.experiments.runner import Runner
@@ -103,6 +103,9 @@ def test_output_with_a_newline_is_refused(tmp_path: Path) -> None:
 JOB = (
     "import json, os, time\n"
     "time.sleep(float(os.environ.get('SLEEP', '0')))\n"
+    "go, end = os.environ.get('GO'), time.monotonic() + 60\n"  # finish once the test says so
+    "while go and not os.path.exists(go) and time.monotonic() < end:\n"
+    "    time.sleep(0.01)\n"
     "print('x' * int(os.environ.get('OUT', '0')))\n"
     "with open(os.environ['TUIPROF_METRICS_FILE'], 'a') as f:\n"
     "    f.write(json.dumps({'metric': 'score', 'value': 2.5}) + '\\n')\n"
@@ -136,17 +139,24 @@ def test_a_locked_store_is_waited_for(tmp_path: Path, monkeypatch: pytest.Monkey
     from tui_prof.experiments import durable
 
     monkeypatch.setattr(durable, "RETRY_DELAYS_S", (0.3,) * 20)
-    runner = _runner(tmp_path, env='SLEEP = "0.5"')
+    go = tmp_path / "go"
+    runner = _runner(tmp_path, env=f'GO = "{go}"')
     runner.store._conn.execute("PRAGMA busy_timeout = 100")
     started = threading.Event()
     holder = threading.Thread(
         target=_hold_exclusive, args=(runner.experiment_dir / "experiment.sqlite", 3.0, started)
     )
     runner.start()
-    time.sleep(0.2)  # the run started (its row written) before the lock is taken
+    # The run's row says running before the lock is taken, and the job finishes only once the
+    # lock is held (a fixed 0.2 s and a 0.5 s job raced both on a loaded machine).
+    deadline = time.monotonic() + 30
+    while load_experiment(runner.experiment_dir).runs[0].status != RUN_RUNNING:
+        assert time.monotonic() < deadline, "the run did not start"
+        time.sleep(0.02)
     holder.start()
     started.wait()
-    runner.wait()
+    go.touch()
+    assert runner.wait(60)
     holder.join()
     (run,) = load_experiment(runner.experiment_dir).runs
     assert run.status == RUN_FINISHED and run.metrics["score"] == 2.5, run
@@ -154,20 +164,24 @@ def test_a_locked_store_is_waited_for(tmp_path: Path, monkeypatch: pytest.Monkey
 
 
 NEVER_ANSWERS = """
-import sqlite3, sys, threading, time
+import sqlite3, sys, threading
 from pathlib import Path
 from tui_prof.experiments import durable
+from tui_prof.experiments.events import RunStarted
 from tui_prof.experiments.runner import Runner
 from tui_prof.experiments.spec import load_spec
 
 durable.RETRY_DELAYS_S = (0.1, 0.1)
-runner = Runner.create(load_spec(sys.argv[1]), sys.argv[2])
+running = threading.Event()
+on_event = lambda e: running.set() if isinstance(e, RunStarted) else None
+runner = Runner.create(load_spec(sys.argv[1]), sys.argv[2], on_event=on_event)
 runner.store._conn.execute("PRAGMA busy_timeout = 100")
 runner.start()
-time.sleep(0.2)
+assert running.wait(60), "the first run did not start"
 conn = sqlite3.connect(runner.experiment_dir / "experiment.sqlite", isolation_level=None)
 conn.execute("BEGIN EXCLUSIVE")  # until the runner has given up
-runner.wait()
+Path(sys.argv[3]).touch()  # now the job may finish: its result meets the lock
+assert runner.wait(60)
 conn.execute("COMMIT")
 print(runner.problem)
 """
@@ -182,12 +196,12 @@ def test_a_store_that_never_answers_keeps_the_result_for_resume(tmp_path: Path) 
     spec = tmp_path / "s.toml"
     spec.write_text(
         f'name = "x"\ncommand = ["{sys.executable}", "job.py"]\nrepeats = 2\n'
-        '[variants.a]\nenv = { SLEEP = "0.5" }\n'
+        f'[variants.a]\nenv = {{ GO = "{tmp_path / "go"}" }}\n'
     )
     exp = tmp_path / "exp"
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     r = subprocess.run(
-        [sys.executable, "-c", NEVER_ANSWERS, str(spec), str(exp)],
+        [sys.executable, "-c", NEVER_ANSWERS, str(spec), str(exp), str(tmp_path / "go")],
         capture_output=True, text=True, env=env, timeout=120,
     )  # fmt: skip
     assert "the store did not answer (database is locked)" in r.stdout, r.stdout + r.stderr

@@ -117,6 +117,23 @@ def _kill_group_quietly(pgid: int | None) -> None:
             os.killpg(pgid, signal.SIGKILL)
 
 
+def _running_with(pid: int, mark: str) -> bool:
+    """Whether `pid` is a live (not zombie) process whose command line holds `mark`."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            zombie = f.read().rsplit(")", 1)[1].split()[0] == "Z"
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return not zombie and mark.encode() in f.read()
+    except OSError:
+        return False
+
+
+def _kill_quietly_if_ours(pid: int, mark: str) -> None:
+    if _running_with(pid, mark):
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+
+
 def test_sigkill_mid_experiment_loses_no_finished_run_and_resume_runs_only_missing(
     tmp_path: Path,
 ) -> None:
@@ -233,11 +250,14 @@ ESCAPING_JOB = r"""
 import os, subprocess, sys, time
 # The work runs in a grandchild that leaves the job's process group (its own session), as a
 # daemonising launcher does: killing the group a run was started in does not reach it.
+# The second run to start is the one its tuiprof is killed during: it works until stopped, so
+# the resume's stop, not a race against a short sleep, is what ends it.
 if len(sys.argv) > 2:
     rid = os.environ["TUIPROF_RUN_ID"]
+    second = os.path.exists(sys.argv[1]) and open(sys.argv[1]).read().count("start") == 1
     with open(sys.argv[1], "a") as f:
         f.write(f"start {rid} {os.getpid()} {time.time():.4f}\n")
-    time.sleep(float(sys.argv[2]))
+    time.sleep(120 if second else float(sys.argv[2]))
     with open(sys.argv[1], "a") as f:
         f.write(f"end {rid} {os.getpid()} {time.time():.4f}\n")
 else:
@@ -287,10 +307,15 @@ def test_sigkill_then_resume_at_once_runs_every_run_once_without_overlap(tmp_pat
         )
         assert res.returncode == 0, res.stderr
         assert f"stopped {alive[0].run_id}, still running after its tuiprof had gone" in res.stderr
+        starts = [x.split() for x in events.read_text().splitlines() if x.startswith("start")]
+        first_copy = int(starts[1][2])  # the second run started: the one left running
+        assert not _running_with(first_copy, str(events)), "the copy left running was not stopped"
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+        for line in events.read_text().splitlines() if events.exists() else []:
+            _kill_quietly_if_ours(int(line.split()[2]), str(events))  # a copy the test left
     spans: dict[str, list[list[float]]] = {}
     for line in events.read_text().splitlines():
         what, rid, _pid, t = line.split()
@@ -323,17 +348,29 @@ def test_stop_processes_waits_until_every_process_of_a_run_is_gone(tmp_path: Pat
 
     run_dir = tmp_path / "runs" / "a-r1"
     env = {**os.environ, "TUIPROF_RUN_DIR": str(run_dir)}
-    stubborn = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(60)"
+    stubborn = (
+        "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+        "print('ready', flush=True); time.sleep(60)"
+    )
     children = [
-        subprocess.Popen([sys.executable, "-c", stubborn], env=env, start_new_session=True),
+        subprocess.Popen(
+            [sys.executable, "-c", stubborn],
+            env=env,
+            start_new_session=True,
+            stdout=subprocess.PIPE,
+            text=True,
+        ),
         subprocess.Popen(  # another run's: a prefix of its directory name, left alone
             [sys.executable, "-c", "import time; time.sleep(60)"],
             env={**env, "TUIPROF_RUN_DIR": str(run_dir) + "0"},
             start_new_session=True,
+            text=True,
         ),
     ]
     try:
-        time.sleep(0.3)  # let it install its SIGTERM handler
+        # It ignores SIGTERM once it says so (a fixed 0.3 s was too short for a Python to start
+        # on a loaded machine: SIGTERM then ended it, not the SIGKILL after the grace).
+        assert children[0].stdout is not None and children[0].stdout.readline() == "ready\n"
         found = find_run_processes([run_dir])
         assert found == {str(run_dir): [children[0].pid]}
         start = proc_start(children[0].pid)

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from conftest import SAMPLES, settle
+from conftest import SAMPLES, settle, shown, until
 from textual.widgets import Input, Static, TextArea
 
 from tui_prof.experiments.spec import load_spec
@@ -43,19 +43,19 @@ async def test_variants_typed_as_commands_run_and_the_spec_is_saved(tmp_path: Pa
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
         await pilot.press("r")
-        await pilot.pause()
+        variants = await shown(pilot, "#variants", TextArea)
         dialog = app.screen
         assert isinstance(dialog, StartDialog)
-        dialog.query_one(
-            "#variants", TextArea
-        ).text = f"a={sys.executable} job.py 0.9\nb={sys.executable} job.py 0.8\n"
+        variants.text = f"a={sys.executable} job.py 0.9\nb={sys.executable} job.py 0.8\n"
         dialog.query_one("#repeats").value = "2"  # type: ignore[attr-defined]
         dialog.query_one("#workdir").value = str(tmp_path)  # type: ignore[attr-defined]
         dialog.query_one("#save").value = "amp.toml"  # type: ignore[attr-defined]
         dialog.query_one("#matters").value = "wall_time_s=2"  # type: ignore[attr-defined]
         await pilot.click("#start")
         await _wait_for(pilot, lambda: app.screen is app.get_screen("experiments"))
-        table = app.get_screen("experiments").query_one(RunTable)
+        # The screen is shown before its widgets are mounted (on a loaded machine, queried at
+        # once, its table was not there yet).
+        table = await shown(pilot, RunTable)
         await _wait_for(
             pilot,
             lambda: (
@@ -76,20 +76,18 @@ async def test_a_bad_command_stays_in_the_dialog_in_one_line(tmp_path: Path) -> 
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
         await pilot.press("r")
-        await pilot.pause()
-        app.screen.query_one("#variants", TextArea).text = "a=python x.py\nb=python3 x.py"
+        (await shown(pilot, "#variants", TextArea)).text = "a=python x.py\nb=python3 x.py"
         await pilot.click("#start")
-        await pilot.pause()
+        await until(pilot, lambda: "different programs" in _plain(app, "#start-error"))
         assert isinstance(app.screen, StartDialog)
-        assert "different programs" in _plain(app, "#start-error")
         assert not app.runners
         app.screen.query_one("#variants", TextArea).text = "a=python x.py\nb=python x.py -O"
         matters = app.screen.query_one("#matters", Input)
         matters.value = "0"
         matters.focus()
         await pilot.press("enter")
-        await pilot.pause()
-        assert "Matters: expected a percentage" in _plain(app, "#start-error")
+        await until(pilot, lambda: "Matters: expected a percentage" in _plain(app, "#start-error"))
+        assert isinstance(app.screen, StartDialog)
         assert not app.runners
 
 
@@ -104,8 +102,7 @@ async def test_the_dialog_opens_with_the_change_the_advice_names() -> None:
         browse = app.get_screen("browse")
         await _wait_for(pilot, lambda: getattr(browse, "current_summary", None) is not None)
         await pilot.press("r")
-        await pilot.pause()
-        text = app.screen.query_one("#variants", TextArea).text.splitlines()
+        text = (await shown(pilot, "#variants", TextArea)).text.splitlines()
         assert text[0].startswith("float32=python train_cnn.py ") and "--batch-size 32" in text[0]
         assert text[1].startswith("batch2x=python train_cnn.py ") and "--batch-size 64" in text[1]
         assert "'${TUIPROF_REPEAT}'" in text[1]  # quoted: split back, it is replaced per run

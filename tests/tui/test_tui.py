@@ -6,7 +6,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import SAMPLES, sample_session, settle, static_text, until
+from conftest import SAMPLES, filled, sample_session, settle, shown, static_text, until
 from textual.widgets import DataTable, Input, TabbedContent
 from textual.widgets.data_table import ColumnKey
 
@@ -31,8 +31,7 @@ async def test_opens_first_session_and_shows_its_numbers() -> None:
         assert f"{fmt_ms(expected.average.step_time_ms)} ms" in headline
         assert "official step markers" in static_text(app, "#source")  # the overview's top
         await pilot.press("2")  # a table is drawn when its tab shows it
-        await pilot.pause()
-        table = app.screen.query_one(StepBreakdownTable)
+        table = await filled(pilot, StepBreakdownTable)
         assert table.row_count == len(expected.steps)
         first = table.get_row_at(0)
         assert first[1] == fmt_ms(expected.steps[0].step_time_ms)
@@ -54,9 +53,8 @@ async def test_navigating_with_j_and_tabs_loads_another_session() -> None:
         await _settle(pilot)
         assert "Input-bound" in static_text(app, "#headline")
         await pilot.press("2")
-        await pilot.pause()
+        table = await filled(pilot, StepBreakdownTable)
         assert app.screen.query_one("#tabs", TabbedContent).active == "tab-steps"
-        table = app.screen.query_one(StepBreakdownTable)
         col = list(table.columns).index(ColumnKey("input"))
         assert table.get_row_at(0)[col] == fmt_ms(expected.steps[0].breakdown_ms["input"])
 
@@ -66,11 +64,9 @@ async def test_help_opens_and_closes() -> None:
     async with app.run_test(size=(80, 24)) as pilot:
         await _settle(pilot)
         await pilot.press("question_mark")
-        await pilot.pause()
-        assert isinstance(app.screen, HelpScreen)
+        await until(pilot, lambda: isinstance(app.screen, HelpScreen))
         await pilot.press("escape")
-        await pilot.pause()
-        assert not isinstance(app.screen, HelpScreen)
+        await until(pilot, lambda: not isinstance(app.screen, HelpScreen))
 
 
 async def test_bad_file_shows_error_and_the_rest_stays_browsable(tmp_path: Path) -> None:
@@ -123,8 +119,7 @@ async def test_op_names_with_markup_are_shown_as_text(tmp_path: Path) -> None:
     async with app.run_test(size=(160, 40)) as pilot:
         await _settle(pilot)
         await pilot.press("3")
-        await pilot.pause()
-        ops = app.screen.query_one("#ops", DataTable)
+        ops = await filled(pilot, "#ops", DataTable)
         assert ops.row_count == len(real.top_ops)
         shown = "\n".join(ops.render_line(y).text for y in range(ops.size.height))
         # As typed, not bold or red: the name whole, the type (cut to its column) with its brackets.
@@ -170,13 +165,11 @@ async def test_r_starts_an_experiment_and_rows_turn_finished(tmp_path: Path) -> 
     async with app.run_test(size=(120, 40)) as pilot:
         await _settle(pilot)
         await pilot.press("r")
-        await pilot.pause()
-        spec_input = app.screen.query_one("#spec", Input)
+        spec_input = await shown(pilot, "#spec", Input)
         spec_input.value = str(spec)
         await pilot.click("#start")
-        await pilot.pause()
-        table = app.get_screen("experiments").query_one(RunTable)
         await until(pilot, lambda: app.screen is app.get_screen("experiments"))
+        table = await shown(pilot, RunTable)
         await until(
             pilot,
             lambda: (
@@ -215,8 +208,7 @@ async def test_a_cold_start_shows_the_step_time_while_the_rest_is_read() -> None
     pre.listed.set()
     app = TuiprofApp(SAMPLES, prefetch=pre)
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.pause()
-        assert "21.3 ms per step (5 steps)" in static_text(app, "#status")
+        await until(pilot, lambda: "21.3 ms per step (5 steps)" in static_text(app, "#status"))
         assert static_text(app, "#headline").strip() == ""
         pre.summary = summarize_session(pre.session)
         pre.analysed.set()
@@ -234,16 +226,13 @@ async def test_capture_dialog_rejects_a_bad_address_in_one_line_and_stays_open(
     async with app.run_test(size=(80, 24)) as pilot:
         await _settle(pilot)
         await pilot.press("a")
-        await pilot.pause()
+        (await shown(pilot, "#address", Input)).value = "not an address"
         assert isinstance(app.screen, CaptureDialog)
-        app.screen.query_one("#address", Input).value = "not an address"
         await pilot.press("enter")
-        await pilot.pause()
+        await until(pilot, lambda: "bad address" in static_text(app, "#capture-error"))
         assert isinstance(app.screen, CaptureDialog)
-        assert "bad address" in static_text(app, "#capture-error")
         await pilot.press("escape")
-        await pilot.pause()
-        assert not isinstance(app.screen, CaptureDialog)
+        await until(pilot, lambda: not isinstance(app.screen, CaptureDialog))
 
 
 async def test_capture_with_no_server_says_so(tmp_path: Path) -> None:
@@ -259,8 +248,7 @@ async def test_capture_with_no_server_says_so(tmp_path: Path) -> None:
     async with app.run_test(size=(100, 30)) as pilot:
         await _settle(pilot)
         await pilot.press("a")
-        await pilot.pause()
-        app.screen.query_one("#address", Input).value = f"127.0.0.1:{port}"
+        (await shown(pilot, "#address", Input)).value = f"127.0.0.1:{port}"
         await pilot.press("enter")
         await until(pilot, lambda: isinstance(app.screen, CapturesScreen))
         await until(
@@ -293,10 +281,10 @@ async def test_an_experiment_writing_outside_the_open_path_joins_the_tree(tmp_pa
     async with app.run_test(size=(120, 40)) as pilot:
         await _settle(pilot)
         await pilot.press("r")
-        await pilot.pause()
-        app.screen.query_one("#spec", Input).value = str(spec)
+        (await shown(pilot, "#spec", Input)).value = str(spec)
         await pilot.click("#start")
-        table = app.view("experiments").query_one(RunTable)
+        await until(pilot, lambda: app.screen is app.get_screen("experiments"))
+        table = await shown(pilot, RunTable)
         await until(
             pilot,
             lambda: table.runs and all(r.status == "finished" for r in table.runs.values()),

@@ -207,11 +207,14 @@ class TuiprofApp(App[int]):
 
     # -- failures: one place turns any worker's error into a line on screen ---------------
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        self.worker_changed(event.worker)
+        self.worker_changed(event)
 
-    def worker_changed(self, worker: Worker[object]) -> None:
-        """Screens forward their workers' state here (Textual does not bubble it)."""
-        if worker.state == WorkerState.ERROR and worker.error is not None:
+    def worker_changed(self, event: Worker.StateChanged) -> None:
+        """Screens forward their workers' state here (Textual does not bubble it). The state the
+        message carries, not the worker's state now: a worker that failed at once is already in
+        ERROR when its earlier messages (pending, running) arrive, and was reported for each."""
+        worker = event.worker
+        if event.state == WorkerState.ERROR and worker.error is not None:
             self.report_failure(worker.name or "a background task", worker.error)
 
     def report_failure(self, what: str, error: BaseException) -> None:

@@ -93,4 +93,4 @@ class TuiprofScreen(Screen[None]):
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         """Worker messages do not bubble: hand them to the app's one handler."""
-        self.app.worker_changed(event.worker)
+        self.app.worker_changed(event)
