@@ -28,7 +28,7 @@ from textual.widgets import Static
 
 from tui_prof.profiles.discover import Session
 from tui_prof.profiles.kineto import workers
-from tui_prof.profiles.kineto.collect import Host
+from tui_prof.profiles.kineto.columns import Host
 from tui_prof.profiles.kineto.ops import _climb, _roots, _tree_order
 from tui_prof.profiles.kineto.ranges import Ranges, partition, spans_union, union
 from tui_prof.profiles.kineto.rank import RankResult, analyse_file

@@ -1,25 +1,25 @@
-"""One pass over a trace's events into compact numpy columns: what steps, breakdown, ops and kernels
-need.
+"""One pass over a trace's events into compact numpy columns (columns.py): what steps, breakdown,
+ops and kernels need, and, given an index, the timeline's rows.
 
 Contract: `Collector.add(batch)` for every batch a TraceStream yields, then `device()` once and
 read its fields; no event struct is kept, only columns of numbers (a few dozen bytes per kept
 event) and interned names, so a trace's events can be dropped batch by batch. Each batch is
 one tight loop that appends numbers to flat lists, made into one numpy chunk per kind at the
 batch's end (a tuple per row, kept to the end, was most of the memory on large traces:
-benchmarks/README.md, section 9). Event roles follow torch-tb-profiler's
-EventParser (event_parser.py, trace.py) where it is right: ProfilerStep#N markers,
-`enumerate(DataLoader)#…__next__` and `enumerate(DataPipe)#…` spans as DataLoader, the five
-`nccl:`/`gloo:` collectives as Communication (and kernels whose external id is one of theirs).
+benchmarks/README.md, section 9). Event roles follow torch-tb-profiler's EventParser where it
+is right (roles.py): ProfilerStep#N markers, DataLoader spans, the five `nccl:`/`gloo:`
+collectives as Communication (and kernels whose external id is one of theirs).
 Two deliberate differences: runtime calls of every vocabulary count (`cuda_runtime`,
 `cuda_driver`, ROCm's `hip*`; the plugin reads only 2021's `Runtime`), and DataLoader
 `user_annotation`s count (the plugin drops every user_annotation but steps and collectives).
 Negative durations become 0 and events without a time are skipped; both are counted for a
-warning.
+warning. With an `index` (timeline/kineto_rows.RowMaker), the same loop also notes each event
+the timeline draws; `take_rows()` hands them over after each batch.
 
 Adding a column (an op's `Input Dims`, `flops`, an instant event's `Bytes`): name the field in
-events.Args, take it in the kind's `_take_*` method below as one more array, keep its chunks
-beside the others. Host rows stay in file order until `device()`; sorting them by thread and
-time (ops.py) is what a per-step index would reuse (steps are time ranges: `searchsorted`).
+events.Args, take it in its kind's branch of `add` into that kind's flat list, and widen the
+list's rows where `_keep` reshapes them. Host rows stay in file order until `device()`; sorting
+them by thread and time is the op tree's (ops.py).
 """
 
 from __future__ import annotations
@@ -33,58 +33,45 @@ import numpy as np
 import numpy.typing as npt
 
 from tui_prof.profiles import heap
+from tui_prof.profiles.kineto.columns import (
+    COUNTS,
+    HAS_16BIT_INPUT,
+    IS_OP,
+    IS_RUNTIME,
+    KERNEL_COLUMNS,
+    NOT_CPU_EXEC,
+    SPANS,
+    Array,
+    Device,
+    Host,
+    Part,
+    Span,
+    table,
+)
 from tui_prof.profiles.kineto.events import Args, Event, Kind, kind_of
+from tui_prof.profiles.kineto.roles import (
+    ROLE_COMM,
+    ROLE_DATALOADER,
+    ROLE_OPTIMIZER,
+    ROLE_STEP_NAME,
+    SHOWN_ANNOTATION,
+    STEP_PREFIX,
+    roles,
+    step_number,
+)
+from tui_prof.profiles.timeline.kineto_rows import CODE, UNSEEN, PartRows, RowMaker, take
 
 # plain ints: the loop compares them once or more per event
 IGNORED, OP, ANNOTATION = int(Kind.IGNORED), int(Kind.OP), int(Kind.ANNOTATION)
 RUNTIME, RUNTIME_2021, KERNEL = int(Kind.RUNTIME), int(Kind.RUNTIME_2021), int(Kind.KERNEL)
 MEMCPY, MEMSET, DATALOADER = int(Kind.MEMCPY), int(Kind.MEMSET), int(Kind.DATALOADER)
 
-STEP_PREFIX = "ProfilerStep#"
-OPTIMIZER_PREFIX = "Optimizer.step#"
-# torch-tb-profiler's NcclOpNameSet and GlooOpNameSet (trace.py).
-COMM_OPS = frozenset(
-    f"{lib}:{op}"
-    for lib in ("nccl", "gloo")
-    for op in ("broadcast", "reduce", "all_reduce", "all_gather", "reduce_scatter")
-)
-
-# Flags of the host rows.
-IS_OP = 1
-IS_RUNTIME = 2
-HAS_16BIT_INPUT = 4
-NOT_CPU_EXEC = 8  # an op the plugin counts as DataLoader or Communication, not CPU Exec
-
-# Host names' roles, found once per distinct name.
-ROLE_OPTIMIZER = 1
-ROLE_DATALOADER = 2
-ROLE_COMM = 4
-
 # A GPU-side copy of a host annotation (gpu_user_annotation): ignored, its steps counted.
 _GPU_ANNOTATION = 100
-
-Span = tuple[float, float]
-KERNEL_COLUMNS = 8  # ts, end, name id, correlation, external id, device, occupancy, blocks/SM
-Array = npt.NDArray[np.float64]
-Ints = npt.NDArray[np.signedinteger[Any]]
-
-
-def is_dataloader(name: str) -> bool:
-    """The plugin's DataLoader rule (event_parser.py, StepParser._parse_step)."""
-    return (name.startswith("enumerate(DataLoader)#") and name.endswith(".__next__")) or (
-        name.startswith("enumerate(DataPipe)#")
-    )
 
 
 def _has_16bit(types: Sequence[str] | None) -> bool:
     return bool(types) and any(("Half" in t or "BFloat16" in t) for t in types or ())
-
-
-def table(rows: Sequence[tuple[float, ...]], width: int) -> Array:
-    """Rows of numbers as an (n, width) float array (ids stay exact: they are < 2**53)."""
-    if not rows:
-        return np.zeros((0, width))
-    return np.array(rows, dtype=np.float64)
 
 
 K = TypeVar("K")
@@ -101,81 +88,6 @@ class _Memo(dict[K, V], Generic[K, V]):
     def __missing__(self, key: K) -> V:
         v = self[key] = self._make(key)
         return v
-
-
-@dataclass
-class Host:
-    """Every thread's ops and runtime calls, one row each, in file order (µs, as in the file)."""
-
-    thread: Ints  # int32: index into Collector.thread_keys
-    ts: Array
-    end: Array
-    nid: Ints  # int32
-    flags: Ints  # int8
-    # runtime calls' correlation id, -1 for ops and calls without one; emptied by the op tree
-    # (ops.py), its last reader
-    corr: Array
-
-
-@dataclass
-class Device:
-    """The device events as arrays, and which host rows are runtime calls and CPU Exec ops, for
-    the vectorised stages. The runtime calls' columns are read from the host rows where a stage
-    needs them, not copied here: a copy of them stayed beside the host rows through every stage
-    (32 bytes a call, 90 MB on a 2 GiB trace)."""
-
-    kernels: Array  # ts, end, name id, correlation, external id, device, occupancy, blocks/SM
-    copies: Array  # memcpy then memset rows: ts, end, correlation, device
-    memcpy_rows: int
-    host: Host  # in file order (the op tree sorts it afterwards: the masks are then stale)
-    runtime: npt.NDArray[np.bool_]  # which host rows are runtime calls
-    cpu_exec: npt.NDArray[np.bool_]  # which are ops the plugin counts as CPU Exec
-
-    @property
-    def memcpy(self) -> Array:
-        return self.copies[: self.memcpy_rows]
-
-    @property
-    def memset(self) -> Array:
-        return self.copies[self.memcpy_rows :]
-
-    def runtimes(self, where: npt.NDArray[np.bool_] | None = None) -> npt.NDArray[np.bool_]:
-        """Which host rows are the runtime calls that `where` (a mask over the runtime calls,
-        in file order) picks; all of them without it."""
-        if where is None:
-            return self.runtime
-        rows = self.runtime.copy()
-        rows[rows] = where
-        return rows
-
-
-_COUNTS = (
-    "runtime_2021",
-    "kernel_count",
-    "memcpy_count",
-    "memset_count",
-    "negative",
-    "untimed",
-    "gpu_step_marks",
-    "dataloader_annotations",
-)
-_SPANS = ("step_marks", "optimizer_marks", "dataloader", "comm_host")
-
-
-@dataclass
-class Part:
-    """What a worker process collected from one part (workers.py), with its own name and thread
-    ids, which Collector.merge maps to the session's: picklable, numbers and names only."""
-
-    names: list[str]
-    thread_keys: list[tuple[int | str, int | str]]
-    host: list[tuple[npt.NDArray[np.generic], ...]]
-    kernels: list[Array]
-    memcpy: list[Array]
-    memset: list[Array]
-    spans: dict[str, list[Any]]
-    comm_ext: set[int]
-    counts: dict[str, int]
 
 
 def _lo(x: Array, where: npt.NDArray[np.bool_]) -> float:
@@ -218,6 +130,8 @@ class Collector:
     gpu_step_marks: int = 0  # ProfilerStep#N copies on the GPU timeline (the plugin counts them)
     dataloader_annotations: int = 0  # DataLoader spans the plugin drops (user_annotation)
     host: Host | None = None  # set by device()
+    # where set, each batch's loop also makes the timeline's rows (take_rows, after each add)
+    index: bool = False
     # column chunks, one per batch
     _host: list[tuple[npt.NDArray[np.generic], ...]] = field(default_factory=list)
     _kernels: list[Array] = field(default_factory=list)
@@ -233,6 +147,7 @@ class Collector:
         )
         self._step_of: list[int] = []  # per name id: ProfilerStep number or -1
         self._role_of: list[int] = []  # per name id: ROLE_* bits
+        self._rows: PartRows | None = None  # the timeline's rows of the last batch (index)
 
     # -- names ------------------------------------------------------------------------------
 
@@ -245,21 +160,8 @@ class Collector:
     def _new_name(self, name: str) -> int:
         i = self.name_ids[name] = len(self.names)
         self.names.append(name)
-        step = -1
-        if name.startswith(STEP_PREFIX):
-            try:
-                step = int(name[len(STEP_PREFIX) :])
-            except ValueError:
-                step = -1
-        role = 0
-        if name.startswith(OPTIMIZER_PREFIX):
-            role |= ROLE_OPTIMIZER
-        if is_dataloader(name):
-            role |= ROLE_DATALOADER
-        elif name in COMM_OPS:
-            role |= ROLE_COMM
-        self._step_of.append(step)
-        self._role_of.append(role)
+        self._step_of.append(step_number(name))
+        self._role_of.append(roles(name))
         return i
 
     def _new_thread(self, key: tuple[int | str, int | str]) -> int:
@@ -270,7 +172,9 @@ class Collector:
 
     def add(self, batch: Sequence[Event]) -> None:
         """Fold one batch of events in: one loop, names and categories classified once each,
-        numbers into flat lists that become one numpy chunk per kind at the batch's end."""
+        numbers into flat lists that become one numpy chunk per kind at the batch's end. With
+        `index` set, the same loop notes what the timeline's rows need beyond these columns
+        (timeline/kineto_rows.RowMaker: a second loop over the events cost as much again)."""
         kinds, nids, threads, sixteen = self._kind, self._nid, self._thread, self._sixteen
         step_of, role_of = self._step_of, self._role_of
         host: list[float] = []  # thread, ts, end, name id, flags, correlation per row
@@ -279,6 +183,12 @@ class Collector:
         last_pid: int | str | None = None
         last_tid: int | str | None = None
         th = -1
+        rm = RowMaker() if self.index else None
+        tl = rm if rm is not None else RowMaker()  # its tables, looked up only with `rm`
+        op_info, kernel_at, side, info_ids = tl.op_info, tl.kernels, tl.side, tl.info_ids
+        k_pid: Any = UNSEEN  # a kernel's stream: the last one's, and its track
+        k_tid: Any = UNSEEN
+        k_track = -1.0
         for e in batch:
             if e.ph != "X":
                 continue
@@ -293,6 +203,8 @@ class Collector:
             dur = e.dur
             if ts is None or dur is None or ts != ts or dur != dur:  # missing or NaN
                 self.untimed += 1
+                if rm is not None:
+                    rm.skip_untimed(kind, e.name, len(host), len(kernels))
                 continue
             if dur < 0:
                 self.negative += 1
@@ -311,6 +223,10 @@ class Collector:
                 if role:
                     flags |= self._role(args, role, ts, end, is_op)
                 if not is_op:
+                    if rm is not None and role & SHOWN_ANNOTATION:
+                        key = (False, e.pid, e.tid)
+                        side += (ts, end, nid * CODE + kind, tl.info(args), tl.track(key))
+                        side += (len(host), len(kernels))
                     continue
                 if args is not None and args.input_type:
                     flags |= sixteen[args.input_type]
@@ -318,6 +234,14 @@ class Collector:
                     last_pid, last_tid = e.pid, e.tid
                     th = threads[(last_pid, last_tid)]
                 host += (th, ts, end, nid, flags, -1)
+                if rm is not None:  # its input text (the timeline draws no ProfilerStep#)
+                    if args is None or role & ROLE_STEP_NAME:
+                        op_info.append(-1.0)
+                    elif (dims := args.input_dims) or args.input_type:
+                        got = info_ids.get((bytes(dims), args.input_type))
+                        op_info.append(tl.info(args) if got is None else got)
+                    else:
+                        op_info.append(-1.0)
             elif kind in (RUNTIME, RUNTIME_2021):
                 if kind == RUNTIME_2021:
                     self.runtime_2021 += 1
@@ -346,6 +270,11 @@ class Collector:
                         occ = args.occupancy
                     if args.blocks_per_sm is not None:
                         blocks = args.blocks_per_sm
+                if rm is not None:  # its stream, and how many host rows came before it
+                    if e.tid != k_tid or e.pid != k_pid:
+                        k_pid, k_tid = e.pid, e.tid
+                        k_track = tl.track((True, k_pid, k_tid))
+                    kernel_at += (k_track, len(host))
                 kernels += (ts, end, nids[e.name], corr, ext, dev, occ, blocks)
             elif kind in (MEMCPY, MEMSET):
                 corr = dev = -1
@@ -355,9 +284,33 @@ class Collector:
                     if args.device is not None:
                         dev = args.device
                 copies[kind == MEMCPY].extend((ts, end, corr, dev))
+                if rm is not None:
+                    key = (True, e.pid, e.tid)
+                    side += (ts, end, tl.name(e.name, kind), corr, tl.track(key))
+                    side += (len(host), len(kernels))
             elif kind == DATALOADER:
                 self.dataloader.append((ts, end))
-        self._keep(host, kernels, copies)
+                if rm is not None:
+                    key = (False, e.pid, e.tid)
+                    side += (ts, end, tl.name(e.name, kind), -1.0, tl.track(key))
+                    side += (len(host), len(kernels))
+        host_rows, kernel_rows = self._keep(host, kernels, copies)
+        if rm is not None:
+            self._rows = take(
+                rm,
+                host_rows,
+                kernel_rows,
+                self.names,
+                self._role_of,
+                self.thread_keys,
+                self.comm_ext,
+            )
+
+    def take_rows(self) -> PartRows:
+        """The timeline's rows of the batch added last (with `index` set)."""
+        rows, self._rows = self._rows, None
+        assert rows is not None, "take_rows() without an indexed add()"
+        return rows
 
     def _role(self, args: Args | None, role: int, ts: float, end: float, is_op: bool) -> int:
         """Record a host span's role; the flags it gives its row."""
@@ -382,22 +335,23 @@ class Collector:
 
     def _keep(
         self, host: list[float], kernels: list[float], copies: tuple[list[float], list[float]]
-    ) -> None:
-        """One batch's rows as compact column chunks."""
+    ) -> tuple[tuple[npt.NDArray[Any], ...] | None, Array | None]:
+        """One batch's rows as compact column chunks; its host and kernel chunks (or None)."""
+        host_rows = kernel_rows = None
         if host:
             rows = np.array(host, dtype=np.float64).reshape(-1, 6)
-            self._host.append(
-                (
-                    rows[:, 0].astype(np.int32),
-                    rows[:, 1].copy(),
-                    rows[:, 2].copy(),
-                    rows[:, 3].astype(np.int32),
-                    rows[:, 4].astype(np.int8),
-                    rows[:, 5].copy(),
-                )
+            host_rows = (
+                rows[:, 0].astype(np.int32),
+                rows[:, 1].copy(),
+                rows[:, 2].copy(),
+                rows[:, 3].astype(np.int32),
+                rows[:, 4].astype(np.int8),
+                rows[:, 5].copy(),
             )
+            self._host.append(host_rows)
         if kernels:
-            self._kernels.append(np.array(kernels, dtype=np.float64).reshape(-1, KERNEL_COLUMNS))
+            kernel_rows = np.array(kernels, dtype=np.float64).reshape(-1, KERNEL_COLUMNS)
+            self._kernels.append(kernel_rows)
             self.kernel_count += len(kernels) // KERNEL_COLUMNS
         memset, memcpy = copies
         if memcpy:
@@ -406,6 +360,7 @@ class Collector:
         if memset:
             self._memset.append(np.array(memset, dtype=np.float64).reshape(-1, 4))
             self.memset_count += len(memset) // 4
+        return host_rows, kernel_rows
 
     # -- parts collected elsewhere ------------------------------------------------------------
 
@@ -418,9 +373,9 @@ class Collector:
             self._kernels,
             self._memcpy,
             self._memset,
-            {k: getattr(self, k) for k in _SPANS},
+            {k: getattr(self, k) for k in SPANS},
             self.comm_ext,
-            {k: getattr(self, k) for k in _COUNTS},
+            {k: getattr(self, k) for k in COUNTS},
         )
 
     def merge(self, part: Part) -> None:
@@ -437,10 +392,10 @@ class Collector:
             self._kernels.append(k)
         self._memcpy += part.memcpy
         self._memset += part.memset
-        for key in _SPANS:
+        for key in SPANS:
             getattr(self, key).extend(part.spans[key])
         self.comm_ext |= part.comm_ext
-        for key in _COUNTS:
+        for key in COUNTS:
             setattr(self, key, getattr(self, key) + part.counts[key])
 
     # -- the whole trace ---------------------------------------------------------------------

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from tui_prof.device_use import GpuMetric, GpuStepMetric
-from tui_prof.profiles.kineto.collect import Array
+from tui_prof.profiles.kineto.columns import Array
 
 # Columns of Device.kernels (collect.py).
 TS, END, DEVICE, OCCUPANCY, BLOCKS_PER_SM = 0, 1, 5, 6, 7

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tui_prof.device_use import Allocator, DeviceMemory
-from tui_prof.profiles.kineto.collect import IS_OP, Collector
+from tui_prof.profiles.kineto.collect import Collector
+from tui_prof.profiles.kineto.columns import IS_OP
 from tui_prof.profiles.kineto.events import Args, Event
 from tui_prof.profiles.memory_series import MB, downsample
 

@@ -19,15 +19,8 @@ import numpy.typing as npt
 
 from tui_prof.profiles import heap
 from tui_prof.profiles.kineto import names
-from tui_prof.profiles.kineto.collect import (
-    HAS_16BIT_INPUT,
-    IS_RUNTIME,
-    Array,
-    Collector,
-    Device,
-    Host,
-    Ints,
-)
+from tui_prof.profiles.kineto.collect import Collector
+from tui_prof.profiles.kineto.columns import HAS_16BIT_INPUT, IS_RUNTIME, Array, Device, Host, Ints
 
 SLICE_ROWS = 1 << 20  # host rows whose overlaps come off their parents' self time at a time
 # Wrappers the plugin leaves out of its op table (node.py: ExcludeOpName, is_operator_node).

@@ -28,7 +28,8 @@ from tui_prof.device_use import GpuMetric
 from tui_prof.model import Cancelled, StepBreakdown
 from tui_prof.profiles import heap
 from tui_prof.profiles.kineto import names
-from tui_prof.profiles.kineto.collect import Array, Collector, Device, Ints
+from tui_prof.profiles.kineto.collect import Collector
+from tui_prof.profiles.kineto.columns import Array, Device, Ints
 from tui_prof.profiles.kineto.extras import Extras, RankExtras
 from tui_prof.profiles.kineto.gpu_metrics import gpu_metrics
 from tui_prof.profiles.kineto.names import WAIT_CALL

@@ -26,7 +26,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tui_prof.profiles.kineto.collect import Collector, Device
+from tui_prof.profiles.kineto.collect import Collector
+from tui_prof.profiles.kineto.columns import Device
 
 TAIL_KEEP_RATIO = 0.8  # the plugin's: a last step with fewer device events is cut short
 

@@ -6,8 +6,8 @@ sample and shared trace both ways). The first PARALLEL_FROM bytes of JSON are de
 a longer trace starts `workers` child processes (`python -m tui_prof.profiles.kineto.workers`,
 one end of a socket pair as stdin) and hands them its 4 MB parts undecoded, round robin, each
 in a file in memory (see _Pool); each decodes its part (msgspec), collects it (Collector.add)
-and picks the events the efficiency pass uses (Extras.pick), and, given a `rows` sink, makes
-the timeline's rows (timeline/kineto_rows.py); the parts are merged here in file order
+and picks the events the efficiency pass uses (Extras.pick), and, given a `rows` sink, the
+Collector's loop also makes the timeline's rows (timeline/kineto_rows.py); the parts are merged here in file order
 (Collector.merge maps names and threads to this collector's ids; the sink maps the rows' own).
 Why: msgspec's decode holds the GIL and is ≈ 1.5× `zcat`'s CPU alone, so one process cannot
 come within 2× of `zcat` (benchmarks/README.md, section 9).
@@ -36,11 +36,12 @@ from typing import Any, Protocol
 
 import msgspec
 
-from tui_prof.profiles.kineto.collect import Collector, Part
+from tui_prof.profiles.kineto.collect import Collector
+from tui_prof.profiles.kineto.columns import Part
 from tui_prof.profiles.kineto.events import Event
 from tui_prof.profiles.kineto.extras import Extras
 from tui_prof.profiles.kineto.stream import RawPart, TraceStream, decode_events
-from tui_prof.profiles.timeline.kineto_rows import PartRows, rows_of
+from tui_prof.profiles.timeline.kineto_rows import PartRows
 
 PARALLEL_FROM = 64 * 2**20  # JSON bytes decoded in this process before workers take over
 START_FROM = PARALLEL_FROM // 2  # when the workers are started (they take ≈ 0.3 s to import)
@@ -61,7 +62,6 @@ class RowSink(Protocol):
     """Where the timeline's rows of each part go, in file order (timeline/kineto.RankRows)."""
 
     def add(self, part: PartRows) -> None: ...
-    def add_batch(self, batch: list[Event]) -> None: ...
     def reset(self) -> None: ...
 
 
@@ -101,6 +101,8 @@ def read(
     what is returned); `rows`, where given, gets every part's timeline rows."""
     n = worker_count() if workers is None else workers
     pool: _Pool | None = None
+    if rows is not None:  # the Collector's loop makes the rows
+        c.index = True
     try:
         for part in stream.read_parts():
             if isinstance(part, list):
@@ -109,7 +111,7 @@ def read(
                 c.add(part)
                 extras.add(part)
                 if rows is not None:
-                    rows.add_batch(part)
+                    rows.add(c.take_rows())
                 if n and pool is None and stream.unpacked >= min(START_FROM, parallel_from):
                     pool = _Pool(n, c, extras, stream, rows)
                 if pool is not None and stream.unpacked >= parallel_from:
@@ -130,14 +132,14 @@ def read(
             chunk_bytes=stream.chunk_bytes,
             max_unpacked=stream.max_unpacked,
         )
-        c, extras = Collector(), Extras()
+        c, extras = Collector(index=rows is not None), Extras()
         if rows is not None:
             rows.reset()
         for batch in again.batches():
             c.add(batch)
             extras.add(batch)
             if rows is not None:
-                rows.add_batch(batch)
+                rows.add(c.take_rows())
         stream.meta, stream.skipped, stream.parts = again.meta, again.skipped, again.parts
     finally:
         if pool is not None:
@@ -287,9 +289,10 @@ def fold(data: bytes | bytearray | memoryview, extras: Extras, rows: bool = Fals
         events, skipped = decode_events(data)
     except msgspec.DecodeError:
         return None
-    c = Collector()
+    c = Collector(index=rows)
     c.add(events)
-    return Folded(c.export(), extras.pick(events), skipped, rows_of(events) if rows else None)
+    made = c.take_rows() if rows else None
+    return Folded(c.export(), extras.pick(events), skipped, made)
 
 
 def _serve(sock: socket.socket, rows: bool = False) -> None:

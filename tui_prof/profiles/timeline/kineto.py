@@ -1,10 +1,11 @@
 """A Kineto session's timeline: one track per host thread and per device stream, per rank.
 
 Why built beside the summary: reading a 2 GiB trace takes over a minute, so the summary's own
-read (kineto/rank.py) hands each part's rows (kineto_rows.py, made in the decode workers) to a
-RankRows, which writes them to a spill file at once; when the rank is read, its tracks are made
-one at a time from that file and written to the timeline store (store.Writer), so the Timeline
-tab opens from the store without a second pass, and neither step holds the events at once.
+read (kineto/rank.py) hands each part's rows (kineto_rows.py, made in the Collector's own loop,
+mostly in the decode workers) to a RankRows, which writes them to a spill file at once; when
+the rank is read, its tracks are made one at a time from that file and written to the timeline
+store (store.Writer), so the Timeline tab opens from the store without a second pass, and
+neither step holds the events at once.
 `read_session` does the same read alone, for a session whose summary came from the cache
 without a store. Steps are the summary's own (kineto.steps.find_steps on the same Collector),
 so a step's span is its step time.
@@ -28,7 +29,6 @@ from tui_prof.printable import printable
 from tui_prof.profiles import heap
 from tui_prof.profiles.discover import Session
 from tui_prof.profiles.kineto.collect import Collector
-from tui_prof.profiles.kineto.events import Event
 from tui_prof.profiles.kineto.extras import Extras
 from tui_prof.profiles.kineto.steps import Steps, find_steps
 from tui_prof.profiles.kineto.stream import TraceStream
@@ -99,9 +99,6 @@ class RankRows:
         self.pieces: list[list[tuple[int, int]]] = []  # per track: its row ranges in the file
         self.rows = 0
         self.comm_ext: set[int] = set()
-
-    def add_batch(self, batch: list[Event]) -> None:
-        self.add(kr.rows_of(batch))
 
     def add(self, part: kr.PartRows) -> None:
         self.comm_ext |= part.comm_ext

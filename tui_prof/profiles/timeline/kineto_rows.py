@@ -1,12 +1,18 @@
-"""One part of a Kineto trace → the timeline's rows: what each kept event is, on which track.
+"""A Kineto trace's events → the timeline's rows: what each kept event is, on which track.
 
-Why its own module: the summary's read folds its parts in worker processes (kineto/workers.py),
-and each worker turns its part's events into these rows beside the summary's Collector, so the
-timeline needs no second pass over the file. A part's rows carry their own small tables (track
-keys, names, input texts), numbered from 0 within the part; the reading process maps them to the
-session's ids (timeline/kineto.py) in file order. Categories are the summary's (rank.py's rules:
-collectives by name or by their op's external id, runtime calls that wait for the device as
-`other`, DataLoader spans as `input`).
+Why made in the summary's own loop: the summary's read folds its parts in worker processes
+(kineto/workers.py), and a second pass over each part's events for these rows cost as much CPU
+as the Collector's own (≈ 0.6 µs an event; benchmarks/README.md, section 11). Most of a row is
+in the Collector's columns already: ops and runtime calls are its host rows, kernels its kernel
+rows. So `Collector.add` (kineto/collect.py), with `index` set, notes in a RowMaker only what
+they lack (an op's input text, a kernel's stream and where it came among the host rows) and the
+rare events it keeps no row of (copies, DataLoader and collective spans), and `take` makes a
+batch's rows with numpy: the three kinds merged back into file order by where each came. A
+batch's rows carry their own small tables (track keys, names, input texts), numbered from 0 in
+the order the batch first names them; the reading process maps them to the session's ids
+(timeline/kineto.py) in file order. Categories are the summary's (rank.py's rules: collectives
+by name or by their op's external id, runtime calls that wait for the device as `other`,
+DataLoader spans as `input`).
 """
 
 from __future__ import annotations
@@ -18,19 +24,22 @@ import numpy as np
 import numpy.typing as npt
 
 from tui_prof.profiles.kineto import names as knames
-from tui_prof.profiles.kineto.collect import COMM_OPS, STEP_PREFIX, is_dataloader
-from tui_prof.profiles.kineto.events import Args, Event, Kind, kind_of, raw_list
+from tui_prof.profiles.kineto import roles
+from tui_prof.profiles.kineto.columns import IS_OP
+from tui_prof.profiles.kineto.events import Args, Kind, raw_list
 from tui_prof.profiles.timeline.model import CATEGORY_CODE
 
 DEVICE_KINDS = (Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET)
-_HOST_KINDS = (Kind.OP, Kind.ANNOTATION, Kind.DATALOADER)  # no launch ids: only calls link
-_KEPT = (Kind.OP, Kind.ANNOTATION, Kind.RUNTIME, Kind.RUNTIME_2021, Kind.DATALOADER, *DEVICE_KINDS)
 HOST_COMPUTE = CATEGORY_CODE["host_compute"]
 COLLECTIVES = CATEGORY_CODE["device_collectives"]
 DEVICE_COMPUTE = CATEGORY_CODE["device_compute"]
 # The columns of a row (float64: ids and launch ids are exact below 2**53).
 COLUMNS = ("track", "start", "end", "nid", "cat", "ext", "corr", "info")
 TRACK, START, END, NID, CAT, EXT, CORR, INFO = range(len(COLUMNS))
+# An event's code: its name's id * CODE + its kind, + OWN where the id is the RowMaker's own
+# (names the Collector does not number: copies', DataLoader spans')
+CODE, OWN = 32, 16
+UNSEEN: Any = object()  # no track yet: differs from every pid and tid
 
 TrackKey = tuple[bool, Any, Any]  # (on a device, pid, tid)
 
@@ -56,11 +65,23 @@ def category(kind: Kind, name: str) -> int:
         return CATEGORY_CODE["device_to_device"]
     if kind in (Kind.RUNTIME, Kind.RUNTIME_2021):
         return CATEGORY_CODE["other" if knames.WAIT_CALL.search(name) else "kernel_launch"]
-    if kind == Kind.DATALOADER or is_dataloader(name):
+    if kind == Kind.DATALOADER or roles.is_dataloader(name):
         return CATEGORY_CODE["input"]
-    if name in COMM_OPS:
+    if name in roles.COMM_OPS:
         return COLLECTIVES
     return HOST_COMPUTE
+
+
+def shown(kind: int, name: str) -> bool:
+    """Whether the timeline draws an event of this kind and name (the Collector's loop asks
+    its name's ROLE_* bits instead): not ProfilerStep#N, which is the step itself, nor an
+    annotation that only nests ops."""
+    role = roles.roles(name)
+    if kind == Kind.OP:
+        return not role & roles.ROLE_STEP_NAME
+    if kind == Kind.ANNOTATION:
+        return bool(role & roles.SHOWN_ANNOTATION)
+    return kind in (Kind.RUNTIME, Kind.RUNTIME_2021, Kind.DATALOADER, *DEVICE_KINDS)
 
 
 @dataclass
@@ -75,56 +96,38 @@ class PartRows:
     comm_ext: set[int] = field(default_factory=set)  # external ids of collective ops
 
 
-_UNSEEN: Any = object()  # an event kind and name not met before
-# on a device, name id, which args (_LINKS_*), a collective
-_What = tuple[bool, float, int, bool]
-_LINKS_OP, _LINKS_CALL, _LINKS_KERNEL = 1, 2, 3  # which args an event's row takes
-_FLAT = 5  # numbers per event in rows_of's list: track, start, duration, name id, link
-
-
-class _Tables:
-    """A part's own numbering: tracks, names, input texts; what each (category, name) is."""
+class RowMaker:
+    """What the Collector's loop notes for one batch's rows beyond its own columns, and the
+    tables it looks up. Ops and runtime calls (most events) are the Collector's host rows, and
+    kernels its kernel rows: the loop notes only an op's input text and a kernel's stream, and
+    where the kernel came among the host rows; the rare rest (copies, DataLoader spans,
+    collective annotations) goes whole to `side`, with where it came."""
 
     def __init__(self) -> None:
         self.keys: list[TrackKey] = []
         self.key_ids: dict[TrackKey, float] = {}
-        self.names: list[str] = []
-        self.cats: list[int] = []  # per name id: its category code
-        self.links: list[int] = []  # per name id: which args its rows take (_LINKS_*)
         self.infos: list[str] = []
         self.info_ids: dict[tuple[bytes, tuple[str, ...] | None], float] = {}
-        # per category, per name: (on a device, name id, which args) or None; ids as floats,
-        # as the rows hold them (a list of floats becomes an array fastest)
-        self.what: dict[str, dict[str, _What | None]] = {}
+        self.own: list[str] = []  # names numbered here (CODE, OWN)
+        self.own_ids: dict[str, int] = {}
+        self.op_info: list[float] = []  # per op row of the Collector's: its input text's id
+        self.kernels: list[float] = []  # per kernel row: its track, then len(host) (the loop's)
+        self.side: list[float] = []  # SIDE numbers per event
+        # where an event the timeline would draw but without a time was met, and its code:
+        # its name keeps its place in the names' order
+        self.untimed: list[int] = []  # len(host), len(kernels), len(side), code
 
-    def classify(self, cat: str, name: str) -> _What | None:
-        kind = kind_of(cat)
-        w: _What | None = None
-        if kind not in _KEPT:
-            pass
-        elif kind == Kind.ANNOTATION and not (is_dataloader(name) or name in COMM_OPS):
-            pass  # ProfilerStep#N is the step itself; other annotations nest ops
-        elif kind == Kind.OP and name.startswith(STEP_PREFIX):
-            pass  # the 2021 traces' ProfilerStep#N, an `Operator`: the step itself
-        else:
-            self.names.append(name)
-            c = category(kind, name)
-            links = (
-                _LINKS_OP
-                if kind in (Kind.OP, Kind.ANNOTATION)
-                else _LINKS_KERNEL
-                if kind == Kind.KERNEL
-                else 0
-                if kind == Kind.DATALOADER
-                else _LINKS_CALL
-            )
-            self.cats.append(c)
-            self.links.append(links)
-            w = (kind in DEVICE_KINDS, float(len(self.names) - 1), links, c == COLLECTIVES)
-        self.what.setdefault(cat, {})[name] = w
-        return w
+    def track(self, key: TrackKey) -> float:
+        i = self.key_ids.get(key)
+        if i is None:
+            i = self.key_ids[key] = float(len(self.keys))
+            self.keys.append(key)
+        return i
 
-    def info(self, args: Args) -> float:
+    def info(self, args: Args | None) -> float:
+        """The id of an op's input text (-1 where it says nothing), made once per signature."""
+        if args is None:
+            return -1.0
         key = (bytes(args.input_dims), args.input_type)
         i = self.info_ids.get(key)
         if i is None:
@@ -136,101 +139,132 @@ class _Tables:
             self.info_ids[key] = i
         return i
 
-    def track(self, key: TrackKey) -> float:
-        i = self.key_ids.get(key)
+    def name(self, name: str, kind: int) -> int:
+        """The code of an event whose name the Collector does not number."""
+        i = self.own_ids.get(name)
         if i is None:
-            i = self.key_ids[key] = float(len(self.keys))
-            self.keys.append(key)
-        return i
+            i = self.own_ids[name] = len(self.own)
+            self.own.append(name)
+        return i * CODE + OWN + kind
+
+    def skip_untimed(self, kind: int, name: str, host: int, kernels: int) -> None:
+        if shown(kind, name):
+            self.untimed += (host, kernels, len(self.side), self.name(name, kind))
 
 
-def rows_of(batch: list[Event]) -> PartRows:
-    """The timeline's rows of one part's events: per event, one dict lookup for what it is
-    (by category, then name) and, when its thread or stream is not the previous event's, one
-    for its track. Written for speed (each decode worker runs it beside the summary's own
-    loop, which waits on it): per event only five numbers (track, start, duration, name, and
-    the launch id or input text its kind has), all floats (numpy reads a list of floats ≈ 2×
-    as fast as one of mixed ints and floats); a kernel's external id aside; the category, the
-    end and the other columns made afterwards with numpy from the part's name tables."""
-    tables = _Tables()
-    what, track, info_ids = tables.what, tables.track, tables.info_ids
-    comm_ext: set[int] = set()
-    flat: list[float] = []
-    kernel_at: list[int] = []  # where a kernel's row starts in `flat`, and its external id
-    kernel_ext: list[int] = []
-    last_dev, last_pid, last_tid = False, _UNSEEN, _UNSEEN
-    tr = -1.0
-    by_name: dict[str, _What | None] = {}
-    last_cat: str | None = None
-    for e in batch:
-        if e.ph != "X":
-            continue
-        if e.cat != last_cat:
-            last_cat = e.cat
-            by_name = what.get(last_cat) or what.setdefault(last_cat, {})
-        w = by_name.get(e.name, _UNSEEN)
-        if w is None:
-            continue
-        if w is _UNSEEN:
-            w = tables.classify(e.cat, e.name)
-            if w is None:
-                continue
-        ts, dur = e.ts, e.dur
-        if ts is None or dur is None or ts != ts or dur != dur:
-            continue
-        device, nid, links, collective = w
-        link: float = -1.0  # an op's input text, a call's or kernel's correlation id
-        args = e.args
-        if links and args is not None:
-            if links == _LINKS_OP:
-                dims, types = args.input_dims, args.input_type
-                if dims or types:
-                    got = info_ids.get((bytes(dims), types))
-                    link = tables.info(args) if got is None else got
-                if collective:
-                    x = args.external_id
-                    x = args.external_id_2021 if x is None else x
-                    if x is not None:
-                        comm_ext.add(x)
-            else:
-                if args.correlation is not None:
-                    link = args.correlation
-                if links == _LINKS_KERNEL:
-                    x = args.external_id
-                    x = args.external_id_2021 if x is None else x
-                    if x is not None:
-                        kernel_at.append(len(flat))
-                        kernel_ext.append(x)
-        if e.tid != last_tid or e.pid != last_pid or device is not last_dev:
-            last_dev, last_pid, last_tid = device, e.pid, e.tid
-            tr = track((device, last_pid, last_tid))
-        flat += (tr, ts, dur, nid, link)
+SIDE = 7  # per side event: start, end, code, link, track, len(host), len(kernels) (the loop's)
+HOST_WIDTH, KERNEL_WIDTH = 6, 8  # numbers per row in the Collector's host and kernel lists
+_SHIFT = 21  # bits per part of an event's place in the batch (_in_file_order)
+
+
+def _in_file_order(
+    which: npt.NDArray[np.intp], place: npt.NDArray[np.int64]
+) -> npt.NDArray[np.intp]:
+    """`which` events sorted by where they came in the batch: `place` (n × 3) says after how
+    many host rows, kernels and side events (twice that, plus one for such a row itself)."""
+    p = place[which]
+    if len(p) and int(p.max()) < 1 << _SHIFT:  # as one number: a sort of three sorted runs
+        key = (p[:, 0] << (2 * _SHIFT)) | (p[:, 1] << _SHIFT) | p[:, 2]
+        return which[np.argsort(key, kind="stable")]
+    return which[np.lexsort((p[:, 2], p[:, 1], p[:, 0]))]
+
+
+def take(
+    m: RowMaker,
+    host: tuple[npt.NDArray[Any], ...] | None,
+    kernels: npt.NDArray[np.float64] | None,
+    names: list[str],
+    role_of: list[int],
+    thread_keys: list[tuple[Any, Any]],
+    comm_ext: set[int],
+) -> PartRows:
+    """One batch's rows: the Collector's host and kernel rows of the batch (`host`,
+    `kernels`; None where none), what the loop noted in `m`, and the Collector's names (which
+    the codes index), their roles, its threads and its collective ops' external ids so far."""
+    nh = 0 if host is None else len(host[1])
+    nk = 0 if kernels is None else len(kernels)
+    side = np.array(m.side, dtype=np.float64).reshape(-1, SIDE)
+    ns = len(side)
+    untimed = np.array(m.untimed, dtype=np.int64).reshape(-1, 4)
+    n = nh + nk + ns
+    cols = np.full((n, len(COLUMNS)), -1.0)
+    code = np.empty(n + len(untimed), dtype=np.int64)
+    place = np.zeros((n + len(untimed), 3), dtype=np.int64)
+    keep = np.ones(n, dtype=bool)
+    if host is not None:
+        thread, ts, end, nid, flags, corr = host
+        op = (flags & IS_OP) != 0
+        rows = cols[:nh]
+        rows[:, START], rows[:, END], rows[:, CORR] = ts, end, corr
+        rows[op, INFO] = m.op_info
+        thread_track = np.array([m.track((False, *k)) for k in thread_keys], dtype=np.float64)
+        rows[:, TRACK] = thread_track[thread]
+        code[:nh] = nid.astype(np.int64) * CODE + np.where(op, Kind.OP, Kind.RUNTIME)
+        step_name = (np.array(role_of, dtype=np.int64)[nid] & roles.ROLE_STEP_NAME) != 0
+        keep[:nh] = ~(op & step_name)
+        place[:nh, 0] = 2 * np.arange(nh) + 1
+    if kernels is not None:
+        k = np.array(m.kernels, dtype=np.float64).reshape(-1, 2)
+        rows = cols[nh : nh + nk]
+        rows[:, START], rows[:, END], rows[:, TRACK] = kernels[:, 0], kernels[:, 1], k[:, 0]
+        rows[:, CORR], rows[:, EXT] = kernels[:, 3], kernels[:, 4]
+        code[nh : nh + nk] = kernels[:, 2].astype(np.int64) * CODE + Kind.KERNEL
+        place[nh : nh + nk, 0] = 2 * (k[:, 1].astype(np.int64) // HOST_WIDTH)
+        place[nh : nh + nk, 1] = 2 * np.arange(nk) + 1
+    if ns:
+        rows = cols[nh + nk :]
+        rows[:, START], rows[:, END], rows[:, TRACK] = side[:, 0], side[:, 1], side[:, 4]
+        c = side[:, 2].astype(np.int64)
+        op = ((c % OWN) == Kind.OP) | ((c % OWN) == Kind.ANNOTATION)  # a link: input text
+        rows[op, INFO] = side[op, 3]
+        rows[~op, CORR] = side[~op, 3]  # else a correlation id (-1 for DataLoader spans)
+        code[nh + nk : n] = c
+        place[nh + nk : n, 0] = 2 * (side[:, 5].astype(np.int64) // HOST_WIDTH)
+        place[nh + nk : n, 1] = 2 * (side[:, 6].astype(np.int64) // KERNEL_WIDTH)
+        place[nh + nk : n, 2] = 2 * np.arange(ns) + 1
+    if len(untimed):
+        code[n:] = untimed[:, 3]
+        place[n:] = 2 * (untimed[:, :3] // (HOST_WIDTH, KERNEL_WIDTH, 1))
+    # every event the timeline draws, and the untimed ones' names, in file order
+    seen = _in_file_order(np.concatenate([np.flatnonzero(keep), np.arange(n, len(code))]), place)
+    timed = seen[seen < n]
+    if not len(timed):
+        return PartRows(np.zeros((0, len(COLUMNS))), [], [], m.infos, set(comm_ext))
+    # names and tracks numbered in the order the batch first names them, as they were read
+    order, first = _first_seen(code[seen])
+    local = np.empty(len(first), dtype=np.float64)  # per code: its name's id in the part
+    local[order] = np.arange(len(order))
+    cats = np.empty(len(first), dtype=np.float64)
+    part_names = []
+    for j in order.tolist():
+        kind, name = _decode(j, names, m.own)
+        cats[j] = category(kind, name)
+        part_names.append(name)
+    rows = cols[timed]
+    nid = code[timed]
+    rows[:, NID], rows[:, CAT] = local[nid], cats[nid]
+    track = rows[:, TRACK].astype(np.intp)
+    change = np.flatnonzero(track[1:] != track[:-1]) + 1  # a track's first row is one of these
+    tracks, _ = _first_seen(track[np.concatenate([[0], change])])
+    ids = np.empty(len(m.keys), dtype=np.float64)
+    ids[tracks] = np.arange(len(tracks))
+    rows[:, TRACK] = ids[track]
+    keys = [m.keys[j] for j in tracks.tolist()]
     return PartRows(
-        _columns(flat, kernel_at, kernel_ext, tables),
-        tables.keys,
-        tables.names,
-        tables.infos,
-        comm_ext,
+        rows[np.argsort(rows[:, TRACK], kind="stable")], keys, part_names, m.infos, set(comm_ext)
     )
 
 
-def _columns(
-    flat: list[float], kernel_at: list[int], kernel_ext: list[int], tables: _Tables
-) -> npt.NDArray[np.float64]:
-    """The part's rows as COLUMNS, sorted by track (file order within one)."""
-    c = np.fromiter(flat, dtype=np.float64, count=len(flat)).reshape(-1, _FLAT)
-    a = np.full((len(c), len(COLUMNS)), -1.0)
-    if not len(c):
-        return a
-    a[:, TRACK], a[:, START], a[:, NID] = c[:, 0], c[:, 1], c[:, 3]
-    a[:, END] = c[:, 1] + np.maximum(c[:, 2], 0.0)
-    nid = c[:, 3].astype(np.intp)
-    a[:, CAT] = np.array(tables.cats, dtype=np.float64)[nid]
-    links = np.array(tables.links, dtype=np.int8)[nid]
-    op = links == _LINKS_OP
-    a[op, INFO] = c[op, 4]
-    call = (links == _LINKS_CALL) | (links == _LINKS_KERNEL)
-    a[call, CORR] = c[call, 4]
-    if kernel_at:
-        a[np.array(kernel_at, dtype=np.intp) // _FLAT, EXT] = kernel_ext
-    return a[np.argsort(a[:, TRACK], kind="stable")]
+def _first_seen(ids: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.int64]]:
+    """The distinct values of `ids` (small ints) in the order they first come, and, per value up
+    to the largest, where it first comes (len(ids) where it does not)."""
+    first = np.full(int(ids.max()) + 1 if len(ids) else 0, len(ids), dtype=np.int64)
+    np.minimum.at(first, ids, np.arange(len(ids)))
+    there = np.flatnonzero(first < len(ids))
+    return there[np.argsort(first[there])], first
+
+
+def _decode(code: int, names: list[str], own: list[str]) -> tuple[Kind, str]:
+    """An event's kind and name from its code."""
+    kind = code % CODE
+    return Kind(kind % OWN), (own if kind >= OWN else names)[code // CODE]
