@@ -149,7 +149,7 @@ def scenario(workdir: Path) -> dict[str, object]:
                 "capture",
                 "localhost:6010",
                 "--duration-ms",
-                "15000",
+                "60000",
                 "--retries",
                 "0",
                 "--logdir",
@@ -283,7 +283,9 @@ def test_server_dying_mid_capture_is_reported_promptly(live: dict[str, Any]) -> 
     lines = r["stderr"].strip().splitlines()
     assert len(lines) == 1, r["stderr"]
     assert "went away during the capture" in lines[0]
-    assert r["end"] - r["start"] < 12, "should fail when the server dies, not after 15 s"
+    # The server dies 2 s in: told then, not after the 60 s asked for (a 15 s capture bound at
+    # 12 s left little room for two Pythons starting beside a TensorFlow job on a loaded machine).
+    assert r["end"] - r["start"] < 30, "should fail when the server dies, not after 60 s"
 
 
 @pytest.mark.slow

@@ -122,7 +122,9 @@ def test_timeout_option_bounds_a_hung_server(silent: SilentListener, tmp_path: P
     assert r["rc"] == 1
     lines = r["stderr"].strip().splitlines()
     assert len(lines) == 1 and "within the time limit" in lines[0], r["stderr"]
-    assert r["end"] - r["start"] < 8
+    # The 2 s limit, not the default (duration + 35 s); above it, two Pythons start (tuiprof and
+    # its capture child), which a loaded machine can stretch to several seconds.
+    assert r["end"] - r["start"] < 15
 
 
 @pytest.mark.slow

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, cast
 
 import pytest
-from conftest import REPO, run_cli, settle
+from conftest import REPO, filled, run_cli, settle, shown, until
 from kineto_factory import two_steps
 from textual.app import App
 from xla_profiles import Event, Space
@@ -198,6 +198,19 @@ def _terminal_bytes(app: App[Any]) -> str:
     return raw
 
 
+async def _drawn(pilot: Any, text: str = "") -> str:
+    """The terminal's bytes once they hold `text` and are the same over two looks 0.1 s apart:
+    what was just written is on screen (a fixed 0.3 s could pass first on a loaded machine)."""
+    looks = ["", "\0"]
+
+    def steady() -> bool:
+        looks[:] = [looks[1], _terminal_bytes(pilot.app)]
+        return looks[0] == looks[1] and text in looks[1]
+
+    await until(pilot, steady)
+    return looks[1]
+
+
 def _no_sequence_but_textuals(raw: str) -> bool:
     """Textual writes CSI sequences (cursor, colours); an OSC (ESC ]) or BEL is never its own."""
     return "\x1b]" not in raw and "\x07" not in raw and "PWNED\x1b" not in raw
@@ -213,18 +226,18 @@ async def test_tui_tabs_tree_and_log(logdir: Path) -> None:
         seen = ""
         for key in ("1", "2", "3", "4"):
             await pilot.press(key)
-            await pilot.pause(0.3)
-            raw = _terminal_bytes(app)
+            await settle(pilot)
+            raw = await _drawn(pilot)
             assert _no_sequence_but_textuals(raw), key
             seen += raw
         assert "␛]2;PWNED" in seen  # shown, as text
         await pilot.press("e")
-        await pilot.pause()
-        screen = app.get_screen("experiments")
+        await until(pilot, lambda: isinstance(app.screen, ExperimentsScreen))
+        screen = app.screen
         assert isinstance(screen, ExperimentsScreen)
+        await shown(pilot, "#run-log")
         screen._write_log(["job says " + H, "and\rthen"])  # the face every log line goes through
-        await pilot.pause(0.3)
-        raw = _terminal_bytes(app)
+        raw = await _drawn(pilot, "job says")
         assert _no_sequence_but_textuals(raw)
         app.notify("error in " + H)
         await pilot.pause(0.3)
@@ -257,7 +270,6 @@ async def test_numbers_are_never_cut_in_the_step_table(tmp_path: Path) -> None:
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
         await pilot.press("2")
-        await pilot.pause(0.3)
-        table = app.screen.query_one(StepBreakdownTable)
+        table = await filled(pilot, StepBreakdownTable)
         shown = "\n".join(table.render_line(y).text for y in range(table.size.height))
         assert "17,708,812" in shown, shown

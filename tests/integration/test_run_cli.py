@@ -148,8 +148,9 @@ def test_sigterm_stops_the_running_job_and_records_it(tmp_path: Path) -> None:
     )
     try:
         log = out / "runs" / "default-r0" / "output.log"
-        deadline = time.monotonic() + 20
-        while not (log.exists() and log.read_text().strip()) and time.monotonic() < deadline:
+        deadline = time.monotonic() + 60
+        while not (log.exists() and log.read_text().strip()):
+            assert time.monotonic() < deadline, "the job never said its pid"
             time.sleep(0.05)
         job_pid = int(log.read_text().split()[0])
         proc.send_signal(signal.SIGTERM)
@@ -215,7 +216,11 @@ LOCK_JOB = r"""
 import json, os, sys, time
 with open(os.path.join(sys.argv[1], "starts.txt"), "a") as f:
     f.write(os.environ["TUIPROF_RUN_ID"] + "\n")
-time.sleep(0.5)  # the lock is held ≥ 2 s: the second process surely starts meanwhile
+# The runs end once the test has seen the other process refused: the lock is surely held while
+# it tries (a fixed 0.5 s a run left a starved second process to come after the first's end).
+end = time.monotonic() + 60
+while not os.path.exists(os.path.join(sys.argv[1], "release")) and time.monotonic() < end:
+    time.sleep(0.01)
 with open(os.environ["TUIPROF_METRICS_FILE"], "a") as f:
     f.write(json.dumps({"metric": "score", "value": 1.0}) + "\n")
 """
@@ -225,6 +230,7 @@ def test_two_resumes_started_together_run_each_missing_run_once(tmp_path: Path) 
     """Two real `tuiprof run --resume` processes at the same moment, several times over:
     exactly one runs the missing runs, the other names who holds the experiment and exits 2."""
     import socket
+    import time
 
     from tui_prof.experiments.plan import plan_runs
     from tui_prof.experiments.spec import load_spec
@@ -248,6 +254,11 @@ def test_two_resumes_started_together_run_each_missing_run_once(tmp_path: Path) 
             )
             for _ in range(2)
         ]
+        deadline = time.monotonic() + 60
+        while all(p.poll() is None for p in procs):  # one is refused while the other runs
+            assert time.monotonic() < deadline, "neither process was refused"
+            time.sleep(0.02)
+        (work / "release").touch()
         outs = [p.communicate(timeout=120) for p in procs]
         codes = [p.returncode for p in procs]
         assert sorted(codes) == [0, 2], (codes, outs)

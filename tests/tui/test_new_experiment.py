@@ -15,6 +15,7 @@ from tui_prof.experiments.spec import load_spec
 from tui_prof.experiments.store import load_experiment
 from tui_prof.experiments.suggest import RunContext, propose, run_context
 from tui_prof.tui.app import TuiprofApp
+from tui_prof.tui.screens.experiments import ExperimentsScreen
 from tui_prof.tui.screens.start_dialog import StartDialog
 from tui_prof.tui.widgets.run_table import RunTable
 
@@ -52,7 +53,7 @@ async def test_variants_typed_as_commands_run_and_the_spec_is_saved(tmp_path: Pa
         dialog.query_one("#save").value = "amp.toml"  # type: ignore[attr-defined]
         dialog.query_one("#matters").value = "wall_time_s=2"  # type: ignore[attr-defined]
         await pilot.click("#start")
-        await _wait_for(pilot, lambda: app.screen is app.get_screen("experiments"))
+        await _wait_for(pilot, lambda: isinstance(app.screen, ExperimentsScreen))
         # The screen is shown before its widgets are mounted (on a loaded machine, queried at
         # once, its table was not there yet).
         table = await shown(pilot, RunTable)

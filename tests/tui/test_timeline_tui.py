@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
-from conftest import SAMPLES, settle
+from conftest import SAMPLES, settle, shown, until
+from textual.pilot import Pilot
 
 from tui_prof.profiles.timeline.load import load_timeline
 from tui_prof.tui.app import TuiprofApp
@@ -14,15 +16,30 @@ from tui_prof.tui.widgets.timeline_view import TimelineView
 TRACE = SAMPLES / "torch_cuda_autocast"
 
 
+async def _timeline_tab(pilot: Pilot[Any]) -> TimelineView:
+    """Key 5, then the tab's view once it has read the session (or said why not) and has the
+    keys. The view is mounted, then reads in a worker, over several frames: a settle could end
+    before the worker began on a loaded machine."""
+    await pilot.press("5")
+    view = await shown(pilot, TimelineView)
+    await until(
+        pilot,
+        lambda: (
+            (view.step_tl is not None or view.message.plain.startswith("No timeline"))
+            and pilot.app.focused is view
+        ),
+    )
+    await settle(pilot)
+    return view
+
+
 async def test_timeline_tab_keys_move_step_zoom_pan_and_cursor() -> None:
     tl = load_timeline(TRACE)
     nums = tl.step_numbers()
     app = TuiprofApp(Path(TRACE))
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
-        await pilot.press("5")
-        await settle(pilot)
-        view = app.screen.query_one(TimelineView)
+        view = await _timeline_tab(pilot)
         assert app.focused is view
         st = view.step_tl
         assert st is not None and st.step == tl.slowest()  # the slowest step first
@@ -96,9 +113,7 @@ async def test_legacy_session_says_it_has_no_events() -> None:
     app = TuiprofApp(legacy)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
-        await pilot.press("5")
-        await settle(pilot)
-        view = app.screen.query_one(TimelineView)
+        view = await _timeline_tab(pilot)
         assert view.step_tl is None
         assert "no events" in view.message.plain
 
@@ -112,9 +127,7 @@ async def test_h_cycles_ranks_of_a_multi_rank_session(tmp_path: Path) -> None:
     app = TuiprofApp(run)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
-        await pilot.press("5")
-        await settle(pilot)
-        view = app.screen.query_one(TimelineView)
+        view = await _timeline_tab(pilot)
         assert view.step_tl is not None and view.step_tl.source == "host_12"
         slow = view.step_tl.duration_us
         await pilot.press("h")
@@ -128,9 +141,7 @@ async def test_detail_shows_shapes_and_p_goes_from_op_to_kernel_and_back() -> No
     app = TuiprofApp(SAMPLES / "torch_cuda_float32")
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
-        await pilot.press("5")
-        await settle(pilot)
-        view = app.screen.query_one(TimelineView)
+        view = await _timeline_tab(pilot)
         await pilot.press("slash", *"aten::mm", "enter")
         await settle(pilot)
         st = view.step_tl
@@ -159,9 +170,7 @@ async def test_at_80x24_the_detail_and_tracks_fit_the_tab() -> None:
     app = TuiprofApp(SAMPLES / "torch_cuda_float32")
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
-        await pilot.press("5")
-        await settle(pilot)
-        view = app.screen.query_one(TimelineView)
+        view = await _timeline_tab(pilot)
         st = view.step_tl
         assert st is not None
         while st.tracks[view.track].kind != "device":
@@ -190,9 +199,7 @@ async def test_timeline_tab_on_a_two_host_tpu_profile(tmp_path: Path) -> None:
     app = TuiprofApp(tmp_path)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
-        await pilot.press("5")
-        await settle(pilot)
-        view = app.screen.query_one(TimelineView)
+        view = await _timeline_tab(pilot)
         st = view.step_tl
         assert st is not None and st.step == 2
         assert [t.name for t in st.tracks if t.group == "TPU 1"] == [

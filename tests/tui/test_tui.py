@@ -14,6 +14,7 @@ from tui_prof.profiles.load import summarize_session
 from tui_prof.render.summary import fmt_ms
 from tui_prof.tui.app import TuiprofApp
 from tui_prof.tui.screens.browse import BrowseScreen
+from tui_prof.tui.screens.experiments import ExperimentsScreen
 from tui_prof.tui.screens.help import HelpScreen
 from tui_prof.tui.widgets.profile_tree import ProfileTree
 from tui_prof.tui.widgets.summary_tables import StepBreakdownTable
@@ -168,7 +169,7 @@ async def test_r_starts_an_experiment_and_rows_turn_finished(tmp_path: Path) -> 
         spec_input = await shown(pilot, "#spec", Input)
         spec_input.value = str(spec)
         await pilot.click("#start")
-        await until(pilot, lambda: app.screen is app.get_screen("experiments"))
+        await until(pilot, lambda: isinstance(app.screen, ExperimentsScreen))
         table = await shown(pilot, RunTable)
         await until(
             pilot,
@@ -283,7 +284,7 @@ async def test_an_experiment_writing_outside_the_open_path_joins_the_tree(tmp_pa
         await pilot.press("r")
         (await shown(pilot, "#spec", Input)).value = str(spec)
         await pilot.click("#start")
-        await until(pilot, lambda: app.screen is app.get_screen("experiments"))
+        await until(pilot, lambda: isinstance(app.screen, ExperimentsScreen))
         table = await shown(pilot, RunTable)
         await until(
             pilot,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from conftest import SAMPLES, sample_session, settle, static_text
+from conftest import SAMPLES, filled, sample_session, settle, static_text, until
 from textual.pilot import Pilot
 
 from tui_prof.profiles.diff import diff_summaries
@@ -26,25 +26,32 @@ async def _go_to(pilot: Pilot[Any], target: Path) -> None:
     await settle(pilot)
 
 
+def _cell(app: Any, row: int, column: int) -> str | None:
+    """A cell of the diff's table as text; None while the table is not (yet) there or redrawn."""
+    tables = list(app.screen.query("#diff-ops").results(DiffRowsTable))
+    if not tables or row >= tables[0].row_count:
+        return None
+    return str(tables[0].get_row_at(row)[column])
+
+
 async def test_mark_then_diff_shows_every_op_in_the_diffs_order() -> None:
     a_dir, b_dir = sample_session("keras_fit_float32"), sample_session("keras_fit_mixed")
     expected = diff_summaries(summarize_session(a_dir), summarize_session(b_dir))
     app = TuiprofApp(SAMPLES)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
-        await pilot.press("d")  # nothing marked yet: a warning, no diff
-        await pilot.pause()
+        await pilot.press("d")  # nothing marked yet: the key is off, no diff
+        await settle(pilot)
         assert not isinstance(app.screen, DiffScreen)
         await _go_to(pilot, a_dir)
         await pilot.press("m")
-        await pilot.pause()
-        marked = app.screen.query_one(ProfileTree).cursor_node
-        assert marked is not None and "A▸" in str(marked.label)
+        tree = app.screen.query_one(ProfileTree)
+        await until(pilot, lambda: "A▸" in str(getattr(tree.cursor_node, "label", "")))
         await _go_to(pilot, b_dir)
         await pilot.press("d")
+        await until(pilot, lambda: isinstance(app.screen, DiffScreen))
         await settle(pilot)
-        assert isinstance(app.screen, DiffScreen)
-        table = app.screen.query_one("#diff-ops", DiffRowsTable)
+        table = await filled(pilot, "#diff-ops", DiffRowsTable)
         assert table.row_count == len(expected.ops)
         first = table.get_row_at(0)
         assert str(first[3]) == fmt_delta(expected.ops[0].delta_ms)
@@ -55,18 +62,19 @@ async def test_mark_then_diff_shows_every_op_in_the_diffs_order() -> None:
         # The selected row's full name, wherever the table cut it.
         assert expected.ops[0].name in static_text(app, "#diff-detail").replace("\n", "")
         await pilot.press("down")
-        await pilot.pause()
-        assert expected.ops[1].name in static_text(app, "#diff-detail").replace("\n", "")
+        await until(
+            pilot,
+            lambda: expected.ops[1].name in static_text(app, "#diff-detail").replace("\n", ""),
+        )
 
         await pilot.press("s")  # B against A: every change turns round
+        await until(pilot, lambda: _cell(app, new, -1) == "gone")
         await settle(pilot)
         table = app.screen.query_one("#diff-ops", DiffRowsTable)
         assert str(table.get_row_at(0)[3]) == fmt_delta(-expected.ops[0].delta_ms)
-        assert str(table.get_row_at(new)[-1]) == "gone"
 
         await pilot.press("escape")
-        await pilot.pause()
-        assert not isinstance(app.screen, DiffScreen)
+        await until(pilot, lambda: not isinstance(app.screen, DiffScreen))
 
 
 async def test_experiment_variants_diff_from_the_experiments_view() -> None:
@@ -76,8 +84,8 @@ async def test_experiment_variants_diff_from_the_experiments_view() -> None:
         await pilot.press("e")
         await settle(pilot)
         await pilot.press("d")
-        await settle(pilot)
-        assert isinstance(app.screen, DiffScreen)
+        await until(pilot, lambda: isinstance(app.screen, DiffScreen))
+        await filled(pilot, "#diff-ops", DiffRowsTable)
         header = static_text(app, "#diff-header")
         assert "float32 (5 of 5 runs)" in header and "mixed (5 of 5 runs)" in header
         assert "± SE" in [

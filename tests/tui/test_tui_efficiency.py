@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
-from conftest import SAMPLES, settle, static_text
+from conftest import SAMPLES, settle, shown, static_text, until
+from textual.pilot import Pilot
 from textual.widgets import Input
 
 from tui_prof.profiles.discover import discover
@@ -22,6 +25,14 @@ def test_parse_peak() -> None:
             parse_peak(bad)
 
 
+async def _typing_into(pilot: Pilot[Any]) -> Input:
+    """The dialog's field once it has the keys: typed at once, on a loaded machine the letters
+    went to the screen below (where `a` opens the capture dialog)."""
+    field = await shown(pilot, Input)
+    await until(pilot, lambda: pilot.app.focused is field)
+    return field
+
+
 async def test_t_sets_the_peak_mfu_divides_by() -> None:
     e = load_summary(discover(AUTOCAST).sessions[0], use_cache=False).efficiency
     assert e is not None and e.achieved_tflops is not None and e.peak_tflops == 989.5
@@ -30,20 +41,21 @@ async def test_t_sets_the_peak_mfu_divides_by() -> None:
         await settle(pilot)
         assert "of NVIDIA H100 SXM fp16 dense 989.5 TFLOP/s" in static_text(app, "#precision")
         await pilot.press("T")
-        await pilot.pause()
+        field = await _typing_into(pilot)
         assert isinstance(app.screen, PeakDialog)
         await pilot.press(*"abc")  # a number field: letters do not go in
-        assert app.screen.query_one(Input).value == ""
+        assert field.value == ""
         await pilot.press(*"10", "enter")
+        await until(pilot, lambda: not isinstance(app.screen, PeakDialog))
         await settle(pilot)
-        assert not isinstance(app.screen, PeakDialog) and app.peak_tflops == 10.0
+        assert app.peak_tflops == 10.0
         mfu = 100 * e.achieved_tflops / 10.0  # by hand, against the given peak
         text = static_text(app, "#precision")
         assert f"MFU {mfu:.2g}% of 10 TFLOP/s (--peak-tflops)" in text
         await pilot.press("T")
-        await pilot.pause()
-        assert app.screen.query_one(Input).value == "10"
+        assert (await _typing_into(pilot)).value == "10"
         await pilot.press("ctrl+a", "ctrl+k", "enter")  # empty: the table's peak again
+        await until(pilot, lambda: not isinstance(app.screen, PeakDialog))
         await settle(pilot)
         assert app.peak_tflops is None
         assert "989.5 TFLOP/s" in static_text(app, "#precision")
@@ -56,8 +68,9 @@ async def test_a_cpu_says_it_has_no_peak_and_how_to_give_one() -> None:
         text = static_text(app, "#precision")
         assert "MFU n/a: the hardware table has no dense peak for a CPU (T: give one)" in text
         await pilot.press("T")
-        await pilot.pause()
+        await _typing_into(pilot)
         await pilot.press(*"2.5", "enter")
+        await until(pilot, lambda: not isinstance(app.screen, PeakDialog))
         await settle(pilot)
         assert "of 2.5 TFLOP/s (--peak-tflops)" in static_text(app, "#precision")
 

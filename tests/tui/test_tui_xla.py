@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import settle, static_text
+from conftest import filled, settle, shown, static_text, until
 from textual.widgets import OptionList, TabPane
 from xla_profiles import gpu_job, tpu_job
 
@@ -20,24 +20,23 @@ async def test_p_picks_the_program_whose_runs_are_the_steps(tmp_path: Path) -> N
         await settle(pilot)
         assert "'jit_train_step'" in static_text(app, "#source")  # the Steps: line
         await pilot.press("P")
-        await pilot.pause()
+        options = await shown(pilot, OptionList)
         assert isinstance(app.screen, ProgramDialog)
-        options = app.screen.query_one(OptionList)
         labels = [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
         assert labels[0].startswith("Automatic")
         assert any(label.startswith("jit_metrics") for label in labels)
         await pilot.press(*["down"] * labels.index(next(x for x in labels if "metrics" in x)))
         await pilot.press("enter")
+        await until(pilot, lambda: not isinstance(app.screen, ProgramDialog))
         await settle(pilot)
-        assert not isinstance(app.screen, ProgramDialog)
         source = static_text(app, "#source")
         assert "'jit_metrics'" in source and "named with --step-program" in source
         await pilot.press("2")  # a table is drawn when its tab shows it
-        await pilot.pause()
-        assert app.screen.query_one(StepBreakdownTable).row_count == 4
+        assert (await filled(pilot, StepBreakdownTable)).row_count == 4
         await pilot.press("P")  # back to automatic
-        await pilot.pause()
+        await shown(pilot, OptionList)
         await pilot.press("home", "enter")
+        await until(pilot, lambda: not isinstance(app.screen, ProgramDialog))
         await settle(pilot)
         assert "'jit_train_step'" in static_text(app, "#source")
 

@@ -137,7 +137,7 @@ def test_figures_survive_the_cache_and_show_in_the_summary() -> None:
 async def test_the_steps_tab_shows_each_steps_gpu_utilization(tmp_path: Path) -> None:
     """As a person reads it: the plugin's sample opened in the TUI, the Steps tab at 80×24."""
     _exists(PLUGIN_SAMPLE)
-    from conftest import settle
+    from conftest import filled, settle
     from textual.widgets.data_table import ColumnKey
 
     from tui_prof.tui.app import TuiprofApp
@@ -149,8 +149,7 @@ async def test_the_steps_tab_shows_each_steps_gpu_utilization(tmp_path: Path) ->
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
         await pilot.press("2")
-        await pilot.pause()
-        table = app.screen.query_one(StepBreakdownTable)
+        table = await filled(pilot, StepBreakdownTable)
         col = list(table.columns).index(ColumnKey("gpu_util"))
         shown = [table.get_row_at(i)[col] for i in range(table.row_count)]
         assert shown == [f"{s.utilization_percent:.1f}" for s in expected]
