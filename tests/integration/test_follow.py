@@ -243,6 +243,34 @@ def test_existing_files_are_baseline_and_removals_are_reported(tmp_path: Path) -
     assert not t.is_alive()
 
 
+def test_a_file_written_before_the_watch_is_in_place_is_reported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The follower walks the logdir, then starts the OS watch: a profile written in between
+    raised no event and was never reported (a loaded machine widens that moment). Here it is
+    written at that moment, every time: just before the real watch starts."""
+    import watchfiles
+
+    from tui_prof.live.follow import PROFILE
+
+    late = tmp_path / "run" / "plugins" / "profile" / "s" / "h.xplane.pb"
+    real_watch = watchfiles.watch
+
+    def watch_after_a_write(*args: Any, **kwargs: Any) -> Any:
+        if not late.exists():
+            late.parent.mkdir(parents=True)
+            shutil.copyfile(_sample_xplane(), late)
+        return real_watch(*args, **kwargs)
+
+    monkeypatch.setattr(watchfiles, "watch", watch_after_a_write)  # follow calls it by module
+    seen, _errors, stop, t = _collect(tmp_path)
+    try:
+        assert _wait_for(lambda: any(e.kind == PROFILE and e.path == late for e in seen), 10)
+    finally:
+        stop.set()
+        t.join(5)
+
+
 def test_since_reports_files_written_between_listing_and_following(tmp_path: Path) -> None:
     from tui_prof.live.follow import METRICS, PROFILE
 

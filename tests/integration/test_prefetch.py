@@ -66,8 +66,8 @@ def test_the_child_says_the_step_time_before_the_rest_and_when_the_cache_holds_i
 YIELD_AND_SAY = (
     "import os, time\n"
     "pid = os.fork()\n"
-    "if pid == 0:\n"  # a process of the group, as the converter's is
-    "    time.sleep(5)\n"
+    "if pid == 0:\n"  # a process of the group, as the converter's is; killed below
+    "    time.sleep(60)\n"  # outlives the parent's imports however slow (5 s was the margin)
     "    os._exit(0)\n"
     "from tui_prof.profiles.prefetch import _yield_to_the_screen\n"
     "_yield_to_the_screen()\n"

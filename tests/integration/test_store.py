@@ -289,8 +289,19 @@ def test_sigkill_then_resume_at_once_runs_every_run_once_without_overlap(tmp_pat
         start_new_session=True,
     )
     try:
-        deadline = time.monotonic() + 30
-        while not (events.exists() and events.read_text().count("start") >= 2):
+
+        def second_running() -> bool:
+            """The second run's work started and the store says it runs (a job can start a
+            moment before its row is marked running: a kill then left it pending)."""
+            if not (events.exists() and events.read_text().count("start") >= 2):
+                return False
+            try:
+                return [r.status for r in load_experiment(exp_dir).runs].count(RUN_RUNNING) == 1
+            except StoreError:
+                return False
+
+        deadline = time.monotonic() + 60
+        while not second_running():
             assert time.monotonic() < deadline, "runs did not progress"
             time.sleep(0.02)
         os.kill(proc.pid, signal.SIGKILL)  # mid-run: the second run's work has just started

@@ -320,6 +320,7 @@ def iter_changes(
             if events:
                 yield events
         try:
+            watching = False
             for changes in watchfiles.watch(
                 base,
                 watch_filter=_watch_filter,
@@ -332,7 +333,11 @@ def iter_changes(
                 ignore_permission_denied=True,
             ):
                 last_error = ""
-                events = tracker.notice({Path(p) for _c, p in changes})
+                paths = {Path(p) for _c, p in changes}
+                if not watching:  # the OS watch is in place only now: what was written since
+                    watching = True  # the walk above raised no event, so walk once more
+                    paths |= _walk(base)
+                events = tracker.notice(paths)
                 events += tracker.settle()
                 if events:
                     yield events
