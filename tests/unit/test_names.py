@@ -215,3 +215,28 @@ def test_the_summary_kernel_table_keeps_different_kernels_apart_at_80_columns() 
     assert len(rows) == len(names) and max(map(len, rows)) < 40
     different = {(a, b) for a in range(len(names)) for b in range(a) if names[a] != names[b]}
     assert different and all(rows[a] != rows[b] for a, b in different), rows
+
+
+@needs_shared
+def test_the_summary_kernel_table_tells_one_kernel_of_several_ops_apart_by_its_op() -> None:
+    """The 8-GPU TensorFlow profile launches one Eigen cast and one Philox kernel from each
+    replica and layer: the kernel names are the same, the ops tell the rows apart. At 120
+    columns the op cell used to read `replica_4/bert_span_labeler/bert_enc…` on eight rows; it
+    now keeps the scopes that differ (`…/layer_17/…/RandomUniform`)."""
+    from tui_prof.profiles.load import summarize_session
+    from tui_prof.render.summary import kernels_table
+
+    s = summarize_session(GPU_LOGDIR / "plugins" / "profile" / "2020_demo")
+    console = Console(width=120, record=True, color_system=None)
+    console.print(kernels_table(s, 10))
+    rows = [
+        [cell.strip() for cell in line.split("│")[1:3]]
+        for line in console.export_text().splitlines()
+        if line.startswith("│")
+    ]
+    kernels = s.kernels[:10]
+    assert len(rows) == len(kernels)
+    assert len({k.name for k in kernels}) < len({(k.name, k.op_name) for k in kernels})
+    seen = {(k.name, k.op_name): tuple(r) for k, r in zip(kernels, rows, strict=True)}
+    assert len(set(seen.values())) == len(seen), rows
+    assert all(op.endswith(("/Cast", "/RandomUniform")) for _, op in rows)

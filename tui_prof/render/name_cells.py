@@ -12,7 +12,7 @@ from rich.console import Console, ConsoleOptions, RenderResult
 from rich.measure import Measurement
 from rich.text import Text
 
-from tui_prof.render.names import cut_left, fit_kernels
+from tui_prof.render.names import cut_left, fit_kernels, fit_paths
 
 
 class TailCut:
@@ -41,3 +41,18 @@ class KernelCut:
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         yield Text(fit_kernels(self.shorts, options.max_width)[self.index])
+
+
+class PathsCut:
+    """One of several scoped names (ops), fitted to its cell when drawn (`fit_paths`): each keeps
+    its op and, where two would read the same, the scopes that tell them apart (`replica_4/…`)."""
+
+    def __init__(self, names: Sequence[str], index: int) -> None:
+        self.names, self.index = names, index
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        n = len(self.names[self.index])
+        return Measurement(min(n, 8), n)
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield Text(fit_paths(self.names, options.max_width)[self.index])

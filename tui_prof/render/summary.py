@@ -26,7 +26,7 @@ from tui_prof.model import (
 from tui_prof.profiles.assemble import fmt_ms as fmt_ms  # the faces' import of it
 from tui_prof.profiles.assemble import matrix_units, step_time_words
 from tui_prof.render.efficiency import PEAK_HINT, efficiency_text, memory_text
-from tui_prof.render.name_cells import KernelCut, TailCut
+from tui_prof.render.name_cells import KernelCut, PathsCut, TailCut
 from tui_prof.render.names import kernel_names
 
 # Colour and a monochrome glyph per category; the glyph is also drawn in colour terminals' legend.
@@ -411,9 +411,15 @@ def top_ops_table(summary: ProfileSummary, limit: int = 15) -> Table:
 
 
 def kernels_table(summary: ProfileSummary, limit: int = 15) -> Table:
+    kernels = summary.kernels[:limit]
+    names = kernel_names([k.name for k in kernels])  # what tells them apart, not `void Eigen::…`
+    ops = [k.op_name for k in kernels]
+    # One kernel launched by several ops (TensorFlow's replicas): the op tells the rows apart,
+    # so it gets the kernel's share of the width.
+    op_tells = len(set(zip(names, ops, strict=True))) > len(set(names))
     t = Table(title="GPU kernels", title_justify="left", expand=True)
     t.add_column("Kernel", overflow="ellipsis", no_wrap=True, ratio=3)
-    t.add_column("Op", overflow="ellipsis", no_wrap=True, ratio=1)
+    t.add_column("Op", overflow="ellipsis", no_wrap=True, ratio=3 if op_tells else 1)
     t.add_column("Calls", justify="right")
     t.add_column("Total ms", justify="right")
     word = {"Tensor Cores": "TC", "Matrix Cores": "MC", "MXU": "MXU"}.get(
@@ -421,15 +427,13 @@ def kernels_table(summary: ProfileSummary, limit: int = 15) -> Table:
     )
     t.add_column(f"{word} elig.", justify="center")
     t.add_column(f"{word} used", justify="center")
-    kernels = summary.kernels[:limit]
-    names = kernel_names([k.name for k in kernels])  # what tells them apart, not `void Eigen::…`
     shapes = len(set(names)) < len(names)  # one kernel in several launch shapes: say which
     if shapes:
         t.add_column("Grid", justify="right")
     for i, k in enumerate(kernels):
         t.add_row(
             KernelCut(names, i),
-            Text(k.op_name),
+            PathsCut(ops, i),  # a scope loses its head, never the op or what tells ops apart
             str(k.occurrences),
             fmt_ms(k.total_duration_us / 1000),
             "yes" if k.tensor_core_eligible else "no",
