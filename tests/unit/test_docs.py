@@ -21,3 +21,25 @@ def test_keys_page_lists_every_view() -> None:
     for view in ("Everywhere", "Browse", "Profile tree", "Experiments", "Captures", "Diff"):
         assert f"## {view}\n" in page
     assert "| `d` |" in page and "| `m` |" in page
+
+
+def test_the_front_page_and_the_browsing_page_count_the_tabs() -> None:
+    """README's quick start ("1–4 switch tabs") and docs/browsing.md ("four tabs") lagged the
+    Timeline tab: both must count the browse screen's tab keys."""
+    from textual.binding import Binding
+
+    from tui_prof.tui.screens.browse import BrowseScreen
+
+    tabs = [
+        b for b in Binding.make_bindings(BrowseScreen.BINDINGS) if b.action.startswith("tab(")
+    ]
+    assert [b.key for b in tabs] == [str(i) for i in range(1, len(tabs) + 1)]
+    readme = (DOCS.parent / "README.md").read_text()
+    assert f"1–{len(tabs)} switch tabs" in readme
+    words = {4: "four", 5: "five", 6: "six"}
+    browsing = (DOCS / "browsing.md").read_text()
+    assert f"above {words[len(tabs)]} tabs:" in browsing
+    listed = [ln for ln in browsing.splitlines() if ln.startswith("- **")]
+    for b in tabs:
+        title = b.description.removesuffix(" tab")
+        assert any(ln.startswith(f"- **{title}**") for ln in listed), title
