@@ -53,6 +53,33 @@ async def test_the_overview_scrolls_from_the_keyboard() -> None:
         await until(pilot, lambda: overview.scroll_y == overview.max_scroll_y)
 
 
+async def test_a_table_tab_shown_after_the_overview_scrolled_has_its_rows() -> None:
+    """PgDn in the Overview, then `2`: the Steps table stayed empty (Textual sent it no Resize
+    after a scroll, and a table draws for the width it gets); Top ops and Kernels alike."""
+    from tui_prof.tui.widgets.summary_tables import FittedTable
+
+    app = TuiprofApp(SAMPLES / "torch_cuda_float32")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await until(pilot, lambda: bool(app.screen.query("#overview")))
+        overview = app.screen.query_one("#overview")
+        await until(pilot, lambda: overview.max_scroll_y > 0)
+        for _ in range(4):
+            if app.focused is overview:
+                break
+            await pilot.press("tab")
+        assert app.focused is overview
+        for key, table_id in (("2", "#steps"), ("3", "#ops"), ("4", "#kernels")):
+            await pilot.press("1")
+            overview.focus()
+            await pilot.press("pagedown")
+            await until(pilot, lambda: overview.scroll_y > 0)
+            await pilot.press(key)
+            table = app.screen.query_one(table_id, FittedTable)
+            await until(pilot, lambda t=table: t.size.width > 0)
+            await until(pilot, lambda t=table: t.row_count > 0, timeout=10)
+
+
 @pytest.mark.parametrize("width", [64, 72, 80, 100, 120])
 def test_the_diff_tables_never_cut_a_number_or_a_mark(width: int) -> None:
     diffs = [

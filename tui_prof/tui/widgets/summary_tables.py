@@ -34,6 +34,7 @@ class FittedTable(DataTable[object]):
         shown = self.query_ancestor(SessionView).summary
         if shown is not None and self.summary is None:
             self.show(shown)
+        self.watch(self.query_ancestor(TabbedContent), "active", self._tab_shown, init=False)
 
     def show(self, summary: ProfileSummary) -> None:
         self.summary = summary
@@ -44,6 +45,11 @@ class FittedTable(DataTable[object]):
     def on_resize(self) -> None:
         if self.summary is not None and self.size.width != self._drawn_width:
             self._draw()
+
+    def _tab_shown(self) -> None:
+        # Shown after the Overview scrolled, a tab's table gets no Resize (nor Show) from
+        # Textual and stayed empty: a tab switch draws it too, once laid out.
+        self.call_after_refresh(self.on_resize)
 
     def _draw(self) -> None:
         width = self.size.width
