@@ -30,9 +30,7 @@ def test_the_front_page_and_the_browsing_page_count_the_tabs() -> None:
 
     from tui_prof.tui.screens.browse import BrowseScreen
 
-    tabs = [
-        b for b in Binding.make_bindings(BrowseScreen.BINDINGS) if b.action.startswith("tab(")
-    ]
+    tabs = [b for b in Binding.make_bindings(BrowseScreen.BINDINGS) if b.action.startswith("tab(")]
     assert [b.key for b in tabs] == [str(i) for i in range(1, len(tabs) + 1)]
     readme = (DOCS.parent / "README.md").read_text()
     assert f"1–{len(tabs)} switch tabs" in readme
