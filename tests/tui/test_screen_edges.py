@@ -76,8 +76,15 @@ async def test_a_table_tab_shown_after_the_overview_scrolled_has_its_rows() -> N
             await until(pilot, lambda: overview.scroll_y > 0)
             await pilot.press(key)
             table = app.screen.query_one(table_id, FittedTable)
-            await until(pilot, lambda t=table: t.size.width > 0)
-            await until(pilot, lambda t=table: t.row_count > 0, timeout=10)
+
+            def laid_out(t: FittedTable = table) -> bool:
+                return t.size.width > 0
+
+            def drawn(t: FittedTable = table) -> bool:
+                return t.row_count > 0
+
+            await until(pilot, laid_out)
+            await until(pilot, drawn, timeout=10)
 
 
 @pytest.mark.parametrize("width", [64, 72, 80, 100, 120])
