@@ -131,6 +131,26 @@ def test_every_profile_verdict_and_advice(summaries: dict[Path, ProfileSummary])
             assert not re.search(ALL_UNIT_WORDS, tips), where
 
 
+# A tip's head, and the category it is the remedy for.
+TIP_CATEGORY = {"CPU job": "host_compute", "Collectives": "device_collectives"}
+
+
+def test_a_tip_says_dominates_only_of_the_dominant_category(
+    summaries: dict[Path, ProfileSummary],
+) -> None:
+    """The input-bound sample's second tip read "CPU job: compute dominates" under "Verdict:
+    Input-bound … 76.6%"; the A100 trace's "Collectives: communication dominates" under a
+    host-bound verdict with collectives at 15%."""
+    for path, s in summaries.items():
+        for tip in s.recommendations:
+            if "dominates" not in tip:
+                continue
+            head = tip.split(":", 1)[0]
+            assert head in TIP_CATEGORY, f"{_label(path)}: {tip}"
+            assert s.verdict is not None, _label(path)
+            assert s.verdict.dominant.category == TIP_CATEGORY[head], f"{_label(path)}: {tip}"
+
+
 def test_the_frameworks_are_known(summaries: dict[Path, ProfileSummary]) -> None:
     for path, s in summaries.items():
         assert s.framework in ("tensorflow", "pytorch", "jax"), _label(path)

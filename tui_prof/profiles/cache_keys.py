@@ -31,7 +31,8 @@ if TYPE_CHECKING:
 # 13: several hosts' devices named "host · device"; a TPU's device compute from its "XLA Ops" lines.
 # 14: the timeline's XSpace host events that launched device work are kernel launch.
 # 15: the matrix-unit tip on units that run no 32-bit format (a V100) says to go 16-bit.
-SCHEMA = 15
+# 16: the CPU-job and collectives tips no longer say "dominates" (they also come as second tips).
+SCHEMA = 16
 SUFFIX = ".msgpack"
 
 

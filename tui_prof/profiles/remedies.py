@@ -208,13 +208,13 @@ TENSORFLOW: dict[str, str] = {
     "preprocessing into tf.data or onto the device.",
     "compilation": "Compilation: recompiling during steps — keep input shapes stable (pad, fixed batch) "
     "and profile after warm-up steps.",
-    "device_collectives": "Collectives: communication dominates — larger per-device batch, gradient "
+    "device_collectives": "Collectives: less time in communication — larger per-device batch, gradient "
     "accumulation, or overlap communication with compute.",
     "device_to_device": "Device to device: copies between devices — check placement and avoid "
     "unnecessary transfers.",
     "other": "All others: time the profile does not attribute (Python, I/O, synchronisation) — look at "
     "the host threads in a trace viewer; `tf.function` the step and raise `steps_per_execution`.",
-    "host_compute_cpu": "CPU job: compute dominates — a larger batch, XLA (`jit_compile=True`), and "
+    "host_compute_cpu": "CPU job: faster compute on the CPU — a larger batch, XLA (`jit_compile=True`), and "
     "oneDNN's threads set to the physical cores (`tf.config.threading`).",
 }
 
@@ -231,7 +231,7 @@ PYTORCH: dict[str, str] = {
     "ops; keep tensors on the GPU; `torch.compile` cuts Python and dispatcher overhead.",
     "compilation": "Compilation: `torch.compile` recompiles during steps — keep shapes stable (pad "
     "to fixed sizes, `dynamic=False`) and profile after warm-up (`torch.profiler.schedule`).",
-    "device_collectives": "Collectives: communication dominates — let DDP overlap it with the "
+    "device_collectives": "Collectives: less time in communication — let DDP overlap it with the "
     "backward pass (`bucket_cap_mb`, `gradient_as_bucket_view=True`), accumulate gradients under "
     "`model.no_sync()`, or use a larger per-GPU batch.",
     "device_to_device": "Memory copies: memcpy/memset take the step — `pin_memory=True` with "
@@ -241,7 +241,7 @@ PYTORCH: dict[str, str] = {
     "(`.item()`, `.cpu()`, `torch.cuda.synchronize()`, blocking copies) or for other ranks, or "
     "Python between ops; look at the host threads in a trace viewer (Perfetto), remove syncs "
     "from the step; `torch.compile` and CUDA graphs cut Python overhead.",
-    "host_compute_cpu": "CPU job: compute dominates — `torch.compile`, `torch.set_num_threads` "
+    "host_compute_cpu": "CPU job: faster compute on the CPU — `torch.compile`, `torch.set_num_threads` "
     "to the physical cores, `channels_last` for convolutions, a larger batch.",
 }
 
@@ -256,7 +256,7 @@ JAX: dict[str, str] = {
     "compilation": "Compilation: recompiling during steps — stable shapes (pad, fixed batch), "
     "`static_argnums` only for values that rarely change; find the culprit with "
     "`jax.config.update('jax_log_compiles', True)`.",
-    "device_collectives": "Collectives: communication dominates — a larger per-device batch, "
+    "device_collectives": "Collectives: less time in communication — a larger per-device batch, "
     "shardings (`jax.sharding.NamedSharding`, `shard_map`) that let the compiler overlap communication "
     "with compute, gradient accumulation.",
     "device_to_device": "Device to device: copies between devices — check the shardings "
@@ -266,7 +266,7 @@ JAX: dict[str, str] = {
     "syncs inside the loop (`.block_until_ready()`, `float(x)`, `np.asarray(x)`); `jax.jit` "
     "the whole step (`static_argnums` for its non-array arguments, `donate_argnums` for the "
     "train state) and keep the loop's values on the device.",
-    "host_compute_cpu": "CPU job: compute dominates — `jax.jit` the whole step, a larger batch, "
+    "host_compute_cpu": "CPU job: faster compute on the CPU — `jax.jit` the whole step, a larger batch, "
     "one process per socket with its threads on the physical cores.",
 }
 
