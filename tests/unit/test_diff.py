@@ -295,3 +295,26 @@ def test_pytorch_cuda_autocast_against_float32_has_kernels() -> None:
     effects = [abs(r.delta_ms) for r in d.kernels]
     assert effects == sorted(effects, reverse=True)
     assert math.isclose(sum(r.delta_ms for r in d.kernels), d.kernel_total().delta_ms, abs_tol=1e-9)
+
+
+def test_an_op_on_the_host_and_on_the_device_reads_as_two_rows() -> None:
+    """PyTorch names an op's CPU time and its GPU time alike (`aten::mm`): each face of the diff
+    says which side a row is, so the two rows never read the same."""
+    from tui_prof.cli.diff import to_markdown
+
+    d = diff_targets(
+        path_target(SAMPLES / "torch_cuda_float32"), path_target(SAMPLES / "torch_cuda_autocast")
+    )
+    both = {r.name for r in d.ops if r.where == "Host"} & {
+        r.name for r in d.ops if r.where == "Device"
+    }
+    assert "aten::mm" in both
+    out = io.StringIO()
+    Console(file=out, width=80, color_system=None).print(diff_renderable(d, limit=len(d.ops)))
+    table = out.getvalue().split("Kernels by change")[0]
+    cells = [ln.split("│")[1].strip() for ln in table.splitlines() if ln.startswith("│")]
+    assert len(cells) == len(d.ops) and len(set(cells)) == len(cells)
+    assert "aten::mm (host)" in cells and "aten::mm (device)" in cells
+    md = to_markdown(d, limit=None)
+    assert "`aten::mm (host)`" in md and "`aten::mm (device)`" in md
+    assert "`aten::mm`" not in md

@@ -341,3 +341,27 @@ def test_device_compute_tips_follow_the_bottleneck_where_compute_is_small(
         assert f"only {compute_percent:.1f}% of this step" in tips[mixed[0]]
     else:
         assert mixed[0] == 0 and "of this step" not in tips[0]
+
+
+@pytest.mark.parametrize("p16", [0.0, 40.0])
+def test_matrix_units_that_run_no_32bit_format_are_reached_by_16bit_not_shapes(
+    p16: float,
+) -> None:
+    """A V100's Tensor Cores run fp16 only: float32 matmuls stay off them whatever their
+    shapes, so the matrix-unit tip says to go 16-bit instead of offering shapes alone;
+    an A100 (TF32) keeps its TF32 tip."""
+    tc = TensorCoreUse(0.0, 0.0)
+    for name, fix in (("Tesla V100-SXM2-16GB", "float16"), ("NVIDIA A100-SXM4-40GB", "TF32")):
+        env = Environment("GPU", 1, ("h",), (name,))
+        f = facts(env, Precision(p16, 100.0 - p16), "pytorch")
+        tips = advice.recommendations(["device_compute"], f, tc, 60.0)
+        units = next(t for t in tips if t.startswith("Tensor Cores:"))
+        if fix == "TF32":
+            assert "TF32" in units and "no 32-bit" not in units
+            continue
+        assert "no 32-bit format" in units, units
+        if p16 == 0.0:  # the mixed-precision tip says how; this one points at it
+            assert "mixed precision above" in units and "GradScaler" not in units
+            assert tips.index(units) > next(i for i, t in enumerate(tips) if "GradScaler" in t)
+        else:
+            assert "GradScaler" in units

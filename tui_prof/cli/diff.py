@@ -156,17 +156,17 @@ def _code(text: str) -> str:
 
 
 def _rows(rows: tuple[DiffRow, ...], limit: int | None, title: str) -> list[str]:
-    from tui_prof.render.diff import STATUS, fmt_delta, fmt_percent
+    from tui_prof.render.diff import STATUS, fmt_delta, fmt_percent, row_names
     from tui_prof.render.summary import fmt_ms
 
     shown = rows if limit is None else rows[:limit]
     more = f" (first {len(shown)} of {len(rows)})" if len(shown) < len(rows) else ""
     out = ["", f"## {title}{more}", "", "| name | A | B | Δ | Δ % | |", "|---|--:|--:|--:|--:|---|"]
-    for r in shown:
+    for r, name in zip(shown, row_names(shown), strict=True):
         a = fmt_ms(r.a_ms) if r.status != "only_in_b" else "–"
         b = fmt_ms(r.b_ms) if r.status != "only_in_a" else "–"
         out.append(
-            f"| {_code(r.name)} | {a} | {b} | {fmt_delta(r.delta_ms)} | "
+            f"| {_code(name)} | {a} | {b} | {fmt_delta(r.delta_ms)} | "
             f"{fmt_percent(r.change_percent)} | {STATUS.get(r.status, '')} |"
         )
     return out

@@ -30,7 +30,8 @@ if TYPE_CHECKING:
 # 12: Precision.measured (a 16-bit share that rests on no types is not shown as one).
 # 13: several hosts' devices named "host · device"; a TPU's device compute from its "XLA Ops" lines.
 # 14: the timeline's XSpace host events that launched device work are kernel launch.
-SCHEMA = 14
+# 15: the matrix-unit tip on units that run no 32-bit format (a V100) says to go 16-bit.
+SCHEMA = 15
 SUFFIX = ".msgpack"
 
 

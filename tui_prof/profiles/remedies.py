@@ -181,6 +181,14 @@ def matrix_unit_use(f: Facts, percent: float) -> str:
     if not f.matrix_units:
         return ""
     how = _join([sixteen_bit(f), tf32(f), shapes(f)]) or shapes(f)
+    no_32bit = f.has("tf32") is False and f.has("fp32") is False and not f.tpu
+    if f.precision is not None and not f.mostly_16bit and no_32bit:
+        # 32-bit math the units cannot run (a V100's float32): shapes alone move nothing on.
+        go16 = sixteen_bit(f) or "the mixed precision above"
+        how = (
+            f"they run no 32-bit format on this {f.device}, so float32 matmuls stay off them "
+            f"whatever their shapes: {go16}, then {shapes(f)}"
+        )
     return (
         f"{f.matrix_units}: only {percent:.0f}% of the kernel time of ops that could run on "
         f"{f.matrix_units} (matmul, convolution, linear) does" + (f" — {how}." if how else ".")

@@ -55,6 +55,19 @@ def tail(text: str, width: int) -> str:
     return text if len(text) <= width else ELLIPSIS + text[-(width - 1) :]
 
 
+def row_names(rows: Sequence[DiffRow]) -> list[str]:
+    """Each row's name, with its side where the same name is an op on the host and on the device
+    (PyTorch's `aten::mm` on the CPU and its GPU time): `aten::mm (device)`, else two rows read
+    alike. The side goes at the end, which every shortening keeps."""
+    sides: dict[str, set[str]] = {}
+    for r in rows:
+        sides.setdefault(r.name, set()).add(r.where)
+    return [
+        f"{r.name} ({r.where.lower()})" if len(sides[r.name]) > 1 and r.where else r.name
+        for r in rows
+    ]
+
+
 def short_names(names: Sequence[str], width: int, *, kernels: bool = False) -> list[str]:
     """Each name in at most `width` characters, distinct wherever the names are: the rules of
     `render.names` (kernels by what tells them apart, op scopes by their tail and the scopes that
@@ -215,7 +228,7 @@ class DiffTable:
         widths = [max([len(h), *(len(str(r[i])) for r in rows)]) for i, h in enumerate(heads)]
         left = options.max_width - sum(widths) - 3 * (len(heads) + 1) - 1
         width = max(8, left)
-        names = short_names([r.name for r in self.rows], width, kernels=self.kernels)
+        names = short_names(row_names(self.rows), width, kernels=self.kernels)
         t = Table(title=self.title, title_justify="left", expand=False)
         t.add_column("Kernel" if self.kernels else "Op", no_wrap=True, max_width=width)
         for head, w in zip(heads, widths, strict=True):

@@ -21,6 +21,7 @@ from tui_prof.render.diff import (
     has_spread,
     row_cells,
     row_detail,
+    row_names,
     short_names,
     unit,
 )
@@ -61,7 +62,7 @@ class DiffRowsTable(DataTable[object]):
         for label in heads:
             self.add_column(label, key=label)
         self.add_column("", key="status")
-        names = short_names([r.name for r in rows], name_width, kernels=self.kernels)
+        names = short_names(row_names(rows), name_width, kernels=self.kernels)
         for i, (name, cells) in enumerate(zip(names, cells_of, strict=True)):
             self.add_row(Text(name), *cells, key=str(i))
         self.rows_shown = rows
