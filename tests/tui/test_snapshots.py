@@ -13,7 +13,17 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
-from conftest import GPU_LOGDIR, REPO, SAMPLES, needs_shared, sample_session, settle
+from conftest import (
+    GPU_LOGDIR,
+    REPO,
+    SAMPLES,
+    filled,
+    needs_shared,
+    sample_session,
+    settle,
+    shown,
+    until,
+)
 from textual.pilot import Pilot
 from textual.widgets import Input, TextArea
 
@@ -153,6 +163,7 @@ def test_quit_dialog(snap_compare: SnapCompare, size: tuple[int, int]) -> None:
         await settle(pilot)
         await pilot.app.push_screen(QuitDialog(1, 5))
         await settle(pilot)
+        await _still(pilot)
 
     assert snap_compare(TuiprofApp(_rel(SAMPLES)), terminal_size=size, run_before=ask)
 
@@ -203,14 +214,22 @@ def test_diff_view(snap_compare: SnapCompare, size: tuple[int, int]) -> None:
         await settle(pilot)
 
     async def diff(pilot: Pilot[int]) -> None:
+        from tui_prof.tui.screens.diff import DiffRowsTable, DiffScreen
+
         await settle(pilot)
         await go_to(pilot, _rel(a))
         await pilot.press("m")
+        tree = pilot.app.screen.query_one(ProfileTree)
+        await until(pilot, lambda: "A▸" in str(getattr(tree.cursor_node, "label", "")))
         await go_to(pilot, _rel(b))
         await pilot.press("d")
+        # The Diff screen with its rows, then still: a settle alone could end before its redraw
+        # on a loaded machine (the other snapshots wait the same way, in _keys).
+        await until(pilot, lambda: isinstance(pilot.app.screen, DiffScreen))
+        await filled(pilot, "#diff-ops", DiffRowsTable)
         await settle(pilot)
         pilot.app.clear_notifications()  # "A: …, press d" would sit over the table
-        await pilot.pause()
+        await _still(pilot)
 
     assert snap_compare(TuiprofApp(_rel(SAMPLES)), terminal_size=size, run_before=diff)
 
@@ -241,5 +260,18 @@ def test_legacy_tool_files(snap_compare: SnapCompare, size: tuple[int, int]) -> 
 @pytest.mark.parametrize("size", SIZES)
 def test_timeline_tab(snap_compare: SnapCompare, size: tuple[int, int]) -> None:
     """The slowest step of a GPU trace, the cursor moved two events and zoomed in once."""
+    from tui_prof.tui.widgets.timeline_view import TimelineView
+
+    async def run(pilot: Pilot[int]) -> None:
+        await settle(pilot)
+        await pilot.press("5")
+        # The view reads the trace in a worker that starts a frame after it is mounted: the keys
+        # go to it once it has the step and the focus (a settle could end before, under load).
+        view = await shown(pilot, TimelineView)
+        await until(pilot, lambda: view.step_tl is not None and pilot.app.focused is view)
+        await pilot.press("right", "right", "plus")
+        await settle(pilot)
+        await _still(pilot)
+
     app = TuiprofApp(_rel(SAMPLES / "torch_cuda_autocast"))
-    assert snap_compare(app, terminal_size=size, run_before=_keys("5", "right", "right", "plus"))
+    assert snap_compare(app, terminal_size=size, run_before=run)
