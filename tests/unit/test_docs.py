@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tui_prof.tui.screens.help import keys_page
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
@@ -41,3 +43,23 @@ def test_the_front_page_and_the_browsing_page_count_the_tabs() -> None:
     for b in tabs:
         title = b.description.removesuffix(" tab")
         assert any(ln.startswith(f"- **{title}**") for ln in listed), title
+
+
+def test_the_help_says_which_large_profiles_lose_their_tables(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The help said "Profiles of 200 MB or more … no op or kernel tables": only XSpace profiles
+    skip TensorBoard's converter; a PyTorch trace over the limit keeps its op and kernel tables."""
+    from tui_prof.profiles.load import summarize_session
+    from tui_prof.tui.screens.help import help_markdown
+
+    samples = DOCS.parent / "sample_traces"
+    monkeypatch.setenv("TUIPROF_LARGE_MB", "0.001")  # every sample is "large"
+    xspace = summarize_session(samples / "jax_cuda_bf16")
+    torch = summarize_session(samples / "torch_cuda_float32")
+    assert not xspace.top_ops and not xspace.kernels
+    assert torch.top_ops and torch.kernels
+    text = " ".join(help_markdown().split())
+    large = text[text.index("(`TUIPROF_LARGE_MB`)") - 80 :]
+    assert "(`*.xplane.pb`) of 200 MB or more" in large
+    assert "PyTorch traces of any size get every table" in large

@@ -14,7 +14,7 @@ from textual.widgets import Markdown
 INTRO = """\
 # tuiprof
 
-Browse TensorBoard and JAX profiles (`*.xplane.pb`; older `*.overview_page.pb` too) and PyTorch
+Browse TensorFlow and JAX profiles (`*.xplane.pb`; older `*.overview_page.pb` too) and PyTorch
 profiler traces (`*.pt.trace.json[.gz]`, other Kineto JSON) offline: runs → sessions → hosts
 (ranks) on the left, the selected session on the right. The tree follows the logdir: sessions a
 running job writes appear within a second or two (`f5` lists new PyTorch traces).
@@ -80,9 +80,10 @@ NUMBERS = """\
   setting the job reads, a second variant making it.
 - **Distributions**: a metric a job reports many times per run (`latency_ms` per request) is
   compared by each run's p50, p90 and p99 (`latency_ms:p50` …).
-- Profiles of 200 MB or more (`TUIPROF_LARGE_MB`) are read by tuiprof's streaming reader: steps,
-  breakdown and 16-bit share in seconds and little memory, no op or kernel tables. The command
-  palette's "Toggle full analysis of large profiles" runs TensorBoard's converter on them too.
+- TensorFlow and JAX profiles (`*.xplane.pb`) of 200 MB or more (`TUIPROF_LARGE_MB`) are read
+  by tuiprof's streaming reader: steps, breakdown and 16-bit share in seconds and little memory,
+  no op or kernel tables. The command palette's "Toggle full analysis of large profiles" runs
+  TensorBoard's converter on them too. PyTorch traces of any size get every table.
 - Errors of background work are shown in one line; the traceback goes to
   `$XDG_STATE_HOME/tuiprof/errors.log` (by default `~/.local/state/tuiprof/errors.log`).
 
