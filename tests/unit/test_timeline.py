@@ -197,6 +197,24 @@ def test_json_contract(capsys: pytest.CaptureFixture[str]) -> None:
             assert 0.0 <= e["start_us"] <= e["start_us"] + e["dur_us"] <= doc["end_us"] + 1e-6
 
 
+def test_the_command_numbers_steps_as_the_summary(capsys: pytest.CaptureFixture[str]) -> None:
+    """custom_loop: the summary (TensorBoard's converter) numbers its steps 0..4, the timeline's
+    finder 5..9. `tuiprof timeline` said "no step 3 (steps: 5..9)" and showed the slowest as
+    "Step 8" beside the summary's step 3; the TUI already renumbered."""
+    path = SAMPLES / "custom_loop"
+    steps = summarize_session(path).steps
+    assert [s.step for s in steps] == list(range(len(steps)))
+    slowest = max(steps, key=lambda s: s.step_time_ms)
+    assert main(["timeline", str(path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["step"] == slowest.step
+    for s in steps:
+        assert main(["timeline", str(path), "--step", str(s.step), "--json"]) == 0
+        doc = json.loads(capsys.readouterr().out)
+        assert doc["end_us"] / 1000.0 == pytest.approx(s.step_time_ms)
+    assert main(["timeline", str(path), "--compare-median", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["slowest"]["step"] == slowest.step
+
+
 def test_compare_median_lists_track_growth(capsys: pytest.CaptureFixture[str]) -> None:
     path = SAMPLES / "torch_cuda_autocast"
     assert main(["timeline", str(path), "--compare-median", "--json"]) == 0

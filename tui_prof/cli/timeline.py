@@ -58,13 +58,11 @@ def _fail(message: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tui_prof.profiles.timeline.load import load_timeline
-
     width = args.width or shutil.get_terminal_size((100, 24)).columns
     if width < 20:
         return _fail(f"--width {width}: at least 20 cells")
     try:
-        tl = load_timeline(args.path)
+        tl = _load(args.path)
         if args.compare_median:
             return _compare(tl, args.json, width, args.rank)
         number = args.step if args.step is not None else tl.slowest(args.rank)
@@ -79,6 +77,24 @@ def run(args: argparse.Namespace) -> int:
     for line in timeline_lines(st, width, mono=True):
         print(line.plain.rstrip())
     return 0
+
+
+def _load(path: str) -> Any:
+    """The session's timeline, its steps numbered as `tuiprof summary` and the TUI number them:
+    where TensorBoard's converter found the steps it numbers them from 0, tuiprof's finder (the
+    timeline's) by their markers, so `--step 3` named no step and the slowest read "Step 8"
+    beside the summary's step 3. The summary (cached) comes first: a large XSpace profile's read
+    for it also stores the timeline's events."""
+    from tui_prof.profiles.load import load_summary, session_of
+    from tui_prof.profiles.timeline.load import load_timeline
+
+    session = session_of(path)
+    if session.format != "xplane":  # Kineto's are the profiler's step numbers in both
+        return load_timeline(session)
+    steps = [(s.step, s.step_time_ms) for s in load_summary(session).steps]
+    tl = load_timeline(session)
+    tl.renumber(steps)
+    return tl
 
 
 def _compare(tl: Any, as_json: bool, width: int, rank: str | None) -> int:
