@@ -91,3 +91,34 @@ async def test_experiment_variants_diff_from_the_experiments_view() -> None:
         assert "± SE" in [
             str(c.label) for c in app.screen.query_one("#diff-ops", DiffRowsTable).columns.values()
         ]
+
+
+async def test_the_no_spread_caveat_is_in_sight_at_80x24() -> None:
+    """Two GPU traces: with device ops, kernels and an MFU line the header has 11 lines, the
+    narrow screen shows 7, and the "One profile per side … may be noise" caveat came last, out
+    of sight. It now follows the step time."""
+    from textual.geometry import Region
+    from textual.widgets import Static
+
+    a_dir, b_dir = (
+        next((SAMPLES / name).glob("*.pt.trace.json.gz"))
+        for name in ("torch_cuda_autocast", "torch_cuda_float32")
+    )
+    app = TuiprofApp(SAMPLES)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await _go_to(pilot, a_dir)
+        await pilot.press("m")
+        tree = app.screen.query_one(ProfileTree)
+        await until(pilot, lambda: "A▸" in str(getattr(tree.cursor_node, "label", "")))
+        await _go_to(pilot, b_dir)
+        await pilot.press("d")
+        await until(pilot, lambda: isinstance(app.screen, DiffScreen))
+        await filled(pilot, "#diff-ops", DiffRowsTable)
+        await settle(pilot)
+        header = app.screen.query_one("#diff-header", Static)
+        assert 0 < header.size.height <= 7
+        seen = " ".join(
+            s.text for s in header.render_lines(Region(0, 0, header.size.width, header.size.height))
+        )
+        assert "Step time" in seen and "One profile per side" in seen, seen

@@ -161,7 +161,7 @@ def _side_line(t: Text, name: str, side: DiffSide) -> None:
 
 
 def diff_header(diff: ProfileDiff) -> Text:
-    """Who is A and B, the step times, op and kernel totals, and the notes."""
+    """Who is A and B, the step times, the notes, op and kernel totals."""
     t = Text()
     _side_line(t, "A", diff.a)
     t.append("\n")
@@ -169,6 +169,10 @@ def diff_header(diff: ProfileDiff) -> Text:
     step = diff.step_time
     if step is not None:
         _total_line(t, "Step time", step)
+    # The caveats (no spread, per profile, other devices) next: at 80x24 the TUI's header shows
+    # 7 lines, and below the totals they were cut off.
+    for note in diff.notes:
+        t.append("\n⚠ " + note, style="yellow")
     for where, total in sorted(diff.op_totals().items()):
         _total_line(t, f"{where} ops", total, f"  sum of {where.lower()} op self times")
     if diff.kernels:
@@ -182,8 +186,6 @@ def diff_header(diff: ProfileDiff) -> Text:
         f" · kernels: {len(diff.kernels)} · {unit(diff)}, Δ = B − A",
         style="dim",
     )
-    for note in diff.notes:
-        t.append("\n⚠ " + note, style="yellow")
     return t
 
 
