@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import SAMPLES, settle, until
+from conftest import SAMPLES, settle, shown, until
 from rich.console import Console
 
 from tui_prof.comparison.report import build_report
@@ -85,6 +85,36 @@ async def test_a_table_tab_shown_after_the_overview_scrolled_has_its_rows() -> N
 
             await until(pilot, laid_out)
             await until(pilot, drawn, timeout=10)
+
+
+@pytest.mark.parametrize("moment", ["at_once", "tabs_there", "numbers_there"])
+async def test_a_tab_key_pressed_while_the_tabs_mount_shows_its_tab(moment: str) -> None:
+    """`2` pressed at start-up: before the tabs were mounted the key did nothing; before their
+    own first activation landed the Steps tab was active with no pane shown (an empty table,
+    as a snapshot once caught on a loaded machine) or the Overview came back over it."""
+    from textual.widgets import TabbedContent
+
+    from tui_prof.tui.widgets.session_view import SessionView
+    from tui_prof.tui.widgets.summary_tables import FittedTable
+
+    app = TuiprofApp(SAMPLES / "custom_loop")
+    async with app.run_test(size=(120, 40)) as pilot:
+        if moment == "tabs_there":
+            await until(pilot, lambda: bool(app.screen.query("#tabs")))
+        elif moment == "numbers_there":
+            view = app.screen.query_one(SessionView)
+            await until(pilot, lambda: view.summary is not None)
+        await pilot.press("2")
+        await settle(pilot)
+        tabs = app.screen.query_one("#tabs", TabbedContent)
+        table = await shown(pilot, "#steps", FittedTable)
+
+        def drawn() -> bool:
+            return tabs.active == "tab-steps" and table.size.width > 0 and table.row_count > 0
+
+        await until(pilot, drawn, timeout=10)
+        await pilot.pause(0.3)
+        assert drawn()  # and nothing took it back
 
 
 @pytest.mark.parametrize("width", [64, 72, 80, 100, 120])

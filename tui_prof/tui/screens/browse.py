@@ -342,9 +342,16 @@ class BrowseScreen(TuiprofScreen):
         """The session shown on the right (selected in the tree)."""
         return self._current
 
-    def action_tab(self, tab: str) -> None:
-        if not self.query("#tabs"):
-            return  # mounted after the first frame (and Textual's TabbedContent imported then)
+    def action_tab(self, tab: str, tries: int = 60) -> None:
+        """Show the tab `tab`. The tabs mount after the first frame: a key pressed before they
+        are there, or before their own first activation (of the Overview) lands, was dropped,
+        or made its tab active with no pane shown (Steps: an empty table) or with the Overview
+        back over it. Until then it waits, 50 ms at a time (3 s at most)."""
+        from_tabs = list(self.query("#tabs"))
+        if not from_tabs or not getattr(from_tabs[0], "active", ""):
+            if tries > 0:
+                self.set_timer(0.05, lambda: self.action_tab(tab, tries - 1))
+            return
         from textual.widgets import TabbedContent
 
         for tabs in self.query("#tabs").results(TabbedContent):
