@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from tui_prof.comparison import power
+from tui_prof.comparison.names import a_percent
 from tui_prof.comparison.paired import compare_paired
 from tui_prof.comparison.stats import compare
 
@@ -130,3 +131,37 @@ def test_repeats_are_advised_only_for_the_smallest_difference_that_matters() -> 
     assert c.winner == "baseline" and c.min_effect_pct == 0.5
     acc = compare([0.9, 0.91, 0.89], [0.9, 0.91, 0.89], metric="accuracy")
     assert acc.min_effect_pct is None  # not a time: none unless given
+
+
+def test_a_percent_takes_the_article_it_is_spoken_with() -> None:
+    assert [a_percent(n) for n in ("6", "1.5", "12", "100", "118")] == [
+        "a 6%",
+        "a 1.5%",
+        "a 12%",
+        "a 100%",
+        "a 118%",
+    ]
+    assert [a_percent(n) for n in ("8", "8.5", "11", "18", "80", "800", "11000")] == [
+        "an 8%",
+        "an 8.5%",
+        "an 11%",
+        "an 18%",
+        "an 80%",
+        "an 800%",
+        "an 11000%",
+    ]
+
+
+def test_the_repeats_advice_reads_an_8_percent_difference() -> None:
+    advice = power.advise(0.08, lambda effect: None)  # no number of repeats would resolve it
+    assert advice is not None and advice.capped
+    assert advice.note is not None and advice.note.endswith("to resolve an 8% difference"), (
+        advice.note
+    )
+
+
+def test_the_verdict_reads_an_8_percent_difference() -> None:
+    base, mixed = [10.0, 10.9, 9.4, 10.6, 9.6], [9.1, 10.4, 8.7, 9.9, 8.4]  # 7.9% apart, n=5
+    c = compare(base, mixed, metric="wall_time_s", baseline_name="fp32", variant_name="mixed")
+    assert not c.significant
+    assert c.verdict.endswith("repeats per variant would resolve an 8% difference"), c.verdict

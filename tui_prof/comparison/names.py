@@ -10,6 +10,8 @@ Contract: one place for the naming rules every report, verdict and plot shares.
   times unless given per metric (the spec's `min_difference_pct`, `--min-difference`, the `r`
   dialog); none for other metrics unless given (their verdicts keep the 1%/2% rules of power
   and verdicts).
+- A percentage in a sentence takes the article it is spoken with: "an 8% difference", "an 11%",
+  "a 6%" (`a_percent`).
 - "Accuracy-like" (the default quality axis of a trade-off) is a higher-is-better name containing
   acc, top1/top5, f1, auc, iou, bleu, rouge or score.
 """
@@ -71,3 +73,12 @@ def min_difference_pct(metric: str, given: Mapping[str, float] | None = None) ->
         if key in given:
             return float(given[key])
     return TIME_MATTERS_PCT if is_time_metric(metric) else None
+
+
+def a_percent(number: str) -> str:
+    """`number` ("6", "8", "11", "1.5") as a percentage with the article English speaks it with:
+    "a 6%", "an 8%", "an 11%"; eight, eleven and eighteen (and 80, 800, 11,000…) begin with a
+    vowel sound."""
+    whole = number.lstrip("+-").split(".")[0].replace(",", "")
+    vowel = whole.startswith("8") or (whole[:2] in ("11", "18") and len(whole) % 3 == 2)
+    return f"{'an' if vowel else 'a'} {number}%"

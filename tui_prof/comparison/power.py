@@ -24,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
+from tui_prof.comparison.names import a_percent
 from tui_prof.comparison.tdist import t_ppf
 
 CONFIDENCE = 0.95
@@ -123,10 +124,10 @@ def advise(
     if small:
         note = (
             f"the difference seen ({observed * 100:.1f}%) is under {least * 100:g}%, "
-            f"too small to matter: the number is for a {least * 100:g}% difference"
+            f"too small to matter: the number is for {a_percent(f'{least * 100:g}')} difference"
         )
     if n is None:
-        what = f"a {pct:.0f}% difference" if pct is not None else "this difference"
+        what = f"{a_percent(f'{pct:.0f}')} difference" if pct is not None else "this difference"
         note = (note + "; " if note else "") + (
             f"over {MAX_REPEATS} repeats per variant would be needed to resolve {what}"
         )

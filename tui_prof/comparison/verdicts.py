@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from tui_prof.comparison.names import is_time_metric, metric_unit
+from tui_prof.comparison.names import a_percent, is_time_metric, metric_unit
 
 if TYPE_CHECKING:
     from tui_prof.comparison.stats import Comparison
@@ -111,7 +111,7 @@ def _repeats_text(c: Comparison) -> str:
     n, pct, seen = c.repeats_needed, c.repeats_effect_pct, c.repeats_observed_pct
     if n is None:
         return "run more repeats"
-    what = f"a {_pct(pct)}% difference" if pct is not None else "this difference"
+    what = f"{a_percent(_pct(pct))} difference" if pct is not None else "this difference"
     small = seen is not None and pct is not None and seen < pct
     head = f"the {seen:.1f}% seen is too small to matter; " if small else ""
     if small:
