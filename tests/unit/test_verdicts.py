@@ -27,7 +27,7 @@ from tui_prof.model import (
     StepBreakdown,
     TensorCoreUse,
 )
-from tui_prof.profiles import advice
+from tui_prof.profiles import advice, remedies
 from tui_prof.profiles.assemble import average, device_row, facts
 from tui_prof.profiles.discover import discover
 from tui_prof.profiles.hardware_table import SPECS, DeviceSpec
@@ -199,6 +199,8 @@ def test_rules_hold_for_every_row_and_framework(key: str, framework: str, p16: f
         _check_vendor_word(tips, spec.vendor, where)
         if p16 >= 90.0:
             assert not re.search(MIXED, tips, re.IGNORECASE), where
+        how16 = remedies.sixteen_bit(f)
+        assert not how16 or tips.count(how16) <= 1, where  # the recipe is said at most once
 
 
 def test_startup_is_left_out_of_the_verdict() -> None:
@@ -380,8 +382,8 @@ def test_matrix_units_that_run_no_32bit_format_are_reached_by_16bit_not_shapes(
             assert "TF32" in units and "no 32-bit" not in units
             continue
         assert "no 32-bit format" in units, units
-        if p16 == 0.0:  # the mixed-precision tip says how; this one points at it
-            assert "mixed precision above" in units and "GradScaler" not in units
-            assert tips.index(units) > next(i for i, t in enumerate(tips) if "GradScaler" in t)
-        else:
-            assert "GradScaler" in units
+        # the mixed-precision tip (p16 = 0) or the device-compute one (p16 = 40) says how; this
+        # one points at it rather than saying it twice
+        assert "mixed precision above" in units and "GradScaler" not in units
+        assert tips.index(units) > next(i for i, t in enumerate(tips) if "GradScaler" in t)
+        assert sum("GradScaler" in t for t in tips) == 1, tips

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from tui_prof.tui.app import TuiprofApp
 
 
-NARROW_BELOW = 100  # columns: below this the views narrow, stack and shorten (an 80x24 SSH terminal)
+NARROW_BELOW = 100  # columns: below this the views narrow, stack, shorten (an 80x24 terminal)
 
 
 class KeysFooter(Footer):
