@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 # 14: the timeline's XSpace host events that launched device work are kernel launch.
 # 15: the matrix-unit tip on units that run no 32-bit format (a V100) says to go 16-bit.
 # 16: the CPU-job and collectives tips no longer say "dominates" (they also come as second tips).
-# 17: the 16-bit recipe is said once: after the device-compute tip, the matrix-unit tip points at it.
+# 17: the 16-bit recipe is said once (the matrix-unit tip points at it); PyTorch's launch tip reworded.
 SCHEMA = 17
 SUFFIX = ".msgpack"
 

@@ -223,7 +223,7 @@ PYTORCH: dict[str, str] = {
     "persistent_workers=True)` (raise `prefetch_factor` if workers keep up only in bursts); move "
     "per-sample CPU work (decoding, augmentation) into the workers; copy batches with "
     "`.to(device, non_blocking=True)`.",
-    "kernel_launch": "Kernel launch: the CPU spends the step launching many small kernels — "
+    "kernel_launch": "Kernel launch: time the CPU spends launching kernels — fewer, larger ones: "
     'graphs (`torch.compile(model, mode="reduce-overhead")` or `torch.cuda.CUDAGraph`), '
     "`torch.compile` to fuse elementwise ops, a larger batch; avoid host syncs (`.item()`, "
     "`.cpu()`, printing tensors) inside the step.",
