@@ -347,9 +347,11 @@ def test_multi_host_xspace_one_source_per_file(
     one = load_timeline(SAMPLES / "jax_cuda_float32")
     tl = load_timeline(tmp_path)
     assert tl.source_names() == ["hosta", "hostb"]
+    assert one.step_numbers()  # the loops below compare steps, not two empty lists
     for s in tl.sources:
         assert [x.number for x in s.steps] == one.step_numbers()
     summary = summarize_session(tmp_path, force_fallback=True)
+    assert [b.step for b in summary.steps] == one.step_numbers()
     for b in summary.steps:
         assert tl.step(b.step).duration_us / 1000.0 == pytest.approx(b.step_time_ms)
         assert tl.step(b.step, source="hostb").duration_us / 1000.0 == pytest.approx(b.step_time_ms)
