@@ -33,7 +33,8 @@ if TYPE_CHECKING:
 # 15: the matrix-unit tip on units that run no 32-bit format (a V100) says to go 16-bit.
 # 16: the CPU-job and collectives tips no longer say "dominates" (they also come as second tips).
 # 17: the 16-bit recipe is said once (the matrix-unit tip points at it); PyTorch's launch tip reworded.
-SCHEMA = 17
+# 18: PyTorch's copies tip no longer says memcpy/memset "take the step" (also a second tip).
+SCHEMA = 18
 SUFFIX = ".msgpack"
 
 

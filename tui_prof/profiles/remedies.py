@@ -234,7 +234,7 @@ PYTORCH: dict[str, str] = {
     "device_collectives": "Collectives: less time in communication — let DDP overlap it with the "
     "backward pass (`bucket_cap_mb`, `gradient_as_bucket_view=True`), accumulate gradients under "
     "`model.no_sync()`, or use a larger per-GPU batch.",
-    "device_to_device": "Memory copies: memcpy/memset take the step — `pin_memory=True` with "
+    "device_to_device": "Memory copies: less time in memcpy/memset — `pin_memory=True` with "
     "`.to(device, non_blocking=True)`; avoid `.cpu()`/`.item()` round trips and copies between "
     "devices inside the step.",
     "other": "All others: time no kernel, copy or op covers — the host waiting for the GPU "
