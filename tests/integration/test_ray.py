@@ -166,6 +166,7 @@ def test_a_killed_tuiprof_reattaches_and_collects_every_run_once(
     assert sorted(sid.rsplit("-", 3)[-3] + "-" + sid.rsplit("-", 2)[-2] for sid, _ in k["jobs"]) == [
         "a-r0", "a-r1", "b-r0", "b-r1"
     ]  # fmt: skip  # one Ray job per run: none was submitted twice
+    assert set(k["record"]) == {"a-r0", "a-r1", "b-r0", "b-r1"}  # the loop below checks each
     for run_id, run in k["record"].items():
         assert run["status"] == "finished" and run["attempt"] == 1, (run_id, run)
         assert run["log"].count(f"start {run_id} ") == 1 and run["log"].endswith("end\n")
@@ -223,6 +224,7 @@ def test_the_actor_mode_records_what_a_local_run_records_from_every_node(
     assert a["rc"] == 0, a["stderr"][-3000:]
     rec = a["record"]
     assert set(rec) == {f"{v}-r{i}" for v in "ab" for i in range(3)} and a["attempts"] == 0
+    assert set(local) < set(rec)  # the local run's four are compared below, the rest not
     for run_id, run in rec.items():
         assert run["status"] == "finished" and run["attempt"] == 1, (run_id, run)
         if run_id in local:  # the same job, the same repeat: the same record
