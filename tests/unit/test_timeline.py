@@ -243,6 +243,13 @@ def test_missing_step_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
         load_timeline(SAMPLES / "torch_float32").step(999)
 
 
+def test_missing_path_is_one_line(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """It was a FileNotFoundError traceback, where `tuiprof summary` says one line."""
+    assert main(["timeline", str(tmp_path / "nope")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "nope: no such file or directory" in err, err
+
+
 def _sessions(path: Path) -> list[Session]:
     from tui_prof.profiles.discover import discover
 

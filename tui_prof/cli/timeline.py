@@ -67,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
             return _compare(tl, args.json, width, args.rank)
         number = args.step if args.step is not None else tl.slowest(args.rank)
         st = tl.step(number, source=args.rank)
-    except ProfileError as exc:
+    except (ProfileError, FileNotFoundError, PermissionError) as exc:  # a missing path: one line
         return _fail(str(exc))
     if args.json:
         print(strict_json(st.to_dict()))
