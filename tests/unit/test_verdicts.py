@@ -13,6 +13,7 @@ The rules checked, independently of how advice.py words them:
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -387,3 +388,28 @@ def test_matrix_units_that_run_no_32bit_format_are_reached_by_16bit_not_shapes(
         assert "mixed precision above" in units and "GradScaler" not in units
         assert tips.index(units) > next(i for i, t in enumerate(tips) if "GradScaler" in t)
         assert sum("GradScaler" in t for t in tips) == 1, tips
+
+
+def test_the_others_tip_points_at_tuiprofs_timeline_where_the_profile_holds_events(
+    summaries: dict[Path, ProfileSummary],
+) -> None:
+    """It sent users to "a trace viewer (Perfetto)" while tuiprof's own Timeline shows the same
+    host threads; the older tool files hold no events, so there it still names a trace viewer."""
+    pointing = [
+        tip
+        for s in summaries.values()
+        for tip in s.recommendations
+        if tip.startswith("All others") and "host threads" in tip
+    ]
+    assert pointing  # the PyTorch GPU samples flag all others
+    for tip in pointing:
+        assert "`tuiprof timeline`" in tip and "trace viewer" not in tip, tip
+    for framework in ("tensorflow", "pytorch"):
+        f = remedies.Facts(framework, "GPU", None, "NVIDIA")
+        assert not f.has_events
+        no_events, events = (
+            remedies.remedy("other", f),
+            remedies.remedy("other", replace(f, has_events=True)),
+        )
+        assert "a trace viewer (TensorBoard's or Perfetto)" in no_events and "{" not in no_events
+        assert "the Timeline tab (`5`) or `tuiprof timeline`" in events

@@ -131,6 +131,7 @@ def facts(
     prec: Precision | None,
     framework: str,
     is_training: bool | None = None,
+    has_events: bool = False,
 ) -> remedies.Facts:
     spec = device_row(env)
     vendor = spec.vendor if spec is not None else ""
@@ -143,6 +144,7 @@ def facts(
         vendor=vendor,
         precision=prec,
         is_training=is_training,
+        has_events=has_events,
     )
 
 
@@ -217,7 +219,7 @@ def assemble(
     measured = measured_precision(prec, kernels)
     if prec is not None and measured is None:
         prec = dataclasses.replace(prec, measured=False)
-    f = facts(env, measured, framework, is_training)
+    f = facts(env, measured, framework, is_training, session.has_events)
     sentence, verdict, flagged = advice.verdict(avg, f, startup_ms, startup_calls)
     compute_share = (
         advice.shares(avg, startup_ms)[2].get("device_compute", 0.0)

@@ -34,7 +34,8 @@ if TYPE_CHECKING:
 # 16: the CPU-job and collectives tips no longer say "dominates" (they also come as second tips).
 # 17: the 16-bit recipe is said once (the matrix-unit tip points at it); PyTorch's launch tip reworded.
 # 18: PyTorch's copies tip no longer says memcpy/memset "take the step" (also a second tip).
-SCHEMA = 18
+# 19: the all-others tip points at tuiprof's Timeline where the profile holds events.
+SCHEMA = 19
 SUFFIX = ".msgpack"
 
 

@@ -69,6 +69,12 @@ class Session:
         return sum(h.size for h in self.hosts)
 
     @property
+    def has_events(self) -> bool:
+        """Whether its files hold the events themselves (XSpace, Kineto), which the Timeline
+        draws; the older TensorBoard tool files hold aggregates only."""
+        return self.format in ("kineto", "xplane")
+
+    @property
     def file_names(self) -> str:
         """Its files' names, printable, for a one-line error that names the file."""
         names = [h.path.name for h in self.hosts] or [self.path.name]

@@ -29,6 +29,7 @@ class Facts:
     precision: Precision | None = None
     is_training: bool | None = None  # None: the profile does not say
     sixteen_bit_said: bool = False  # a tip already says how to go 16-bit: others need not
+    has_events: bool = False  # the profile holds its events: tuiprof's Timeline can show them
 
     @property
     def cpu_only(self) -> bool:
@@ -213,7 +214,7 @@ TENSORFLOW: dict[str, str] = {
     "device_to_device": "Device to device: copies between devices — check placement and avoid "
     "unnecessary transfers.",
     "other": "All others: time the profile does not attribute (Python, I/O, synchronisation) — look at "
-    "the host threads in a trace viewer; `tf.function` the step and raise `steps_per_execution`.",
+    "the host threads in {timeline}; `tf.function` the step and raise `steps_per_execution`.",
     "host_compute_cpu": "CPU job: faster compute on the CPU — a larger batch, XLA (`jit_compile=True`), and "
     "oneDNN's threads set to the physical cores (`tf.config.threading`).",
 }
@@ -239,7 +240,7 @@ PYTORCH: dict[str, str] = {
     "devices inside the step.",
     "other": "All others: time no kernel, copy or op covers — the host waiting for the GPU "
     "(`.item()`, `.cpu()`, `torch.cuda.synchronize()`, blocking copies) or for other ranks, or "
-    "Python between ops; look at the host threads in a trace viewer (Perfetto), remove syncs "
+    "Python between ops; look at the host threads in {timeline}, remove syncs "
     "from the step; `torch.compile` and CUDA graphs cut Python overhead.",
     "host_compute_cpu": "CPU job: faster compute on the CPU — `torch.compile`, `torch.set_num_threads` "
     "to the physical cores, `channels_last` for convolutions, a larger batch.",
@@ -283,7 +284,15 @@ def remedy(category: str, f: Facts) -> str:
         return device_compute(f)
     table = BY_FRAMEWORK.get(f.framework, TENSORFLOW)
     key = "host_compute_cpu" if category == "host_compute" and f.cpu_only else category
-    return table.get(key, "")
+    return table.get(key, "").replace("{timeline}", timeline(f))
+
+
+def timeline(f: Facts) -> str:
+    """Where to see the host threads: tuiprof's own Timeline where the profile holds its events
+    (it answers without a browser), a trace viewer for the older tool files, which hold none."""
+    if f.has_events:
+        return "the Timeline tab (`5`) or `tuiprof timeline`"
+    return "a trace viewer (TensorBoard's or Perfetto)"
 
 
 def step_markers(f: Facts) -> str:

@@ -32,7 +32,7 @@ def load_timeline(
 ) -> Timeline:
     if not isinstance(session, Session):
         session = session_of(session)
-    if session.format not in ("kineto", "xplane"):
+    if not session.has_events:
         raise NoEvents(NO_EVENTS)
     from tui_prof.profiles.timeline import store
 
