@@ -413,3 +413,20 @@ def test_the_others_tip_points_at_tuiprofs_timeline_where_the_profile_holds_even
         )
         assert "a trace viewer (TensorBoard's or Perfetto)" in no_events and "{" not in no_events
         assert "the Timeline tab (`5`) or `tuiprof timeline`" in events
+
+
+@pytest.mark.parametrize("framework", ["tensorflow", "pytorch", "jax"])
+def test_a_partly_16bit_profile_hears_what_its_32bit_rest_often_is_once(framework: str) -> None:
+    """An autocast run (52% 16-bit) was told to use autocast and nothing more; with the recipe
+    it now hears that the 32-bit rest is often meant to stay 32-bit, once, and a float32 run
+    (0%) or a bf16 one (95%) does not."""
+    env = Environment("GPU", 1, ("h",), ("NVIDIA H100 80GB HBM3",))
+    tc = TensorCoreUse(12.0, 34.0)
+    for p16, told in ((52.0, True), (0.0, False), (95.0, False)):
+        f = facts(env, Precision(p16, 100.0 - p16), framework)
+        for flagged in (["device_compute"], ["other"]):
+            tips = advice.recommendations(flagged, f, tc, 60.0)
+            said = sum("the 32-bit rest is often what should stay 32-bit" in t for t in tips)
+            assert said == (1 if told else 0), (p16, flagged, tips)
+            if told:
+                assert f"{p16:.0f}% of device compute is 16-bit already" in "\n".join(tips)

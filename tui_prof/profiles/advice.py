@@ -36,7 +36,7 @@ COMPILE_PERCENT = 10.0
 COLLECTIVES_PERCENT = 10.0
 DEVICE_TO_DEVICE_PERCENT = 10.0
 DEVICE_COMPUTE_PERCENT = 20.0
-LOW_16BIT_PERCENT = 10.0
+LOW_16BIT_PERCENT = remedies.PARTLY_16BIT_PERCENT  # below it, mixed precision leads the tips
 LOW_MATRIX_UNIT_PERCENT = 50.0
 # Start-up below this share of the step is not worth a sentence.
 STARTUP_NOTE_PERCENT = 1.0
@@ -180,7 +180,7 @@ def recommendations(
             f = replace(f, sixteen_bit_said=True)
     tips: list[str] = [] if small else list(compute_tips)
     for cat in flagged:
-        how16 = remedies.sixteen_bit(f)
+        how16 = remedies.sixteen_bit(f) or remedies.rest_in_32bit(f)
         tip = remedies.remedy(cat, f)
         if tip and tip not in tips:
             tips.append(tip)

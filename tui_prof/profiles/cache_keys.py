@@ -35,7 +35,8 @@ if TYPE_CHECKING:
 # 17: the 16-bit recipe is said once (the matrix-unit tip points at it); PyTorch's launch tip reworded.
 # 18: PyTorch's copies tip no longer says memcpy/memset "take the step" (also a second tip).
 # 19: the all-others tip points at tuiprof's Timeline where the profile holds events.
-SCHEMA = 19
+# 20: tips that give the 16-bit recipe to a partly 16-bit profile say what its 32-bit rest often is.
+SCHEMA = 20
 SUFFIX = ".msgpack"
 
 

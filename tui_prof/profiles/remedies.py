@@ -15,6 +15,9 @@ from tui_prof.profiles.hardware_table import DeviceSpec
 
 # Mixed precision is advice only below this share of 16-bit device compute.
 ALREADY_16BIT_PERCENT = 90.0
+# Below this share of 16-bit device compute the mixed-precision recipe leads the tips; from it
+# on, a tip that gives the recipe also says that the 32-bit rest is often meant to stay 32-bit.
+PARTLY_16BIT_PERCENT = 10.0
 FRAMEWORKS = ("tensorflow", "pytorch", "jax")
 
 
@@ -57,6 +60,15 @@ class Facts:
     def mostly_16bit(self) -> bool:
         p = self.precision
         return p is not None and p.compute_16bit_percent >= ALREADY_16BIT_PERCENT
+
+    @property
+    def partly_16bit(self) -> bool:
+        """Some device compute is 16-bit, not most of it (mixed precision on, or casts)."""
+        p = self.precision
+        return (
+            p is not None
+            and PARTLY_16BIT_PERCENT <= p.compute_16bit_percent < ALREADY_16BIT_PERCENT
+        )
 
     def has(self, fmt: str) -> bool | None:
         """Whether the device's matrix units run `fmt`; None where the row is unknown."""
@@ -102,6 +114,25 @@ def sixteen_bit(f: Facts) -> str:
     if fp16:
         return "`keras.mixed_precision.set_global_policy('mixed_float16')`"
     return "Keras mixed precision (`'mixed_bfloat16'` where the device has bfloat16, else `'mixed_float16'`)"
+
+
+def rest_in_32bit(f: Facts) -> str:
+    """Where some device compute is 16-bit already: what its 32-bit rest often is, after the
+    recipe (an autocast run was told to use autocast and nothing more); "" elsewhere, or where a
+    tip has said it."""
+    if not f.partly_16bit or f.cpu_only or f.sixteen_bit_said or f.precision is None:
+        return ""
+    return (
+        f"{f.precision.compute_16bit_percent:.0f}% of device compute is 16-bit already; the 32-bit "
+        "rest is often what should stay 32-bit (reductions, losses, the optimizer): look for "
+        "matmuls and convolutions still in 32-bit in the kernel table"
+    )
+
+
+def _then(tip: str, f: Facts) -> str:
+    """`tip`, then what the 32-bit rest often is where some device compute is 16-bit already."""
+    rest = rest_in_32bit(f)
+    return f"{tip} {rest[0].upper()}{rest[1:]}." if rest else tip
 
 
 def tf32(f: Facts) -> str:
@@ -154,7 +185,7 @@ def device_compute(f: Facts) -> str:
         )
     else:
         how = _join([sixteen_bit(f), "XLA (`jit_compile=True`)", tf32(f), shapes(f)])
-    return f"Device compute: the {f.device} is busy — speed up the math itself: {how}."
+    return _then(f"Device compute: the {f.device} is busy — speed up the math itself: {how}.", f)
 
 
 def mixed_precision(f: Facts) -> str:
@@ -190,9 +221,10 @@ def matrix_unit_use(f: Facts, percent: float) -> str:
             f"they run no 32-bit format on this {f.device}, so float32 matmuls stay off them "
             f"whatever their shapes: {go16}, then {shapes(f)}"
         )
-    return (
+    return _then(
         f"{f.matrix_units}: only {percent:.0f}% of the kernel time of ops that could run on "
-        f"{f.matrix_units} (matmul, convolution, linear) does" + (f" — {how}." if how else ".")
+        f"{f.matrix_units} (matmul, convolution, linear) does" + (f" — {how}." if how else "."),
+        f,
     )
 
 
