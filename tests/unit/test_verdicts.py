@@ -366,25 +366,35 @@ def test_device_compute_tips_follow_the_bottleneck_where_compute_is_small(
         assert mixed[0] == 0 and "of this step" not in tips[0]
 
 
+@pytest.mark.parametrize("flagged", ["device_compute", "other"])
 @pytest.mark.parametrize("p16", [0.0, 40.0])
 def test_matrix_units_that_run_no_32bit_format_are_reached_by_16bit_not_shapes(
-    p16: float,
+    p16: float, flagged: str
 ) -> None:
     """A V100's Tensor Cores run fp16 only: float32 matmuls stay off them whatever their
     shapes, so the matrix-unit tip says to go 16-bit instead of offering shapes alone;
-    an A100 (TF32) keeps its TF32 tip."""
+    an A100 (TF32) keeps its TF32 tip. After a device-compute tip, which gives the same 16-bit,
+    TF32 and shapes, the units' tip points at it instead of saying them twice."""
     tc = TensorCoreUse(0.0, 0.0)
+    after_compute = flagged == "device_compute"
     for name, fix in (("Tesla V100-SXM2-16GB", "float16"), ("NVIDIA A100-SXM4-40GB", "TF32")):
         env = Environment("GPU", 1, ("h",), (name,))
         f = facts(env, Precision(p16, 100.0 - p16), "pytorch")
-        tips = advice.recommendations(["device_compute"], f, tc, 60.0)
+        tips = advice.recommendations([flagged], f, tc, 60.0)
         units = next(t for t in tips if t.startswith("Tensor Cores:"))
+        text = "\n".join(tips)
+        assert text.count("multiples of 8") == 1, tips
         if fix == "TF32":
-            assert "TF32" in units and "no 32-bit" not in units
+            assert "no 32-bit" not in units and text.count("allow_tf32") == 1, tips
+            assert ("device-compute tip above" in units) == after_compute, units
+            assert ("TF32" in units) != after_compute, units
             continue
         assert "no 32-bit format" in units, units
-        # the mixed-precision tip (p16 = 0) or the device-compute one (p16 = 40) says how; this
-        # one points at it rather than saying it twice
+        if p16 == 40.0 and not after_compute:  # no tip above gives the recipe: this one does
+            assert "GradScaler" in units, units
+            continue
+        # the mixed-precision tip (p16 = 0) or the device-compute one says how; this one points
+        # at it rather than saying it twice
         assert "mixed precision above" in units and "GradScaler" not in units
         assert tips.index(units) > next(i for i, t in enumerate(tips) if "GradScaler" in t)
         assert sum("GradScaler" in t for t in tips) == 1, tips

@@ -186,6 +186,8 @@ def recommendations(
             tips.append(tip)
             if how16 and how16 in tip:  # the device-compute remedy said it: the units' tip need not
                 f = replace(f, sixteen_bit_said=True)
+            if cat == "device_compute":
+                f = replace(f, compute_said=True)
     if (
         tensor_core is not None
         and tensor_core.percent_of_eligible_time is not None

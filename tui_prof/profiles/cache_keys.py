@@ -36,7 +36,8 @@ if TYPE_CHECKING:
 # 18: PyTorch's copies tip no longer says memcpy/memset "take the step" (also a second tip).
 # 19: the all-others tip points at tuiprof's Timeline where the profile holds events.
 # 20: tips that give the 16-bit recipe to a partly 16-bit profile say what its 32-bit rest often is.
-SCHEMA = 20
+# 21: after the device-compute tip the matrix-unit tip points at it (no TF32, shapes twice).
+SCHEMA = 21
 SUFFIX = ".msgpack"
 
 

@@ -32,6 +32,7 @@ class Facts:
     precision: Precision | None = None
     is_training: bool | None = None  # None: the profile does not say
     sixteen_bit_said: bool = False  # a tip already says how to go 16-bit: others need not
+    compute_said: bool = False  # the device-compute tip (16-bit, TF32, shapes) is given above
     has_events: bool = False  # the profile holds its events: tuiprof's Timeline can show them
 
     @property
@@ -213,13 +214,16 @@ def matrix_unit_use(f: Facts, percent: float) -> str:
     if not f.matrix_units:
         return ""
     how = _join([sixteen_bit(f), tf32(f), shapes(f)]) or shapes(f)
+    if f.compute_said:  # its 16-bit, TF32 and shapes are the same: not said twice
+        how = "the device-compute tip above says how to put more on them"
     no_32bit = f.has("tf32") is False and f.has("fp32") is False and not f.tpu
     if f.precision is not None and not f.mostly_16bit and no_32bit:
         # 32-bit math the units cannot run (a V100's float32): shapes alone move nothing on.
         go16 = sixteen_bit(f) or "the mixed precision above"
+        then = "" if f.compute_said else f", then {shapes(f)}"
         how = (
             f"they run no 32-bit format on this {f.device}, so float32 matmuls stay off them "
-            f"whatever their shapes: {go16}, then {shapes(f)}"
+            f"whatever their shapes: {go16}{then}"
         )
     return _then(
         f"{f.matrix_units}: only {percent:.0f}% of the kernel time of ops that could run on "
