@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import SAMPLES, settle, shown, until
@@ -31,20 +32,26 @@ def _printed(renderable: object, width: int) -> str:
     return out
 
 
+async def _focused_overview(app: Any, pilot: Any) -> Any:
+    """The Overview, once it has more than a screen to scroll and Tab has given it the focus."""
+    await settle(pilot)
+    await until(pilot, lambda: bool(app.screen.query("#overview")))
+    overview = app.screen.query_one("#overview")
+    await until(pilot, lambda: overview.max_scroll_y > 0)
+    for _ in range(4):
+        if app.focused is overview:
+            break
+        await pilot.press("tab")
+    assert app.focused is overview
+    return overview
+
+
 async def test_the_overview_scrolls_from_the_keyboard() -> None:
     """At 80x24 the advice and the 16-bit line are below the fold: Tab reaches the Overview and
     ↓, PgDn and End scroll it."""
     app = TuiprofApp(SAMPLES / "custom_loop")
     async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot)
-        await until(pilot, lambda: bool(app.screen.query("#overview")))
-        overview = app.screen.query_one("#overview")
-        await until(pilot, lambda: overview.max_scroll_y > 0)
-        for _ in range(4):
-            if app.focused is overview:
-                break
-            await pilot.press("tab")
-        assert app.focused is overview
+        overview = await _focused_overview(app, pilot)
         await pilot.press("down")
         await until(pilot, lambda: overview.scroll_y == 1)
         await pilot.press("pagedown")
@@ -60,15 +67,7 @@ async def test_a_table_tab_shown_after_the_overview_scrolled_has_its_rows() -> N
 
     app = TuiprofApp(SAMPLES / "torch_cuda_float32")
     async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot)
-        await until(pilot, lambda: bool(app.screen.query("#overview")))
-        overview = app.screen.query_one("#overview")
-        await until(pilot, lambda: overview.max_scroll_y > 0)
-        for _ in range(4):
-            if app.focused is overview:
-                break
-            await pilot.press("tab")
-        assert app.focused is overview
+        overview = await _focused_overview(app, pilot)
         for key, table_id in (("2", "#steps"), ("3", "#ops"), ("4", "#kernels")):
             await pilot.press("1")
             overview.focus()

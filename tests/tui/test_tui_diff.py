@@ -16,6 +16,17 @@ from tui_prof.tui.screens.diff import DiffRowsTable, DiffScreen
 from tui_prof.tui.widgets.profile_tree import ProfileTree
 
 
+async def _mark_and_diff(app: Any, pilot: Pilot[Any], a_dir: Path, b_dir: Path) -> None:
+    """`m` on A, `d` on B, as a user does, until the Diff screen is up."""
+    await _go_to(pilot, a_dir)
+    await pilot.press("m")
+    tree = app.screen.query_one(ProfileTree)
+    await until(pilot, lambda: "A▸" in str(getattr(tree.cursor_node, "label", "")))
+    await _go_to(pilot, b_dir)
+    await pilot.press("d")
+    await until(pilot, lambda: isinstance(app.screen, DiffScreen))
+
+
 async def _go_to(pilot: Pilot[Any], target: Path) -> None:
     tree = pilot.app.screen.query_one(ProfileTree)
     for _ in range(60):  # j until the cursor is on the session, as a user would
@@ -43,13 +54,7 @@ async def test_mark_then_diff_shows_every_op_in_the_diffs_order() -> None:
         await pilot.press("d")  # nothing marked yet: the key is off, no diff
         await settle(pilot)
         assert not isinstance(app.screen, DiffScreen)
-        await _go_to(pilot, a_dir)
-        await pilot.press("m")
-        tree = app.screen.query_one(ProfileTree)
-        await until(pilot, lambda: "A▸" in str(getattr(tree.cursor_node, "label", "")))
-        await _go_to(pilot, b_dir)
-        await pilot.press("d")
-        await until(pilot, lambda: isinstance(app.screen, DiffScreen))
+        await _mark_and_diff(app, pilot, a_dir, b_dir)
         await settle(pilot)
         table = await filled(pilot, "#diff-ops", DiffRowsTable)
         assert table.row_count == len(expected.ops)
@@ -107,13 +112,7 @@ async def test_the_no_spread_caveat_is_in_sight_at_80x24() -> None:
     app = TuiprofApp(SAMPLES)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
-        await _go_to(pilot, a_dir)
-        await pilot.press("m")
-        tree = app.screen.query_one(ProfileTree)
-        await until(pilot, lambda: "A▸" in str(getattr(tree.cursor_node, "label", "")))
-        await _go_to(pilot, b_dir)
-        await pilot.press("d")
-        await until(pilot, lambda: isinstance(app.screen, DiffScreen))
+        await _mark_and_diff(app, pilot, a_dir, b_dir)
         await filled(pilot, "#diff-ops", DiffRowsTable)
         await settle(pilot)
         header = app.screen.query_one("#diff-header", Static)

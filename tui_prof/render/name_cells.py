@@ -28,31 +28,36 @@ class TailCut:
         yield Text(cut_left(self.text, options.max_width, self.sep), style=self.style)
 
 
-class KernelCut:
-    """One of several short kernel names, fitted to its cell when drawn (`fit_kernels`), so that
-    names that differ still read apart in a table whose width Rich decides."""
+class _SiblingCut:
+    """One of several names fitted together (`_fit`) to the width Rich gives its cell when it
+    draws it, so that names that differ still read apart; `_least` is the narrowest cell."""
 
-    def __init__(self, shorts: Sequence[str], index: int) -> None:
-        self.shorts, self.index = shorts, index
-
-    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
-        n = len(self.shorts[self.index])
-        return Measurement(min(n, 12), n)
-
-    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        yield Text(fit_kernels(self.shorts, options.max_width)[self.index])
-
-
-class PathsCut:
-    """One of several scoped names (ops), fitted to its cell when drawn (`fit_paths`): each keeps
-    its op and, where two would read the same, the scopes that tell them apart (`replica_4/…`)."""
+    _least = 8
 
     def __init__(self, names: Sequence[str], index: int) -> None:
         self.names, self.index = names, index
 
+    @staticmethod
+    def _fit(names: Sequence[str], width: int, /) -> list[str]:
+        raise NotImplementedError
+
     def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
         n = len(self.names[self.index])
-        return Measurement(min(n, 8), n)
+        return Measurement(min(n, self._least), n)
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        yield Text(fit_paths(self.names, options.max_width)[self.index])
+        yield Text(self._fit(self.names, options.max_width)[self.index])
+
+
+class KernelCut(_SiblingCut):
+    """One of several short kernel names (`fit_kernels`)."""
+
+    _least = 12
+    _fit = staticmethod(fit_kernels)
+
+
+class PathsCut(_SiblingCut):
+    """One of several scoped names (ops, `fit_paths`): each keeps its op and, where two would read
+    the same, the scopes that tell them apart (`replica_4/…`)."""
+
+    _fit = staticmethod(fit_paths)
