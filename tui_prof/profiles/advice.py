@@ -180,14 +180,11 @@ def recommendations(
             f = replace(f, sixteen_bit_said=True)
     tips: list[str] = [] if small else list(compute_tips)
     for cat in flagged:
-        how16 = remedies.sixteen_bit(f) or remedies.rest_in_32bit(f)
         tip = remedies.remedy(cat, f)
         if tip and tip not in tips:
             tips.append(tip)
-            if how16 and how16 in tip:  # the device-compute remedy said it: the units' tip need not
-                f = replace(f, sixteen_bit_said=True)
-            if cat == "device_compute":
-                f = replace(f, compute_said=True)
+            if cat == "device_compute":  # it gave the 16-bit recipe (or the 32-bit rest's note),
+                f = replace(f, compute_said=True, sixteen_bit_said=True)  # TF32, shapes: once
     if (
         tensor_core is not None
         and tensor_core.percent_of_eligible_time is not None

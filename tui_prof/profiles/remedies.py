@@ -213,9 +213,10 @@ def matrix_unit_use(f: Facts, percent: float) -> str:
     """Matrix-unit-eligible ops that run off the matrix units."""
     if not f.matrix_units:
         return ""
-    how = _join([sixteen_bit(f), tf32(f), shapes(f)]) or shapes(f)
     if f.compute_said:  # its 16-bit, TF32 and shapes are the same: not said twice
         how = "the device-compute tip above says how to put more on them"
+    else:
+        how = _join([sixteen_bit(f), tf32(f), shapes(f)]) or shapes(f)
     no_32bit = f.has("tf32") is False and f.has("fp32") is False and not f.tpu
     if f.precision is not None and not f.mostly_16bit and no_32bit:
         # 32-bit math the units cannot run (a V100's float32): shapes alone move nothing on.
